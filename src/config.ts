@@ -1,0 +1,84 @@
+/**
+ * The one config schema. Field names and defaults follow the seed (snake_case), so a deployment's vars, a
+ * session's stored config and a per-request `x-offload-config` header all read the same. Unknown fields are
+ * rejected: a misspelt switch must not silently leave a feature off.
+ */
+import { z } from "zod";
+import { OffloadError } from "./errors.ts";
+
+export const RECALL_HARD_CAP_CHARS = 50_000;
+
+export const RecallModeSchema = z.enum(["window", "structural", "both"]);
+export type RecallMode = z.infer<typeof RecallModeSchema>;
+
+const fields = {
+  tool_result_compaction_enabled: z.boolean().default(false).describe("Umbrella switch: off means every request passes through byte for byte."),
+  tool_result_offload_enabled: z.boolean().default(false).describe("Large-tier offload behind the net-saving gate (needs the umbrella switch)."),
+  tool_result_compaction_size_chars: z.int().min(0).default(8000).describe("Small ↔ larger floor: results of at most this many chars are always kept."),
+  tool_result_large_offload_threshold_chars: z.int().min(1).default(60_000).describe("Pre-filter: only results of at least this many chars are considered for offload."),
+  tool_result_compaction_keep_last_n: z.int().min(0).max(1000).default(1).describe("The most recent tool results kept full (the hot window)."),
+  tool_result_offload_horizon_default: z.number().positive().max(10_000).default(5).describe("Expected remaining turns over which a saving accrues."),
+  tool_result_offload_recall_probability: z.number().min(0).max(1).default(0.5).describe("Prior probability that the model re-reads an offloaded result."),
+  tool_result_recall_mode: RecallModeSchema.default("both").describe('Which arguments recall_tool_result offers: "window" (query/slice), "structural" (json_path/slice) or "both".'),
+  tool_result_compaction_preview_chars: z.int().min(0).max(20_000).default(2000).describe("Head kept by the size-only path when it shortens a result."),
+  tool_result_stub_preview_chars: z.int().min(0).max(2000).default(400).describe("Head preview shown in an offload stub."),
+  tool_result_recall_max_chars: z.int().min(500).max(RECALL_HARD_CAP_CHARS).default(RECALL_HARD_CAP_CHARS).describe("Cap on one recall answer (at most 50,000 chars)."),
+  tool_result_recall_window_chars: z.int().min(0).max(5000).default(300).describe("Default ±context around each query match."),
+  tool_result_pricing_model: z.string().min(1).nullable().default(null).describe("Price as this model instead of the request's `model` (for proxies with custom model names)."),
+};
+
+export const OffloadConfigSchema = z.strictObject(fields);
+export type OffloadConfig = z.infer<typeof OffloadConfigSchema>;
+export type OffloadConfigInput = z.input<typeof OffloadConfigSchema> & { keep_last_n?: number };
+
+/** Accepted alternative names (the seed's own `keep_last_n`). */
+const ALIASES: Record<string, keyof OffloadConfig> = { keep_last_n: "tool_result_compaction_keep_last_n" };
+
+/** Every field optional and without defaults: for partial overrides (session, request) that are merged. */
+export const OffloadConfigPatchSchema = z.strictObject(
+  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, (v as z.ZodDefault<z.ZodType>).unwrap().optional()])) as {
+    [K in keyof typeof fields]: z.ZodOptional<ReturnType<(typeof fields)[K]["unwrap"]>>;
+  },
+);
+export type OffloadConfigPatch = z.infer<typeof OffloadConfigPatchSchema>;
+
+export const DEFAULT_CONFIG: OffloadConfig = OffloadConfigSchema.parse({});
+
+/**
+ * Validate a config patch (aliases folded in), throwing an `invalid_config` OffloadError that names the field.
+ * `where` prefixes the path so the caller can tell which layer (header, session, vars) was wrong.
+ */
+export function parseConfigPatch(input: unknown, where = "config"): OffloadConfigPatch {
+  if (input === undefined || input === null) return {};
+  if (typeof input !== "object" || Array.isArray(input)) {
+    throw new OffloadError("invalid_config", `${where} must be a JSON object`, { path: where });
+  }
+  const folded: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(input)) {
+    const canonical = ALIASES[key];
+    if (canonical !== undefined) {
+      if (canonical in input) throw new OffloadError("invalid_config", `${where}: give either ${key} or ${canonical}, not both`, { path: `${where}.${key}` });
+      folded[canonical] = value;
+    } else folded[key] = value;
+  }
+  const result = OffloadConfigPatchSchema.safeParse(folded);
+  if (!result.success) {
+    const issue = result.error.issues[0]!;
+    const field = issue.path.map(String).join(".");
+    const name = issue.code === "unrecognized_keys" ? issue.keys.join(", ") : field;
+    const path = issue.code === "unrecognized_keys" ? `${where}.${issue.keys[0]}` : field ? `${where}.${field}` : where;
+    throw new OffloadError("invalid_config", `${where}: ${name ? `${name}: ` : ""}${issue.message}`, { path });
+  }
+  return result.data as OffloadConfigPatch;
+}
+
+/** Defaults, then each layer in order (later wins). Each layer is validated on its own. */
+export function resolveConfig(...layers: unknown[]): OffloadConfig {
+  const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
+  layers.forEach((layer, i) => {
+    for (const [k, v] of Object.entries(parseConfigPatch(layer, layers.length > 1 ? `config[${i}]` : "config"))) {
+      if (v !== undefined) merged[k] = v;
+    }
+  });
+  return merged as OffloadConfig;
+}

@@ -1,0 +1,240 @@
+/**
+ * Anthropic Messages: tool results are `tool_result` blocks in user messages, answering `tool_use` blocks of
+ * the assistant message right before; breakpoints are `cache_control` markers on tools, system blocks and
+ * message blocks, or one top-level `cache_control` (automatic caching at the end of the prompt). Prompt order
+ * is tools → system → messages, whatever the key order in the JSON.
+ */
+import { OffloadError } from "../../errors.ts";
+import type { RecallMode } from "../../config.ts";
+import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember } from "../json/scan.ts";
+import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+
+type Path = (string | number)[];
+
+function shapeError(message: string, path: Path): never {
+  throw new OffloadError("invalid_request", `${message} at ${formatPath(path)}`, { path: formatPath(path) });
+}
+
+function expectObject(node: JsonNode | undefined, path: Path, what: string): JsonObject {
+  if (node?.kind !== "object") shapeError(`${what} must be an object`, path);
+  return node;
+}
+
+function stringMember(raw: string, obj: JsonObject, key: string, path: Path, required: boolean): string | undefined {
+  const node = getMember(obj, key);
+  if (node === undefined) {
+    if (required) shapeError(`missing "${key}"`, path);
+    return undefined;
+  }
+  if (node.kind !== "string") shapeError(`"${key}" must be a string`, [...path, key]);
+  return decodeString(raw, node);
+}
+
+function ttlOf(raw: string, marker: JsonNode, path: Path): "5m" | "1h" {
+  const obj = expectObject(marker, path, "cache_control");
+  const ttl = stringMember(raw, obj, "ttl", path, false);
+  if (ttl === undefined || ttl === "5m") return "5m";
+  if (ttl === "1h") return "1h";
+  shapeError('cache_control.ttl must be "5m" or "1h"', [...path, "ttl"]);
+}
+
+export const anthropicAdapter: FormatAdapter = {
+  format: "anthropic",
+
+  analyze(raw: string, rootNode: JsonNode): RequestAnalysis {
+    const root = expectObject(rootNode, [], "the request");
+    const modelNode = getMember(root, "model");
+    if (modelNode !== undefined && modelNode.kind !== "string") shapeError('"model" must be a string', ["model"]);
+    const model = modelNode === undefined ? null : decodeString(raw, modelNode);
+
+    const tools = getMember(root, "tools");
+    if (tools !== undefined && tools.kind !== "array") shapeError('"tools" must be an array', ["tools"]);
+    const system = getMember(root, "system");
+    if (system !== undefined && system.kind !== "string" && system.kind !== "array") shapeError('"system" must be a string or an array of blocks', ["system"]);
+    const messages = getMember(root, "messages");
+    if (messages === undefined) shapeError('missing "messages"', []);
+    if (messages.kind !== "array") shapeError('"messages" must be an array', ["messages"]);
+
+    const toolsLen = tools === undefined ? 0 : tools.end - tools.start;
+    const systemLen = system === undefined ? 0 : system.end - system.start;
+    const messagesBase = toolsLen + systemLen - messages.start;
+    const breakpoints: Breakpoint[] = [];
+
+    let hasRecallTool = false;
+    tools?.items.forEach((tool, i) => {
+      const obj = expectObject(tool, ["tools", i], "a tool");
+      const name = getMember(obj, "name");
+      if (name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME) hasRecallTool = true;
+      const cc = getMember(obj, "cache_control");
+      if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: tool.end - tools.start, ttl: ttlOf(raw, cc, ["tools", i, "cache_control"]) });
+    });
+    if (system?.kind === "array") {
+      system.items.forEach((block, i) => {
+        const obj = expectObject(block, ["system", i], "a system block");
+        const cc = getMember(obj, "cache_control");
+        if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: toolsLen + block.end - system.start, ttl: ttlOf(raw, cc, ["system", i, "cache_control"]) });
+      });
+    }
+
+    const sites: ToolResultSite[] = [];
+    // tool_use id → [name, input] for the previous assistant message only (results answer the message before).
+    let calls = new Map<string, { name: string; input: JsonNode | undefined }>();
+    let assistantTurns = 0;
+    const lastAssistant = lastIndexOfRole(raw, messages);
+
+    messages.items.forEach((message, m) => {
+      const path: Path = ["messages", m];
+      const msg = expectObject(message, path, "a message");
+      const role = stringMember(raw, msg, "role", path, true);
+      if (role !== "user" && role !== "assistant") shapeError('"role" must be "user" or "assistant"', [...path, "role"]);
+      const content = getMember(msg, "content");
+      if (content === undefined) shapeError('missing "content"', path);
+      if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of blocks', [...path, "content"]);
+      const answered = new Map<string, { name: string; input: JsonNode | undefined }>();
+      if (role === "assistant") assistantTurns++;
+      if (content.kind === "array") {
+        content.items.forEach((block, b) => {
+          const bpath: Path = [...path, "content", b];
+          const obj = expectObject(block, bpath, "a content block");
+          const type = stringMember(raw, obj, "type", bpath, true);
+          const cc = getMember(obj, "cache_control");
+          if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: messagesBase + block.end, ttl: ttlOf(raw, cc, [...bpath, "cache_control"]) });
+          if (type === "tool_use" && role === "assistant") {
+            const id = stringMember(raw, obj, "id", bpath, true)!;
+            const name = stringMember(raw, obj, "name", bpath, true)!;
+            answered.set(id, { name, input: getMember(obj, "input") });
+          } else if (type === "tool_result") {
+            if (role !== "user") shapeError("a tool_result must be in a user message", bpath);
+            const id = stringMember(raw, obj, "tool_use_id", bpath, true)!;
+            const call = calls.get(id);
+            if (call === undefined) shapeError(`tool_result ${JSON.stringify(id)} answers no tool_use in the previous assistant message`, [...bpath, "tool_use_id"]);
+            calls.delete(id); // a second result for the same call is as invalid as an unpaired one
+            const isError = getMember(obj, "is_error");
+            if (isError !== undefined && isError.kind !== "true" && isError.kind !== "false") shapeError('"is_error" must be a boolean', [...bpath, "is_error"]);
+            const site = resultSite(raw, obj, bpath, sites.length, id, call, m, m < lastAssistant, messagesBase + block.start);
+            if (site.content?.kind === "array") {
+              site.content.items.forEach((item, i) => {
+                const inner = getMember(item as JsonObject, "cache_control");
+                if (inner !== undefined && inner.kind !== "null") breakpoints.push({ position: messagesBase + item.end, ttl: ttlOf(raw, inner, [...bpath, "content", i, "cache_control"]) });
+              });
+            }
+            sites.push(site);
+          }
+        });
+      }
+      calls = answered;
+    });
+
+    const auto = getMember(root, "cache_control");
+    const promptChars = toolsLen + systemLen + (messages.end - messages.start);
+    if (auto !== undefined && auto.kind !== "null") breakpoints.push({ position: promptChars, ttl: ttlOf(raw, auto, ["cache_control"]) });
+    breakpoints.sort((a, b) => a.position - b.position);
+
+    return {
+      model,
+      sites,
+      assistant_turns: assistantTurns,
+      prompt_chars: promptChars,
+      breakpoints,
+      client_caches: breakpoints.length > 0,
+      has_recall_tool: hasRecallTool,
+    };
+  },
+
+  renderContent(raw: string, site: ToolResultSite, text: string): string {
+    const content = site.content;
+    if (content === undefined || content.kind !== "array") return JSON.stringify(text);
+    // Keep media blocks where they are; the text blocks collapse into one, at the first one's place, carrying
+    // the last text block's cache_control so a client breakpoint is not lost.
+    const parts: string[] = [];
+    let placed = false;
+    let marker: string | undefined;
+    for (const block of content.items) {
+      if (block.kind === "object" && isTextBlock(raw, block)) {
+        const cc = getMember(block, "cache_control");
+        if (cc !== undefined) marker = raw.slice(cc.start, cc.end);
+        if (!placed) {
+          parts.push("");
+          placed = true;
+        }
+      } else parts.push(raw.slice(block.start, block.end));
+    }
+    const textBlock = `{"type":"text","text":${JSON.stringify(text)}${marker === undefined ? "" : `,"cache_control":${marker}`}}`;
+    const at = parts.indexOf("");
+    if (at === -1) parts.unshift(textBlock);
+    else parts[at] = textBlock;
+    return `[${parts.join(",")}]`;
+  },
+
+  declareRecallTool(raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
+    const root = rootNode as JsonObject;
+    const tool = JSON.stringify(recallToolDefinition("anthropic", mode));
+    const tools = getMember(root, "tools") as JsonArray | undefined;
+    if (tools !== undefined) {
+      const last = tools.items[tools.items.length - 1];
+      return last === undefined ? { start: tools.start, end: tools.end, text: `[${tool}]` } : { start: last.end, end: last.end, text: `,${tool}` };
+    }
+    const at = root.end - 1;
+    return { start: at, end: at, text: `${root.keys.length > 0 ? "," : ""}"tools":[${tool}]` };
+  },
+};
+
+function isTextBlock(raw: string, block: JsonObject): boolean {
+  const type = getMember(block, "type");
+  return type?.kind === "string" && decodeString(raw, type) === "text";
+}
+
+function lastIndexOfRole(raw: string, messages: JsonArray): number {
+  for (let i = messages.items.length - 1; i >= 0; i--) {
+    const msg = messages.items[i];
+    if (msg?.kind !== "object") continue;
+    const role = getMember(msg, "role");
+    if (role?.kind === "string" && decodeString(raw, role) === "assistant") return i;
+  }
+  return -1;
+}
+
+function resultSite(
+  raw: string,
+  block: JsonObject,
+  path: Path,
+  index: number,
+  id: string,
+  call: { name: string; input: JsonNode | undefined },
+  messageIndex: number,
+  settled: boolean,
+  position: number,
+): ToolResultSite {
+  const content = getMember(block, "content");
+  const texts: JsonString[] = [];
+  let hasMedia = false;
+  if (content !== undefined) {
+    if (content.kind === "string") texts.push(content);
+    else if (content.kind === "array") {
+      content.items.forEach((item, i) => {
+        const ipath: Path = [...path, "content", i];
+        const obj = expectObject(item, ipath, "a tool_result content block");
+        const type = stringMember(raw, obj, "type", ipath, true);
+        if (type === "text") {
+          const text = getMember(obj, "text");
+          if (text?.kind !== "string") shapeError('a text block needs a string "text"', [...ipath, "text"]);
+          texts.push(text);
+        } else hasMedia = true; // image, document, search_result…: kept in place, never measured
+      });
+    } else if (content.kind !== "null") shapeError('tool_result "content" must be a string or an array of blocks', [...path, "content"]);
+  }
+  return {
+    index,
+    tool_use_id: id,
+    tool_name: call.name,
+    tool_input: call.input,
+    message_index: messageIndex,
+    path: formatPath(path),
+    settled,
+    content: content?.kind === "null" ? undefined : content,
+    texts,
+    has_media: hasMedia,
+    position,
+  };
+}

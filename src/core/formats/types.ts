@@ -1,0 +1,64 @@
+/**
+ * What the turn transform needs from a provider format: find the tool results (as spans over the raw text),
+ * tell where the cache breakpoints are, and render a replacement. One adapter per format; the transform in
+ * compact.ts is format-blind.
+ */
+import type { JsonNode, JsonString } from "../json/scan.ts";
+import type { RecallMode } from "../../config.ts";
+
+export interface ToolResultSite {
+  /** Order among the request's tool results (0 = oldest). */
+  index: number;
+  tool_use_id: string;
+  tool_name: string;
+  /** The matching call's input (raw JSON node), e.g. to name a recall answer's arguments. */
+  tool_input: JsonNode | undefined;
+  message_index: number;
+  /** Where the result is, for reports and errors: `messages[3].content[1]`. */
+  path: string;
+  /** A later assistant message exists: the model has answered after seeing this result. */
+  settled: boolean;
+  /** The span that a replacement rewrites (the content value), or undefined when the result has none. */
+  content: JsonNode | undefined;
+  /** The text pieces measured and offloaded (invariant 10: media blocks are not). */
+  texts: JsonString[];
+  /** The result carries image/document blocks besides text. */
+  has_media: boolean;
+  /** Offset of the result in prompt order (chars of raw request text before it). */
+  position: number;
+}
+
+export interface Breakpoint {
+  /** Prompt-order offset of the end of the cached block. */
+  position: number;
+  ttl: "5m" | "1h";
+}
+
+export interface RequestAnalysis {
+  model: string | null;
+  sites: ToolResultSite[];
+  /** Assistant messages in the request: the conversation's turn index. */
+  assistant_turns: number;
+  /** Raw chars of everything the model reads (tools, system, messages), in prompt order. */
+  prompt_chars: number;
+  /** Cache breakpoints in prompt order (explicit and automatic). */
+  breakpoints: Breakpoint[];
+  /** The client caches at all (a breakpoint, automatic caching, or a provider that caches on its own). */
+  client_caches: boolean;
+  has_recall_tool: boolean;
+}
+
+export interface Edit {
+  start: number;
+  end: number;
+  text: string;
+}
+
+export interface FormatAdapter {
+  readonly format: string;
+  analyze(raw: string, root: JsonNode): RequestAnalysis;
+  /** The JSON text that replaces `site.content` so the result reads `text` (media blocks kept in place). */
+  renderContent(raw: string, site: ToolResultSite, text: string): string;
+  /** The edit that declares the recall tool at the end of `tools`. */
+  declareRecallTool(raw: string, root: JsonNode, mode: RecallMode): Edit;
+}

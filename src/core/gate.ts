@@ -1,0 +1,117 @@
+/**
+ * The net-saving gate (DESIGN.md "The net-saving gate"). Pure: the same input always gives the same answer,
+ * and every answer carries its breakdown in dollars so a decision can be audited.
+ *
+ * With T tokens of the body, S of the stub, H turns of horizon, p the recall probability and r the rate the
+ * result is billed at (cache read on the cached side of the last breakpoint, input after it):
+ *   reprefill_saving   = H·T·r
+ *   stub_carry_cost    = H·S·r
+ *   invalidation_cost  = cached side only: tokens from the result to the breakpoint · (write − read)
+ *   expected_recall    = p·(context · r_ctx + recalled · input + recall call output · output)
+ * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
+ * hop re-reads the whole context; the design's formula prices it at read, which undercharges a client that
+ * sets no breakpoints).
+ */
+import { type ModelPrice, ratesFor, resolveModel, usd } from "./pricing.ts";
+import type { GateResult } from "./types.ts";
+
+export interface GateInput {
+  /** Model id as sent (dated ids and aliases resolve) or a price-table entry. */
+  model: string | ModelPrice | null | undefined;
+  result_tokens: number;
+  stub_tokens: number;
+  horizon: number;
+  recall_probability: number;
+  /** The result sits before the request's last cache breakpoint. */
+  cached_side: boolean;
+  /** Tokens from the result to that breakpoint (cached side only). */
+  tokens_to_breakpoint?: number;
+  cache_ttl?: "5m" | "1h";
+  /** Prompt tokens of the request (what a recall hop re-reads). */
+  context_tokens: number;
+  /** Whether the client caches at all (any breakpoint, or automatic caching). Defaults to `cached_side`. */
+  client_caches?: boolean;
+  /** Tokens a recall brings back; defaults to min(T, RECALL_TOKENS_DEFAULT). */
+  recall_tokens?: number;
+  /** Output tokens of the call that asks for the recall. */
+  recall_output_tokens?: number;
+}
+
+/** About 50,000 chars of dense text: the recall cap. */
+export const RECALL_TOKENS_DEFAULT = 15_000;
+export const RECALL_OUTPUT_TOKENS_DEFAULT = 100;
+
+function round(x: number): number {
+  return Math.round(x * 1e9) / 1e9;
+}
+
+export function offloadGate(input: GateInput): GateResult {
+  const price = typeof input.model === "object" && input.model !== null ? input.model : resolveModel(input.model);
+  const T = Math.max(0, input.result_tokens);
+  const S = Math.max(0, input.stub_tokens);
+  const H = Math.max(0, input.horizon);
+  const p = Math.min(1, Math.max(0, input.recall_probability));
+  const ttl = input.cache_ttl ?? "5m";
+  const toBreakpoint = input.cached_side ? Math.max(0, input.tokens_to_breakpoint ?? 0) : 0;
+  const recallTokens = Math.max(0, input.recall_tokens ?? Math.min(T, RECALL_TOKENS_DEFAULT));
+  const recallOutput = Math.max(0, input.recall_output_tokens ?? RECALL_OUTPUT_TOKENS_DEFAULT);
+  const inputs = {
+    result_tokens: T,
+    stub_tokens: S,
+    horizon: H,
+    recall_probability: p,
+    cached_side: input.cached_side,
+    tokens_to_breakpoint: toBreakpoint,
+    cache_ttl: ttl,
+    context_tokens: input.context_tokens,
+    recall_tokens: recallTokens,
+    recall_output_tokens: recallOutput,
+  };
+  if (price === null) {
+    return {
+      fire: false,
+      net_usd: 0,
+      reprefill_saving_usd: 0,
+      stub_carry_cost_usd: 0,
+      invalidation_cost_usd: 0,
+      expected_recall_hop_cost_usd: 0,
+      reason: `unknown model ${JSON.stringify(typeof input.model === "string" ? input.model : null)}: no price, never offloads`,
+      model: null,
+      inputs,
+    };
+  }
+  const rates = ratesFor(price, input.context_tokens);
+  const r = input.cached_side ? rates.cache_read : rates.input;
+  const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
+  const contextRate = input.client_caches ?? input.cached_side ? rates.cache_read : rates.input;
+
+  const saving = usd(H * T, r);
+  const carry = usd(H * S, r);
+  const invalidation = input.cached_side ? usd(toBreakpoint, write - rates.cache_read) : 0;
+  const recall = p * (usd(input.context_tokens, contextRate) + usd(recallTokens, rates.input) + usd(recallOutput, rates.output));
+  const net = saving - (carry + invalidation + recall);
+  const fire = net > 0;
+
+  const costs = [
+    ["the stub's own carry cost", carry],
+    ["invalidating the cached prefix", invalidation],
+    ["the expected recall hop", recall],
+  ] as const;
+  const biggest = costs.reduce((a, b) => (b[1] > a[1] ? b : a));
+  const reason = fire
+    ? `saves $${net.toFixed(4)} over ${H} turns (${input.cached_side ? "cached" : "uncached"} side)`
+    : T <= S
+      ? "the stub is not smaller than the result"
+      : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;
+  return {
+    fire,
+    net_usd: round(net),
+    reprefill_saving_usd: round(saving),
+    stub_carry_cost_usd: round(carry),
+    invalidation_cost_usd: round(invalidation),
+    expected_recall_hop_cost_usd: round(recall),
+    reason,
+    model: price.id,
+    inputs,
+  };
+}

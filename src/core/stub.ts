@@ -1,0 +1,79 @@
+/**
+ * The texts that replace a result: the offload stub, the size-only path's shortened preview, and the marker
+ * for a settled recall answer. Each is a pure function of its inputs (no clock, no random id), so the same
+ * body in the same session always renders the same bytes.
+ */
+import { type RecallMode } from "../config.ts";
+import { RECALL_TOOL_NAME } from "./recall-tool.ts";
+import type { StructureIndex } from "./structure.ts";
+import { formatInt, headOf, plural } from "./text.ts";
+
+export interface StubInput {
+  mem_id: string;
+  tool_name: string;
+  chars: number;
+  tokens: number;
+  structure: StructureIndex;
+  /** The body, for its head preview. */
+  body: string;
+  preview_chars: number;
+  mode: RecallMode;
+}
+
+export function renderStub(input: StubInput): string {
+  const { mem_id, structure } = input;
+  const { head, cut } = headOf(input.body, input.preview_chars);
+  const lines = [
+    `[tool result offloaded by edge-offload · mem_id ${mem_id}]`,
+    `${input.tool_name ? `Output of ${input.tool_name}: ` : ""}${formatInt(input.chars)} chars (~${formatInt(input.tokens)} tokens), ${structure.kind}, ${plural(structure.lines, "line")}.`,
+  ];
+  if (structure.outline !== "") lines.push(structure.outline);
+  if (head !== "") lines.push(`Preview (first ${formatInt(head.length)} chars${cut ? "" : ", the whole result"}):`, head + (cut ? "\n…" : ""));
+  lines.push(recallHint(mem_id, input.mode, structure.kind === "json"));
+  return lines.join("\n");
+}
+
+function recallHint(memId: string, mode: RecallMode, json: boolean): string {
+  const ways: string[] = [];
+  if (mode !== "structural") ways.push('query="…" (every exact match, with context)');
+  if (mode !== "window" && json) ways.push('json_path="$…" (part of the JSON)');
+  ways.push("offset and max_chars (a slice)");
+  return `The full result is kept. To read it, call ${RECALL_TOOL_NAME} with mem_id="${memId}" and ${ways.join(", or ")}.`;
+}
+
+export interface CompactedInput {
+  mem_id: string;
+  body: string;
+  chars: number;
+  tokens: number;
+  preview_chars: number;
+  /** The recall tool is declared in this session (offload on), so the model can read the rest. */
+  recall_available: boolean;
+}
+
+export function renderCompacted(input: CompactedInput): string {
+  const { head } = headOf(input.body, input.preview_chars);
+  const more = input.recall_available
+    ? ` Call ${RECALL_TOOL_NAME} with mem_id="${input.mem_id}" and offset=${head.length} to read on.`
+    : "";
+  return `${head}\n[… output shortened by edge-offload: showing ${formatInt(head.length)} of ${formatInt(input.chars)} chars (~${formatInt(input.tokens)} tokens). Full output kept as mem_id ${input.mem_id}.${more}]`;
+}
+
+export interface RecallArgs {
+  mem_id?: unknown;
+  query?: unknown;
+  json_path?: unknown;
+  offset?: unknown;
+  max_chars?: unknown;
+  window?: unknown;
+}
+
+/** A settled recall answer, shortened to a marker naming the same mem_id and slice (no new mem_id: no loops). */
+export function renderRecallMarker(chars: number, args: RecallArgs): string {
+  const shown: string[] = [];
+  for (const key of ["mem_id", "query", "json_path", "offset", "max_chars", "window"] as const) {
+    const v = args[key];
+    if (typeof v === "string" || typeof v === "number") shown.push(`${key}=${JSON.stringify(v)}`);
+  }
+  return `[recall answer of ${formatInt(chars)} chars, shortened by edge-offload after use. To see it again, call ${RECALL_TOOL_NAME} with ${shown.join(", ") || "the same arguments"}.]`;
+}

@@ -1,0 +1,85 @@
+/**
+ * Token estimates without a tokenizer. Tokenizers are megabytes of tables (too heavy for a Worker bundle)
+ * and differ per provider; the gate only needs the right order of magnitude, and what it needs most is
+ * that dense content (JSON, CSV, logs) is not priced like prose. Ratios are chars per token, measured on
+ * typical content of each kind with provider tokenizers: dense punctuation and short numbers tokenize
+ * worst, English prose best.
+ */
+export type ContentKind = "json" | "csv" | "tsv" | "log" | "code" | "prose" | "text";
+
+export const CHARS_PER_TOKEN: Readonly<Record<ContentKind, number>> = {
+  json: 2.7,
+  csv: 2.8,
+  tsv: 2.8,
+  log: 3.1,
+  code: 3.3,
+  text: 3.6,
+  prose: 4.2,
+};
+
+/** Raw request JSON (escapes, keys, mixed content) averages here; used for context and distance estimates. */
+export const REQUEST_CHARS_PER_TOKEN = 3.3;
+
+export function estimateTokens(chars: number, kind: ContentKind = "text"): number {
+  return chars <= 0 ? 0 : Math.ceil(chars / CHARS_PER_TOKEN[kind]);
+}
+
+export function estimateTextTokens(text: string, kind: ContentKind = detectKind(text)): number {
+  return estimateTokens(text.length, kind);
+}
+
+const SAMPLE = 4096;
+const LOG_LINE = /^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)/;
+const CODE_LINE = /(?:[;{}]\s*$|^\s*(?:import|export|from|def|class|function|const|let|var|return|if|for|while|#include|package|public|private|fn|use)\b)/;
+
+/**
+ * Classify a body from its head (at most 4 KB looked at, whatever its size). JSON is recognised by shape
+ * here; `structureOf` confirms it by parsing when it needs the structure.
+ */
+export function detectKind(text: string): ContentKind {
+  const head = text.length > SAMPLE ? text.slice(0, SAMPLE) : text;
+  const trimmed = head.trimStart();
+  const first = trimmed.charCodeAt(0);
+  if (first === 0x7b || first === 0x5b) {
+    const tail = text.trimEnd();
+    const last = tail.charCodeAt(tail.length - 1);
+    if ((first === 0x7b && last === 0x7d) || (first === 0x5b && last === 0x5d)) return "json";
+  }
+  const lines = head.split("\n");
+  if (text.length > SAMPLE && lines.length > 1) lines.pop(); // a cut last line says nothing
+  const nonEmpty = lines.filter((l) => l.trim() !== "");
+  if (nonEmpty.length >= 3) {
+    const delimited = delimiterOf(nonEmpty);
+    if (delimited !== null) return delimited;
+    const logs = nonEmpty.filter((l) => LOG_LINE.test(l)).length;
+    if (logs / nonEmpty.length >= 0.5) return "log";
+    const code = nonEmpty.filter((l) => CODE_LINE.test(l)).length;
+    if (code / nonEmpty.length >= 0.3) return "code";
+  }
+  const letters = (head.match(/[A-Za-z]/g) ?? []).length;
+  const spaces = (head.match(/ /g) ?? []).length;
+  if (head.length > 200 && letters / head.length > 0.6 && spaces / head.length > 0.12) return "prose";
+  return "text";
+}
+
+/** CSV or TSV when every sampled line has the same, non-zero count of one delimiter. */
+function delimiterOf(lines: readonly string[]): "csv" | "tsv" | null {
+  const sample = lines.slice(0, 20);
+  for (const [kind, ch] of [["tsv", "\t"], ["csv", ","]] as const) {
+    const counts = sample.map((l) => countOutsideQuotes(l, ch));
+    const n = counts[0]!;
+    if (n > 0 && counts.every((c) => c === n)) return kind;
+  }
+  return null;
+}
+
+function countOutsideQuotes(line: string, ch: string): number {
+  let n = 0;
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === '"') quoted = !quoted;
+    else if (c === ch && !quoted) n++;
+  }
+  return n;
+}

@@ -1,0 +1,95 @@
+/** The vocabulary shared by the core, the store ports and the service (see DESIGN.md "Vocabulary"). */
+import type { ContentKind } from "./tokens.ts";
+
+export type Format = "anthropic";
+
+/** Which session a turn belongs to. Every stored key is scoped by both. */
+export interface SessionRef {
+  readonly tenant: string;
+  readonly session: string;
+}
+
+export type Tier = "hot" | "small" | "medium" | "large";
+export type Action = "kept" | "compacted" | "offloaded";
+
+export interface GateResult {
+  fire: boolean;
+  net_usd: number;
+  reprefill_saving_usd: number;
+  stub_carry_cost_usd: number;
+  invalidation_cost_usd: number;
+  expected_recall_hop_cost_usd: number;
+  reason: string;
+  /** The price-table entry used, or null for an unknown model. */
+  model: string | null;
+  /** The inputs the gate priced, so a decision can be audited. */
+  inputs: {
+    result_tokens: number;
+    stub_tokens: number;
+    horizon: number;
+    recall_probability: number;
+    cached_side: boolean;
+    tokens_to_breakpoint: number;
+    cache_ttl: "5m" | "1h";
+    context_tokens: number;
+    recall_tokens: number;
+    recall_output_tokens: number;
+  };
+}
+
+/**
+ * A sticky decision about one tool result, keyed by its tool_use_id within a session. Once stored it is never
+ * revisited: every later turn renders the result from this record (`rendered` is the exact replacement text).
+ */
+export interface ResultRecord {
+  tool_use_id: string;
+  tool_name: string;
+  tier: Tier;
+  action: Action;
+  mem_id: string | null;
+  /** Size of the original text (UTF-16 units) and its token estimate. */
+  chars: number;
+  tokens: number;
+  kind: ContentKind;
+  /** Raw JSON length of the result's content when decided: the O(1) "same body?" check on later turns. */
+  raw_chars: number;
+  /** Keyed digest of the original text (stubbed results), to tell the same body from another under a reused id. */
+  fingerprint: string;
+  rendered: string | null;
+  rendered_tokens: number;
+  /** Assistant turns in the request on which the decision was taken. */
+  turn: number;
+  reason: string;
+  gate: GateResult | null;
+}
+
+export interface BodyMeta {
+  mem_id: string;
+  tool_use_id: string;
+  tool_name: string;
+  chars: number;
+  tokens: number;
+  kind: ContentKind;
+  /** The structural index's outline, as shown in the stub. */
+  outline: string;
+  turn: number;
+}
+
+export interface StoredBody {
+  body: string;
+  meta: BodyMeta;
+}
+
+/** A short per-turn line for reports (no bodies). */
+export interface TurnLog {
+  turn: number;
+  results: number;
+  kept: number;
+  compacted: number;
+  offloaded: number;
+  new_decisions: number;
+  tokens_before: number;
+  tokens_after: number;
+  saved_usd: number;
+  errors: number;
+}

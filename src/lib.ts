@@ -1,0 +1,29 @@
+/**
+ * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 22+, Deno, Bun or
+ * a Worker. The Worker entry (src/index.ts) builds the HTTP service on top of the same functions.
+ */
+export { compact, splice } from "./core/compact.ts";
+export type { CompactInput, CompactOutput, CompactReport, CompactError, Decision } from "./core/compact.ts";
+export { recall, normalizeJsonPath } from "./core/recall.ts";
+export type { RecallInput, RecallArguments, RecallAnswer, RecallAnswerMode } from "./core/recall.ts";
+export { offloadGate, RECALL_TOKENS_DEFAULT, RECALL_OUTPUT_TOKENS_DEFAULT } from "./core/gate.ts";
+export type { GateInput } from "./core/gate.ts";
+export { recallToolDefinition, recallInputSchema, RECALL_TOOL_NAME } from "./core/recall-tool.ts";
+export type { ToolFormat } from "./core/recall-tool.ts";
+export { PRICE_TABLE, resolveModel, normalizeModelId, ratesFor } from "./core/pricing.ts";
+export type { ModelPrice, Rates, Provider } from "./core/pricing.ts";
+export { estimateTokens, estimateTextTokens, detectKind, CHARS_PER_TOKEN } from "./core/tokens.ts";
+export type { ContentKind } from "./core/tokens.ts";
+export { structureOf } from "./core/structure.ts";
+export type { StructureIndex } from "./core/structure.ts";
+export { renderStub } from "./core/stub.ts";
+export { sessionRef, DEFAULT_TENANT } from "./core/session.ts";
+export type { SessionInput } from "./core/session.ts";
+export { MEM_ID_PATTERN } from "./core/memid.ts";
+export type * from "./core/types.ts";
+export { MemoryStore } from "./store/memory.ts";
+export type { OffloadStore, LoadedState, TurnCommit, CommitResult, SessionSummary } from "./store/port.ts";
+export { OffloadConfigSchema, OffloadConfigPatchSchema, DEFAULT_CONFIG, resolveConfig, parseConfigPatch, RECALL_HARD_CAP_CHARS } from "./config.ts";
+export type { OffloadConfig, OffloadConfigInput, OffloadConfigPatch, RecallMode } from "./config.ts";
+export { OffloadError, isOffloadError } from "./errors.ts";
+export type { OffloadErrorType } from "./errors.ts";

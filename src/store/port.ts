@@ -1,0 +1,51 @@
+/**
+ * The storage port. The core does all its I/O through this interface; adapters hold their binding (a Map, an
+ * R2 bucket, a Durable Object stub…) and must pass the shared contract suite in test/contract.
+ *
+ * Guarantees an adapter gives:
+ * - `putBody` resolves only once the body is durable (nothing is stubbed before its body is safe);
+ * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two turns of
+ *   one session racing each other render the same bytes;
+ * - everything is scoped by tenant and session: another scope's mem_id reads exactly like an unknown one;
+ * - values come back as copies: a caller mutating what it got changes nothing stored.
+ */
+import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
+
+export interface LoadedState {
+  /** Records for the requested tool_use_ids that have one. */
+  records: Map<string, ResultRecord>;
+  /** Whether the recall tool has been declared in this session (sticky once true). */
+  recall_declared: boolean;
+}
+
+export interface TurnCommit {
+  records: readonly ResultRecord[];
+  recall_declared: boolean;
+  log: TurnLog;
+}
+
+export interface CommitResult {
+  /** The standing record for every committed tool_use_id (the earlier one where a record already existed). */
+  records: Map<string, ResultRecord>;
+}
+
+export interface SessionSummary {
+  tenant: string;
+  session: string;
+  calls: number;
+  recall_declared: boolean;
+  recalls: number;
+  records: ResultRecord[];
+  turns: TurnLog[];
+}
+
+export interface OffloadStore {
+  load(ref: SessionRef, toolUseIds: readonly string[]): Promise<LoadedState>;
+  commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult>;
+  putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void>;
+  getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;
+  noteRecall(ref: SessionRef, memId: string): Promise<void>;
+  describeSession(ref: SessionRef): Promise<SessionSummary | null>;
+  /** Removes the session's state and bodies; deleting an unknown session is not an error. */
+  deleteSession(ref: SessionRef): Promise<void>;
+}
