@@ -1,0 +1,179 @@
+/**
+ * The storage port's contract: one suite, run against every adapter (the in-memory twin in Node, the Worker's
+ * DO/R2/KV store in workerd). Each case gets a fresh store from the factory and uses its own session ids.
+ */
+import { describe, expect, it } from "vitest";
+import type { BodyMeta, ResultRecord, SessionRef, TurnLog } from "../../src/core/types.ts";
+import type { OffloadStore } from "../../src/store/port.ts";
+
+let n = 0;
+function ref(tenant = "t1"): SessionRef {
+  n++;
+  return { tenant, session: `contract-${Date.now().toString(36)}-${n}` };
+}
+
+export function record(id: string, overrides: Partial<ResultRecord> = {}): ResultRecord {
+  return {
+    tool_use_id: id,
+    tool_name: "bash",
+    tier: "large",
+    action: "offloaded",
+    mem_id: `trm_${"a".repeat(24)}`,
+    chars: 70_000,
+    tokens: 20_000,
+    kind: "text",
+    raw_chars: 70_002,
+    fingerprint: "f".repeat(64),
+    rendered: "[stub]",
+    rendered_tokens: 3,
+    turn: 2,
+    reason: "large: test",
+    gate: null,
+    ...overrides,
+  };
+}
+
+function log(turn: number): TurnLog {
+  return { turn, results: 1, kept: 0, compacted: 0, offloaded: 1, new_decisions: 1, tokens_before: 100, tokens_after: 10, saved_usd: 0.01, errors: 0 };
+}
+
+function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
+  return { mem_id: memId, tool_use_id: "toolu_1", tool_name: "bash", chars: 5, tokens: 2, kind: "text", outline: "text: 1 line", turn: 1, ...overrides };
+}
+
+const MEM = (c: string) => `trm_${c.repeat(24)}`;
+
+export function runStoreContract(name: string, make: () => OffloadStore | Promise<OffloadStore>): void {
+  describe(`store contract: ${name}`, () => {
+    it("reads an unknown session as empty", async () => {
+      const store = await make();
+      const state = await store.load(ref(), ["a", "b"]);
+      expect(state.records.size).toBe(0);
+      expect(state.recall_declared).toBe(false);
+      expect(await store.describeSession(ref())).toBeNull();
+      expect(await store.getBody(ref(), MEM("b"))).toBeNull();
+    });
+
+    it("returns committed records, only for the ids asked", async () => {
+      const store = await make();
+      const r = ref();
+      const a = record("a");
+      const b = record("b", { action: "kept", rendered: null, mem_id: null, tier: "small" });
+      const result = await store.commit(r, { records: [a, b], recall_declared: true, log: log(1) });
+      expect(result.records.get("a")).toEqual(a);
+      expect(result.records.get("b")).toEqual(b);
+      const state = await store.load(r, ["a", "zzz"]);
+      expect([...state.records.keys()]).toEqual(["a"]);
+      expect(state.records.get("a")).toEqual(a);
+      expect(state.recall_declared).toBe(true);
+    });
+
+    it("keeps the first decision for a tool_use_id (first writer wins)", async () => {
+      const store = await make();
+      const r = ref();
+      const first = record("x", { rendered: "first" });
+      await store.commit(r, { records: [first], recall_declared: false, log: log(1) });
+      const result = await store.commit(r, { records: [record("x", { rendered: "second" })], recall_declared: false, log: log(2) });
+      expect(result.records.get("x")?.rendered).toBe("first");
+      expect((await store.load(r, ["x"])).records.get("x")?.rendered).toBe("first");
+    });
+
+    it("serializes racing commits to one standing record", async () => {
+      const store = await make();
+      const r = ref();
+      const [one, two] = await Promise.all([
+        store.commit(r, { records: [record("race", { rendered: "one" })], recall_declared: false, log: log(1) }),
+        store.commit(r, { records: [record("race", { rendered: "two" })], recall_declared: false, log: log(1) }),
+      ]);
+      expect(one.records.get("race")?.rendered).toBe(two.records.get("race")?.rendered);
+      const summary = await store.describeSession(r);
+      expect(summary?.calls).toBe(2);
+    });
+
+    it("keeps recall_declared once true", async () => {
+      const store = await make();
+      const r = ref();
+      await store.commit(r, { records: [], recall_declared: true, log: log(1) });
+      await store.commit(r, { records: [], recall_declared: false, log: log(2) });
+      expect((await store.load(r, [])).recall_declared).toBe(true);
+    });
+
+    it("stores bodies exactly, including astral characters and megabytes", async () => {
+      const store = await make();
+      const r = ref();
+      const bodies = ["", "plain", "é😀 mixed \u0000 nul and \"quotes\"\n", "x".repeat(3_000_000) + "😀"];
+      for (const [i, body] of bodies.entries()) {
+        await store.putBody(r, body, meta(MEM(String(i)), { chars: body.length }));
+      }
+      for (const [i, body] of bodies.entries()) {
+        const got = await store.getBody(r, MEM(String(i)));
+        expect(got?.body.length).toBe(body.length);
+        expect(got?.body === body).toBe(true);
+        expect(got?.meta).toEqual(meta(MEM(String(i)), { chars: body.length }));
+      }
+    });
+
+    it("scopes everything by tenant and session", async () => {
+      const store = await make();
+      const mine = ref("tenant-a");
+      const otherSession = { tenant: "tenant-a", session: `${mine.session}-other` };
+      const otherTenant = { tenant: "tenant-b", session: mine.session };
+      await store.putBody(mine, "secret body", meta(MEM("c")));
+      await store.commit(mine, { records: [record("s")], recall_declared: true, log: log(1) });
+      for (const other of [otherSession, otherTenant]) {
+        expect(await store.getBody(other, MEM("c"))).toBeNull();
+        const state = await store.load(other, ["s"]);
+        expect(state.records.size).toBe(0);
+        expect(state.recall_declared).toBe(false);
+        expect(await store.describeSession(other)).toBeNull();
+      }
+      expect((await store.getBody(mine, MEM("c")))?.body).toBe("secret body");
+    });
+
+    it("hands out copies", async () => {
+      const store = await make();
+      const r = ref();
+      await store.commit(r, { records: [record("m")], recall_declared: false, log: log(1) });
+      await store.putBody(r, "body", meta(MEM("d")));
+      const got = (await store.load(r, ["m"])).records.get("m")!;
+      got.rendered = "mutated";
+      const body = (await store.getBody(r, MEM("d")))!;
+      body.meta.outline = "mutated";
+      expect((await store.load(r, ["m"])).records.get("m")?.rendered).toBe("[stub]");
+      expect((await store.getBody(r, MEM("d")))?.meta.outline).toBe("text: 1 line");
+    });
+
+    it("describes a session: calls, records, turn logs in order, recalls", async () => {
+      const store = await make();
+      const r = ref();
+      await store.commit(r, { records: [record("p")], recall_declared: true, log: log(1) });
+      await store.commit(r, { records: [record("q", { action: "kept", rendered: null, mem_id: null })], recall_declared: true, log: log(2) });
+      await store.noteRecall(r, MEM("a"));
+      await store.noteRecall(r, MEM("a"));
+      const summary = (await store.describeSession(r))!;
+      expect(summary.tenant).toBe(r.tenant);
+      expect(summary.session).toBe(r.session);
+      expect(summary.calls).toBe(2);
+      expect(summary.recalls).toBe(2);
+      expect(summary.recall_declared).toBe(true);
+      expect(summary.records.map((x) => x.tool_use_id).sort()).toEqual(["p", "q"]);
+      expect(summary.turns.map((t) => t.turn)).toEqual([1, 2]);
+    });
+
+    it("deletes a session's state and bodies, and nothing else", async () => {
+      const store = await make();
+      const r = ref();
+      const keep = ref();
+      for (const s of [r, keep]) {
+        await store.commit(s, { records: [record("d")], recall_declared: true, log: log(1) });
+        await store.putBody(s, "to be deleted", meta(MEM("e")));
+      }
+      await store.deleteSession(r);
+      expect(await store.describeSession(r)).toBeNull();
+      expect(await store.getBody(r, MEM("e"))).toBeNull();
+      expect((await store.load(r, ["d"])).records.size).toBe(0);
+      expect((await store.getBody(keep, MEM("e")))?.body).toBe("to be deleted");
+      await expect(store.deleteSession(ref())).resolves.toBeUndefined();
+    });
+  });
+}
