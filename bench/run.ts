@@ -3,11 +3,13 @@
  * noisy, so absolute times are context, not results). `npm run bench -- transform` runs only the named ones.
  */
 import { benchMemory } from "./memory.ts";
+import { benchReplay } from "./replay.ts";
 import { benchTransform } from "./transform.ts";
 
 const benches: Record<string, () => Promise<unknown>> = {
   transform: () => benchTransform(),
   memory: () => benchMemory(),
+  replay: () => benchReplay({ markdown: true }),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -24,6 +24,10 @@ const fields = {
   tool_result_stub_preview_chars: z.int().min(0).max(2000).default(400).describe("Head preview shown in an offload stub."),
   tool_result_recall_max_chars: z.int().min(500).max(RECALL_HARD_CAP_CHARS).default(RECALL_HARD_CAP_CHARS).describe("Cap on one recall answer (at most 50,000 chars)."),
   tool_result_recall_window_chars: z.int().min(0).max(5000).default(300).describe("Default ±context around each query match."),
+  tool_result_recall_tool_declaration: z
+    .enum(["lazy", "eager"])
+    .default("lazy")
+    .describe('When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn.'),
   tool_result_pricing_model: z.string().min(1).nullable().default(null).describe("Price as this model instead of the request's `model` (for proxies with custom model names)."),
 };
 

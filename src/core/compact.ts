@@ -187,6 +187,8 @@ class Transform {
   readonly secret: string;
   readonly offload: boolean;
   readonly price: ModelPrice | null;
+  /** The recall tool is (or will be, this turn) in the request's tools. */
+  toolDeclared = false;
 
   constructor(ctx: TurnContext) {
     this.raw = ctx.raw;
@@ -215,6 +217,8 @@ class Transform {
     }
 
     const hotFrom = sites.length - this.config.tool_result_compaction_keep_last_n;
+    // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the first enabled turn.
+    this.toolDeclared = loaded.recall_declared || this.analysis.has_recall_tool || (this.offload && this.config.tool_result_recall_tool_declaration === "eager");
     const outcomes = new Map<ToolResultSite, Outcome>();
     const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
 
@@ -230,8 +234,8 @@ class Transform {
       }
     }
 
-    const declare = this.offload || loaded.recall_declared;
-    const toolTokens = declare && !this.analysis.has_recall_tool ? estimateTokens(JSON.stringify(recallToolDefinition(format, this.config.tool_result_recall_mode)).length, "json") : 0;
+    const declare = this.toolDeclared && (this.offload || loaded.recall_declared);
+    const toolTokens = declare && !this.analysis.has_recall_tool ? recallToolTokens(format, this.config.tool_result_recall_mode) : 0;
     const log = this.log(sites, outcomes, fresh.length, toolTokens);
     try {
       const result = await this.store.commit(this.ref, { records: fresh.map((f) => f.record), recall_declared: declare, log });
@@ -401,6 +405,14 @@ class Transform {
       const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
       const side = this.cacheSide(site, stubTokens);
       const contextTokens = Math.round((this.analysis.prompt_chars - this.rawLength(site)) / REQUEST_CHARS_PER_TOKEN) + stubTokens;
+      const lastBp = this.analysis.breakpoints[this.analysis.breakpoints.length - 1];
+      const declaration = this.toolDeclared
+        ? undefined
+        : {
+            tool_tokens: recallToolTokens(this.adapter.format as Format, this.config.tool_result_recall_mode),
+            // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in invalidation).
+            prefix_tokens: lastBp === undefined ? 0 : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
+          };
       gate = offloadGate({
         model: this.price,
         result_tokens: m.tokens,
@@ -410,6 +422,7 @@ class Transform {
         ...side,
         context_tokens: contextTokens,
         client_caches: this.analysis.client_caches,
+        ...(declaration === undefined ? {} : { tool_declaration: declaration }),
       });
       if (!gate.fire) return kept(`large: ${gate.reason}`, gate);
     }
@@ -435,6 +448,7 @@ class Transform {
       this.errors.push({ type: "storage_error", tool_use_id: site.tool_use_id, message: `body not stored, kept full (${describe(cause)})` });
       return { outcome: this.pending(site, false, "kept full: the ledger write failed") };
     }
+    if (this.offload) this.toolDeclared = true;
     const record: ResultRecord = {
       ...base,
       action: this.offload ? "offloaded" : "compacted",
@@ -508,6 +522,10 @@ class Transform {
       errors: this.errors,
     };
   }
+}
+
+function recallToolTokens(format: Format, mode: OffloadConfig["tool_result_recall_mode"]): number {
+  return estimateTokens(JSON.stringify(recallToolDefinition(format, mode)).length, "json");
 }
 
 function toDecision(site: ToolResultSite, record: ResultRecord, sticky: boolean): Decision {

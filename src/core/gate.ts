@@ -8,6 +8,7 @@
  *   stub_carry_cost    = H·S·r
  *   invalidation_cost  = cached side only: tokens from the result to the breakpoint · (write − read)
  *   expected_recall    = p·(context · r_ctx + recalled · input + recall call output · output)
+ *   tool_declaration   = when this offload would declare the recall tool: H·tool·r_tool + cached head · (write − read)
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
  * hop re-reads the whole context; the design's formula prices it at read, which undercharges a client that
  * sets no breakpoints).
@@ -35,6 +36,11 @@ export interface GateInput {
   recall_tokens?: number;
   /** Output tokens of the call that asks for the recall. */
   recall_output_tokens?: number;
+  /**
+   * The recall tool is not declared yet and firing would add it (lazy declaration): its tokens ride in every
+   * later request, and changing `tools` rewrites the cached prompt ahead of the result.
+   */
+  tool_declaration?: { tool_tokens: number; prefix_tokens: number };
 }
 
 /** About 50,000 chars of dense text: the recall cap. */
@@ -55,6 +61,8 @@ export function offloadGate(input: GateInput): GateResult {
   const toBreakpoint = input.cached_side ? Math.max(0, input.tokens_to_breakpoint ?? 0) : 0;
   const recallTokens = Math.max(0, input.recall_tokens ?? Math.min(T, RECALL_TOKENS_DEFAULT));
   const recallOutput = Math.max(0, input.recall_output_tokens ?? RECALL_OUTPUT_TOKENS_DEFAULT);
+  const toolTokens = Math.max(0, input.tool_declaration?.tool_tokens ?? 0);
+  const toolPrefix = Math.max(0, input.tool_declaration?.prefix_tokens ?? 0);
   const inputs = {
     result_tokens: T,
     stub_tokens: S,
@@ -66,6 +74,8 @@ export function offloadGate(input: GateInput): GateResult {
     context_tokens: input.context_tokens,
     recall_tokens: recallTokens,
     recall_output_tokens: recallOutput,
+    tool_tokens: toolTokens,
+    tool_prefix_tokens: toolPrefix,
   };
   if (price === null) {
     return {
@@ -75,6 +85,7 @@ export function offloadGate(input: GateInput): GateResult {
       stub_carry_cost_usd: 0,
       invalidation_cost_usd: 0,
       expected_recall_hop_cost_usd: 0,
+      tool_declaration_cost_usd: 0,
       reason: `unknown model ${JSON.stringify(typeof input.model === "string" ? input.model : null)}: no price, never offloads`,
       model: null,
       inputs,
@@ -83,19 +94,22 @@ export function offloadGate(input: GateInput): GateResult {
   const rates = ratesFor(price, input.context_tokens);
   const r = input.cached_side ? rates.cache_read : rates.input;
   const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
-  const contextRate = input.client_caches ?? input.cached_side ? rates.cache_read : rates.input;
+  const contextRate = (input.client_caches ?? input.cached_side) ? rates.cache_read : rates.input;
 
   const saving = usd(H * T, r);
   const carry = usd(H * S, r);
   const invalidation = input.cached_side ? usd(toBreakpoint, write - rates.cache_read) : 0;
   const recall = p * (usd(input.context_tokens, contextRate) + usd(recallTokens, rates.input) + usd(recallOutput, rates.output));
-  const net = saving - (carry + invalidation + recall);
+  const caches = input.client_caches ?? input.cached_side;
+  const declaration = usd(H * toolTokens, caches ? rates.cache_read : rates.input) + (caches ? usd(toolPrefix, write - rates.cache_read) : 0);
+  const net = saving - (carry + invalidation + recall + declaration);
   const fire = net > 0;
 
   const costs = [
     ["the stub's own carry cost", carry],
     ["invalidating the cached prefix", invalidation],
     ["the expected recall hop", recall],
+    ["declaring the recall tool", declaration],
   ] as const;
   const biggest = costs.reduce((a, b) => (b[1] > a[1] ? b : a));
   const reason = fire
@@ -110,6 +124,7 @@ export function offloadGate(input: GateInput): GateResult {
     stub_carry_cost_usd: round(carry),
     invalidation_cost_usd: round(invalidation),
     expected_recall_hop_cost_usd: round(recall),
+    tool_declaration_cost_usd: round(declaration),
     reason,
     model: price.id,
     inputs,

@@ -11,34 +11,23 @@ export type ToolFormat = "anthropic" | "openai-chat" | "openai-responses";
 
 type JsonSchema = { type: "object"; properties: Record<string, unknown>; required: string[]; additionalProperties: false };
 
+// Kept short on purpose: the declaration rides in every request of the session, while each stub already
+// explains how to call it for that result.
 export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
-  const properties: Record<string, unknown> = {
-    mem_id: { type: "string", description: "The mem_id shown in the stub (trm_…)." },
-  };
+  const properties: Record<string, unknown> = { mem_id: { type: "string" } };
   if (mode !== "structural") {
-    properties.query = { type: "string", description: "Exact, case-sensitive substring to find; every match is returned with context around it." };
-    properties.window = { type: "integer", minimum: 0, maximum: 5000, description: "Chars of context on each side of a query match." };
+    properties.query = { type: "string", description: "exact substring; each match with context" };
+    properties.window = { type: "integer", minimum: 0, maximum: 5000 };
   }
-  if (mode !== "window") {
-    properties.json_path = { type: "string", description: 'JSONPath into a JSON result, e.g. "$.items[3].price" (a leading "$." may be left out).' };
-  }
-  properties.offset = { type: "integer", minimum: 0, description: "Start of a slice, in chars." };
-  properties.max_chars = { type: "integer", minimum: 1, maximum: RECALL_HARD_CAP_CHARS, description: "Length of the slice starting at offset." };
+  if (mode !== "window") properties.json_path = { type: "string", description: "e.g. $.items[3].price" };
+  properties.offset = { type: "integer", minimum: 0 };
+  properties.max_chars = { type: "integer", minimum: 1, maximum: RECALL_HARD_CAP_CHARS };
   return { type: "object", properties, required: ["mem_id"], additionalProperties: false };
 }
 
 export function recallToolDescription(mode: RecallMode = "both"): string {
-  const ways = [
-    ...(mode !== "structural" ? ["query (each exact match with context)"] : []),
-    ...(mode !== "window" ? ["json_path (a part of a JSON result)"] : []),
-    "offset with max_chars (a slice)",
-    "no other argument (the beginning)",
-  ];
-  return (
-    "Read back a tool result that was offloaded to save context; its stub shows the mem_id, size, structure and a preview. " +
-    `Give the mem_id and one of: ${ways.join(", ")}. ` +
-    `Answers are capped at ${formatInt(RECALL_HARD_CAP_CHARS)} chars and say where to continue.`
-  );
+  const ways = [...(mode !== "structural" ? ["query"] : []), ...(mode !== "window" ? ["json_path"] : []), "offset+max_chars"];
+  return `Read part of an offloaded tool result back: its mem_id (from the stub) and ${ways.join(", ")}, or nothing for the head. Max ${formatInt(RECALL_HARD_CAP_CHARS)} chars per answer.`;
 }
 
 /** The tool's definition in the given provider's request format. */

@@ -19,6 +19,8 @@ export interface GateResult {
   stub_carry_cost_usd: number;
   invalidation_cost_usd: number;
   expected_recall_hop_cost_usd: number;
+  /** Declaring the recall tool with this offload (lazy declaration): its carry over H turns, plus rewriting the cached head. */
+  tool_declaration_cost_usd: number;
   reason: string;
   /** The price-table entry used, or null for an unknown model. */
   model: string | null;
@@ -34,6 +36,8 @@ export interface GateResult {
     context_tokens: number;
     recall_tokens: number;
     recall_output_tokens: number;
+    tool_tokens: number;
+    tool_prefix_tokens: number;
   };
 }
 

@@ -70,7 +70,7 @@ describe("offload of a large settled result", () => {
   });
 
   it("adds a tools array when the request has none", async () => {
-    const out = await compact({ request: JSON.stringify(conversation([{ id: "t1", result: "x" }], { tools: null })), session: "s", store: new MemoryStore(), config: ON });
+    const out = await compact({ request: JSON.stringify(conversation([{ id: "t1", result: LARGE }, { id: "t2", result: "x" }], { tools: null })), session: "s", store: new MemoryStore(), config: ON });
     expect(parse(out.request as string).tools.map((t: Req) => t.name)).toEqual(["recall_tool_result"]);
   });
 });
@@ -242,18 +242,55 @@ describe("invariant 6: valid output", () => {
 });
 
 describe("invariant 7: the recall tool", () => {
-  it("is declared from the first enabled turn even with nothing to offload, never twice", async () => {
+  const EAGER = { ...ON, tool_result_recall_tool_declaration: "eager" };
+
+  it("eager: is declared from the first enabled turn even with nothing to offload, never twice", async () => {
     const store = new MemoryStore();
-    const first = await compact({ request: JSON.stringify(conversation([{ id: "a", result: "x" }])), session: "s", store, config: ON });
+    const first = await compact({ request: JSON.stringify(conversation([{ id: "a", result: "x" }])), session: "s", store, config: EAGER });
     expect(first.report.recall_tool).toBe("added");
     const tools = parse(first.request as string).tools;
     expect(tools.at(-1).name).toBe("recall_tool_result");
-    const again = await compact({ request: first.request, session: "s", store, config: ON });
+    const again = await compact({ request: first.request, session: "s", store, config: EAGER });
     expect(parse(again.request as string).tools.filter((t: Req) => t.name === "recall_tool_result")).toHaveLength(1);
     expect(again.report.recall_tool).toBe("present");
+    // and the client's full history on the next turn gets it too, at the same place
+    const next = await compact({ request: JSON.stringify(conversation([{ id: "a", result: "x" }, { id: "b", result: "y" }])), session: "s", store, config: EAGER });
+    expect(JSON.stringify(parse(next.request as string).tools)).toBe(JSON.stringify(tools));
+  });
+
+  it("lazy (default): costs nothing until the first offload, is declared on that turn and stays", async () => {
+    const store = new MemoryStore();
+    const small = conversation([{ id: "a", result: "x" }, { id: "b", result: "y" }]);
+    const none = await compact({ request: JSON.stringify(small), session: "s", store, config: ON });
+    expect(none.changed).toBe(false);
+    expect(none.report.recall_tool).toBe("none");
+    const turns = [{ id: "a", result: "x" }, { id: "b", result: "y" }, { id: "c", result: LARGE }, { id: "d", result: "z" }];
+    const first = await compact({ request: JSON.stringify(conversation(turns)), session: "s", store, config: ON });
+    expect(first.report.recall_tool).toBe("added");
+    const gate = first.decisions.find((d) => d.tool_use_id === "c")!.gate!;
+    expect(gate.tool_declaration_cost_usd).toBeGreaterThan(0);
+    expect(gate.inputs.tool_tokens).toBeGreaterThan(50);
+    expect(parse(first.request as string).tools.map((t: Req) => t.name)).toEqual(["bash", "recall_tool_result"]);
+    const later = await compact({ request: JSON.stringify(conversation([...turns, { id: "e", result: jsonBody(70_000) }, { id: "f", result: "w" }])), session: "s", store, config: ON });
+    expect(parse(later.request as string).tools.map((t: Req) => t.name)).toEqual(["bash", "recall_tool_result"]);
+    expect(later.decisions.find((d) => d.tool_use_id === "e")!.gate!.tool_declaration_cost_usd).toBe(0);
+  });
+
+  it("lazy: charges a caching client for rewriting the cached head, so a small win deep in a cached prompt is declined", async () => {
+    const filler = Array.from({ length: 30 }, (_, i) => ({ id: `f${i}`, result: textBody(7000, `f${i}`) }));
+    const turns = [...filler, { id: "big", result: textBody(61_000) }, { id: "last", result: "x" }];
+    const req = conversation(turns, { model: "claude-sonnet-4-6" });
+    const msgs = req.messages as Req[];
+    msgs[msgs.length - 1]!.content[0].cache_control = { type: "ephemeral" };
+    const lazy = await compact({ request: JSON.stringify(req), session: "l", store: new MemoryStore(), config: ON });
+    const eager = await compact({ request: JSON.stringify(req), session: "e", store: new MemoryStore(), config: EAGER });
+    const g = lazy.decisions.find((d) => d.tool_use_id === "big")!.gate!;
+    expect(g.inputs.tool_prefix_tokens).toBeGreaterThan(50_000);
+    expect(g.tool_declaration_cost_usd).toBeGreaterThan(eager.decisions.find((d) => d.tool_use_id === "big")!.gate!.tool_declaration_cost_usd);
   });
 
   it("stays declared once declared, even when offload is turned off later (stubs still point at it)", async () => {
+    // (declared here by the first offload)
     const store = new MemoryStore();
     await compact({ request: JSON.stringify(basic()), session: "s", store, config: ON });
     const later = await compact({ request: JSON.stringify(basic()), session: "s", store, config: SIZE_ONLY });

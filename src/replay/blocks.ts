@@ -1,0 +1,90 @@
+/**
+ * A prompt as the cache sees it: a sequence of blocks in prompt order (tools, system, then every message
+ * block), each with a key (its content, cache markers left out) and a token estimate. Two prompts share a
+ * cached prefix as far as their leading blocks are equal.
+ */
+import { detectKind, estimateTokens } from "../core/tokens.ts";
+import type { Block, Message, Request } from "./types.ts";
+
+export interface PromptBlock {
+  key: string;
+  tokens: number;
+}
+
+/** Per-block overhead the API adds (role markers, block framing). */
+const BLOCK_OVERHEAD = 4;
+
+function withoutCacheControl(block: Block): Block {
+  if (!("cache_control" in block)) return block;
+  const { cache_control: _, ...rest } = block;
+  return rest as Block;
+}
+
+export function textOfResult(content: unknown): string {
+  if (typeof content === "string") return content;
+  if (!Array.isArray(content)) return "";
+  return content
+    .filter((b): b is { type: "text"; text: string } => typeof b === "object" && b !== null && (b as Block).type === "text" && typeof (b as Block).text === "string")
+    .map((b) => b.text)
+    .join("\n");
+}
+
+function tokensOfBlock(block: Block): number {
+  switch (block.type) {
+    case "text":
+      return estimateTokens(String(block.text ?? "").length, detectKind(String(block.text ?? ""))) + BLOCK_OVERHEAD;
+    case "tool_result": {
+      const text = textOfResult(block.content);
+      return estimateTokens(text.length, detectKind(text)) + BLOCK_OVERHEAD + 6;
+    }
+    case "tool_use":
+      return estimateTokens(JSON.stringify(block.input ?? {}).length, "json") + String(block.name ?? "").length + BLOCK_OVERHEAD + 6;
+    default:
+      return estimateTokens(JSON.stringify(block).length, "json") + BLOCK_OVERHEAD;
+  }
+}
+
+export class BlockCache {
+  // Token estimates by key: the same block recurs on every later call of a session.
+  readonly #tokens = new Map<string, number>();
+
+  #block(key: string, estimate: () => number): PromptBlock {
+    let tokens = this.#tokens.get(key);
+    if (tokens === undefined) {
+      tokens = estimate();
+      this.#tokens.set(key, tokens);
+    }
+    return { key, tokens };
+  }
+
+  blocksOf(request: Request): PromptBlock[] {
+    const out: PromptBlock[] = [];
+    if (request.tools !== undefined && request.tools.length > 0) {
+      const key = `tools:${JSON.stringify(request.tools.map((t) => withoutCacheControl(t as Block)))}`;
+      out.push(this.#block(key, () => estimateTokens(key.length, "json")));
+    }
+    if (request.system !== undefined) {
+      const key = `system:${typeof request.system === "string" ? request.system : JSON.stringify((request.system as Block[]).map(withoutCacheControl))}`;
+      out.push(this.#block(key, () => estimateTokens(key.length, detectKind(key))));
+    }
+    request.messages.forEach((m: Message) => {
+      if (typeof m.content === "string") {
+        const key = `${m.role}:${m.content}`;
+        out.push(this.#block(key, () => estimateTokens(String(m.content).length, detectKind(m.content as string)) + BLOCK_OVERHEAD));
+      } else {
+        for (const b of m.content) {
+          const clean = withoutCacheControl(b);
+          const key = `${m.role}:${JSON.stringify(clean)}`;
+          out.push(this.#block(key, () => tokensOfBlock(clean)));
+        }
+      }
+    });
+    return out;
+  }
+
+  tokensOf(message: Message | undefined): number {
+    if (message === undefined) return 0;
+    if (typeof message.content === "string") return estimateTokens(message.content.length, detectKind(message.content));
+    return message.content.reduce((n, b) => n + tokensOfBlock(b), 0);
+  }
+}

@@ -1,0 +1,42 @@
+import { compact } from "../../core/compact.ts";
+import { recall } from "../../core/recall.ts";
+import { RECALL_TOOL_NAME } from "../../core/recall-tool.ts";
+import { MemoryStore } from "../../store/memory.ts";
+import type { Policy } from "../policy.ts";
+import type { Request } from "../types.ts";
+
+/**
+ * edge-offload itself: the real `compact` on every call (the client keeps sending its full history), with an
+ * in-memory store per session; a needed body comes back through the real `recall` (a query for the quote).
+ */
+export function edgeOffload(name: string, config: Record<string, unknown>, description: string): Policy {
+  return {
+    name,
+    description,
+    start: (ctx) => {
+      const store = new MemoryStore();
+      const memIds = new Map<string, string>();
+      let recallDeclared = false;
+      return {
+        send: async (request) => {
+          const out = await compact({ request: JSON.stringify(request), session: "replay", store, config });
+          for (const d of out.decisions) if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
+          recallDeclared ||= out.report.recall_tool !== "none";
+          return out.changed ? (JSON.parse(out.request as string) as Request) : request;
+        },
+        recover: async (id, quote) => {
+          const memId = memIds.get(id);
+          // The size-only path declares no recall tool: the model cannot read a shortened body back.
+          if (memId === undefined || !recallDeclared) return null;
+          const answer = await recall({ store, session: "replay", mem_id: memId, query: quote });
+          const callId = `toolu_replay_recall_${id}`;
+          void ctx;
+          return {
+            call: { type: "tool_use", id: callId, name: RECALL_TOOL_NAME, input: { mem_id: memId, query: quote } },
+            result: { type: "tool_result", tool_use_id: callId, content: answer.content },
+          };
+        },
+      };
+    },
+  };
+}

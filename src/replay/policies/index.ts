@@ -1,0 +1,30 @@
+/** The policies a replay can compare, by name. */
+import type { Policy } from "../policy.ts";
+import { clearToolUses } from "./clear-tool-uses.ts";
+import { edgeOffload } from "./edge-offload.ts";
+import { evict } from "./evict.ts";
+import { maskLastN } from "./mask-last-n.ts";
+import { nonePolicy } from "./none.ts";
+import { pruneMessagesPolicy } from "./prune-messages.ts";
+
+const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+
+/** edge-offload configurations with a replay row of their own (documented in the README). */
+export const EDGE_OFFLOAD_CONFIGS: Record<string, { config: Record<string, unknown>; description: string }> = {
+  "edge-offload": { config: ON, description: "the seed's defaults with offload on (gate on)" },
+};
+
+export function policyByName(name: string): Policy | null {
+  if (name === "none") return nonePolicy;
+  if (name === "clear-tool-uses") return clearToolUses();
+  if (name === "prune-messages") return pruneMessagesPolicy();
+  const mask = /^mask-last-(\d+)$/.exec(name);
+  if (mask) return maskLastN(Number(mask[1]));
+  const ev = /^evict-(\d+)k$/.exec(name);
+  if (ev) return evict(Number(ev[1]) * 1000);
+  const ours = EDGE_OFFLOAD_CONFIGS[name];
+  if (ours !== undefined) return edgeOffload(name, ours.config, ours.description);
+  return null;
+}
+
+export const DEFAULT_POLICIES = ["none", ...Object.keys(EDGE_OFFLOAD_CONFIGS), "clear-tool-uses", "mask-last-10", "evict-20k", "prune-messages"];

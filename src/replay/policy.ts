@@ -1,0 +1,61 @@
+/**
+ * A context policy as the replay drives it: per call it gets the request the client would send (full history,
+ * the client's own cache markers) and returns the request actually sent. When a later message needs text a
+ * policy removed, `recover` gives the tool call and answer of one extra model call that fetches it, or null
+ * when the policy has no way back (a lost reference).
+ */
+import type { Block, Client, Request } from "./types.ts";
+
+export interface PolicyContext {
+  model: string;
+  client: Client;
+  session: string;
+}
+
+export interface Recovery {
+  /** The assistant tool_use block of the extra call, and the tool_result block that answers it. */
+  call: Block;
+  result: Block;
+}
+
+export interface PolicyRun {
+  send(request: Request): Promise<Request>;
+  recover(sourceToolUseId: string, quote: string): Promise<Recovery | null>;
+}
+
+export interface Policy {
+  readonly name: string;
+  readonly description: string;
+  start(ctx: PolicyContext): PolicyRun;
+}
+
+/** Tool results of a request, by tool_use_id. */
+export function resultsOf(request: Request): Map<string, Block> {
+  const out = new Map<string, Block>();
+  for (const m of request.messages) {
+    if (m.role !== "user" || typeof m.content === "string") continue;
+    for (const b of m.content) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
+  }
+  return out;
+}
+
+/** A copy of the request where each tool result's content is replaced by `replace` (or kept when it returns undefined). */
+export function mapResults(request: Request, replace: (block: Block, index: number, total: number) => unknown): Request {
+  const total = request.messages.reduce((n, m) => n + (typeof m.content === "string" ? 0 : m.content.filter((b) => b.type === "tool_result").length), 0);
+  let index = 0;
+  return {
+    ...request,
+    messages: request.messages.map((m) => {
+      if (m.role !== "user" || typeof m.content === "string" || !m.content.some((b) => b.type === "tool_result")) return m;
+      let changed = false;
+      const content = m.content.map((b) => {
+        if (b.type !== "tool_result") return b;
+        const next = replace(b, index++, total);
+        if (next === undefined) return b;
+        changed = true;
+        return { ...b, content: next };
+      });
+      return changed ? { ...m, content } : m;
+    }),
+  };
+}

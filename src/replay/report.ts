@@ -1,0 +1,42 @@
+/** Rendering a replay report: a fixed-width table for people, JSON for scripts. */
+import type { ReplayReport } from "./types.ts";
+
+function money(x: number): string {
+  return `$${x.toFixed(2)}`;
+}
+
+export function renderTable(report: ReplayReport, label = ""): string {
+  const head = ["policy", "total", "× none", "prompt tokens", "cache read", "recall hops", "lost refs", "worst session"];
+  const rows = report.policies.map((p) => [
+    p.policy,
+    money(p.total_usd),
+    p.ratio_to_none === null ? "—" : p.ratio_to_none.toFixed(3),
+    p.prompt_tokens.toLocaleString("en-US"),
+    `${(p.cache_read_share * 100).toFixed(1)}%`,
+    String(p.recall_hops),
+    String(p.lost_references),
+    p.worst_session_ratio === null ? "—" : p.worst_session_ratio.toFixed(3),
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [`${label}model ${report.model}, ${report.client} client, ${report.sessions} sessions`, line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+/** The JSON shape of `--json` (without per-session detail). */
+export function toJson(report: ReplayReport): unknown {
+  return {
+    model: report.model,
+    client: report.client,
+    sessions: report.sessions,
+    policies: report.policies.map((p) => ({
+      policy: p.policy,
+      total_usd: Math.round(p.total_usd * 1e6) / 1e6,
+      ratio_to_none: p.ratio_to_none === null ? null : Math.round(p.ratio_to_none * 1e4) / 1e4,
+      prompt_tokens: p.prompt_tokens,
+      cache_read_share: Math.round(p.cache_read_share * 1e4) / 1e4,
+      recall_hops: p.recall_hops,
+      lost_references: p.lost_references,
+      worst_session_ratio: p.worst_session_ratio === null ? null : Math.round(p.worst_session_ratio * 1e4) / 1e4,
+    })),
+  };
+}

@@ -1,0 +1,73 @@
+/** Replay vocabulary: sessions in the corpus format, and what a replay measures per policy. */
+
+export type Block = { type: string; [key: string]: unknown };
+export type Message = { role: "user" | "assistant"; content: string | Block[] };
+
+export interface CorpusRef {
+  turn: number;
+  quote: string;
+  source_tool_use_id: string;
+  in?: string;
+}
+
+export interface ReplaySession {
+  id: string;
+  system?: unknown;
+  tools?: unknown[];
+  messages: Message[];
+  /** Prompt lengths (in messages) of the model calls, in order; each call's answer is messages[n] when it is an assistant message. */
+  calls: number[];
+  refs?: CorpusRef[];
+}
+
+/** An Anthropic Messages request as the replay builds it (plain data). */
+export interface Request {
+  model: string;
+  max_tokens: number;
+  system?: unknown;
+  tools?: unknown[];
+  messages: Message[];
+  [key: string]: unknown;
+}
+
+export type Client = "cached" | "uncached";
+
+export interface CallCost {
+  prompt_tokens: number;
+  read_tokens: number;
+  write_tokens: number;
+  input_tokens: number;
+  output_tokens: number;
+  usd: number;
+}
+
+export interface SessionResult {
+  session: string;
+  calls: number;
+  usd: number;
+  prompt_tokens: number;
+  read_tokens: number;
+  recall_hops: number;
+  lost_references: number;
+  references: number;
+}
+
+export interface PolicyTotals {
+  policy: string;
+  total_usd: number;
+  ratio_to_none: number | null;
+  prompt_tokens: number;
+  cache_read_share: number;
+  recall_hops: number;
+  lost_references: number;
+  worst_session_ratio: number | null;
+  worst_session: string | null;
+  sessions: SessionResult[];
+}
+
+export interface ReplayReport {
+  model: string;
+  client: Client;
+  sessions: number;
+  policies: PolicyTotals[];
+}
