@@ -2,13 +2,21 @@
  * `npm run bench`: every benchmark, each printing ratios measured in this same run (the machine is shared and
  * noisy, so absolute times are context, not results). `npm run bench -- transform` runs only the named ones.
  */
+import { spawnSync } from "node:child_process";
 import { benchMemory } from "./memory.ts";
 import { benchReplay } from "./replay.ts";
 import { benchTransform } from "./transform.ts";
 
+/** Benchmarks written as scripts run in a child process of their own. */
+async function script(file: string): Promise<void> {
+  const r = spawnSync(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", new URL(file, import.meta.url).pathname], { stdio: "inherit" });
+  if (r.status !== 0) throw new Error(`${file} failed`);
+}
+
 const benches: Record<string, () => Promise<unknown>> = {
   transform: () => benchTransform(),
   memory: () => benchMemory(),
+  toolkit: () => script("toolkit.ts"),
   replay: () => benchReplay({ markdown: true }),
 };
 

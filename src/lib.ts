@@ -27,3 +27,13 @@ export { OffloadConfigSchema, OffloadConfigPatchSchema, DEFAULT_CONFIG, resolveC
 export type { OffloadConfig, OffloadConfigInput, OffloadConfigPatch, RecallMode } from "./config.ts";
 export { OffloadError, isOffloadError } from "./errors.ts";
 export type { OffloadErrorType } from "./errors.ts";
+// Tool-author kit (seed 002 §2): bounded pages and previews so a tool does not flood the context on first delivery.
+// The Hono helper for tool endpoints is a separate entry, `edge-offload/hono` (src/toolkit/hono.ts).
+export { paginate, PAGE_DEFAULTS } from "./toolkit/paginate.ts";
+export type { Page, PaginateOptions } from "./toolkit/paginate.ts";
+export { previewOf, serializeValue } from "./toolkit/preview.ts";
+export type { PreviewOptions } from "./toolkit/preview.ts";
+export { defineTool, toolResult } from "./toolkit/tool.ts";
+export type { Tool, ToolSpec, ToolAnswer, ToolDefinitions, ToolInputSchema, AnthropicToolDefinition, OpenAIChatToolDefinition, OpenAIResponsesToolDefinition, AnthropicToolResult, OpenAIChatToolResult, OpenAIResponsesToolResult } from "./toolkit/tool.ts";
+export { definePagedTool, pageShape } from "./toolkit/paged.ts";
+export type { PagedToolSpec, PageShapeOptions, PageShape, PagedInput, RowsResult } from "./toolkit/paged.ts";

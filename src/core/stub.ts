@@ -8,8 +8,7 @@ import { RECALL_TOOL_NAME } from "./recall-tool.ts";
 import type { StructureIndex } from "./structure.ts";
 import { formatInt, headOf, plural } from "./text.ts";
 
-export interface StubInput {
-  mem_id: string;
+export interface ShapeInput {
   tool_name: string;
   chars: number;
   tokens: number;
@@ -17,20 +16,35 @@ export interface StubInput {
   /** The body, for its head preview. */
   body: string;
   preview_chars: number;
+}
+
+export interface StubInput extends ShapeInput {
+  mem_id: string;
   mode: RecallMode;
 }
 
-export function renderStub(input: StubInput): string {
-  const { mem_id, structure } = input;
+/**
+ * Size, structural index and head preview of a body: the middle of every stub, and the whole of the toolkit's
+ * `previewOf`, so a tool author's preview and an offload stub are the same code and read the same.
+ */
+export function renderShape(input: ShapeInput): string[] {
+  const { structure } = input;
   const { head, cut } = headOf(input.body, input.preview_chars);
   const lines = [
-    `[tool result offloaded by edge-offload · mem_id ${mem_id}]`,
     `${input.tool_name ? `Output of ${input.tool_name}: ` : ""}${formatInt(input.chars)} chars (~${formatInt(input.tokens)} tokens), ${structure.kind}, ${plural(structure.lines, "line")}.`,
   ];
   if (structure.outline !== "") lines.push(structure.outline);
   if (head !== "") lines.push(`Preview (first ${formatInt(head.length)} chars${cut ? "" : ", the whole result"}):`, head + (cut ? "\n…" : ""));
-  lines.push(recallHint(mem_id, input.mode, structure.kind === "json"));
-  return lines.join("\n");
+  return lines;
+}
+
+export function renderStub(input: StubInput): string {
+  const { mem_id, structure } = input;
+  return [
+    `[tool result offloaded by edge-offload · mem_id ${mem_id}]`,
+    ...renderShape(input),
+    recallHint(mem_id, input.mode, structure.kind === "json"),
+  ].join("\n");
 }
 
 function recallHint(memId: string, mode: RecallMode, json: boolean): string {
