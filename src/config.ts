@@ -28,6 +28,15 @@ const fields = {
     .enum(["lazy", "eager"])
     .default("lazy")
     .describe('When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn.'),
+  tool_result_medium_tier: z
+    .enum(["off", "cache_anchor"])
+    .default("off")
+    .describe('"cache_anchor": add one advancing cache breakpoint (Anthropic) so what the model has read, medium results included, is billed at cache-read price.'),
+  tool_result_offload_adaptive: z.boolean().default(false).describe("Learn the recall probability per tool (tenant-wide and per session) and the horizon from the session's length."),
+  tool_result_first_delivery: z
+    .enum(["full", "gated"])
+    .default("full")
+    .describe('"gated": the gate may offload a large result on the turn it arrives (the model then sees only its stub).'),
   tool_result_pricing_model: z.string().min(1).nullable().default(null).describe("Price as this model instead of the request's `model` (for proxies with custom model names)."),
 };
 

@@ -7,11 +7,12 @@
  */
 import { type OffloadConfig, resolveConfig } from "../config.ts";
 import { OffloadError } from "../errors.ts";
-import type { OffloadStore } from "../store/port.ts";
+import type { LoadedState, OffloadStore } from "../store/port.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
-import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./formats/types.ts";
+import type { AnchorSlot, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./formats/types.ts";
+import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
 import { offloadGate } from "./gate.ts";
-import { type JsonNode, decodeString, getMember, parseJsonSpans } from "./json/scan.ts";
+import { type JsonNode, decodeString, getMember, parseJsonSpans, stringLength } from "./json/scan.ts";
 import { DEV_SECRET, bodyDigest, memIdOf } from "./memid.ts";
 import { type ModelPrice, ratesFor, resolveModel, usd } from "./pricing.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "./recall-tool.ts";
@@ -77,6 +78,8 @@ export interface CompactReport {
   /** Estimated dollars this request saves against sending every result full. */
   saved_usd: number;
   recall_tool: "added" | "present" | "none";
+  /** The advancing cache anchor (tool_result_medium_tier "cache_anchor"): whether one was placed, and why. */
+  anchor: { placed: boolean; ttl: "5m" | "1h" | null; reason: string } | null;
   errors: CompactError[];
 }
 
@@ -138,6 +141,7 @@ function emptyReport(format: Format, enabled: boolean, offload: boolean): Compac
     saved_tokens: 0,
     saved_usd: 0,
     recall_tool: "none",
+    anchor: null,
     errors: [],
   };
 }
@@ -189,6 +193,8 @@ class Transform {
   readonly price: ModelPrice | null;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared = false;
+  loaded: LoadedState = { records: new Map(), recall_declared: false };
+  anchor: CompactReport["anchor"] = null;
 
   constructor(ctx: TurnContext) {
     this.raw = ctx.raw;
@@ -206,9 +212,11 @@ class Transform {
   async run(format: Format): Promise<{ edits: Edit[]; decisions: Decision[]; report: CompactReport }> {
     const { sites } = this.analysis;
     const ids = sites.map((s) => s.tool_use_id);
-    let loaded;
+    const toolNames = this.config.tool_result_offload_adaptive ? [...new Set(sites.map((s) => s.tool_name))] : [];
+    let loaded: LoadedState;
     try {
-      loaded = await this.store.load(this.ref, ids);
+      loaded = await this.store.load(this.ref, ids, toolNames);
+      this.loaded = loaded;
     } catch (cause) {
       // Without the sticky decisions any change could contradict an earlier turn: pass the request through.
       this.errors.push({ type: "storage_error", message: `session state unavailable, request passed through (${describe(cause)})` });
@@ -226,8 +234,18 @@ class Transform {
     for (const site of sites) {
       const record = loaded.records.get(site.tool_use_id);
       if (record !== undefined) outcomes.set(site, await this.replay(site, record));
-      else if (site.index >= hotFrom || !site.settled) outcomes.set(site, this.pending(site, site.index >= hotFrom));
-      else {
+      else if (site.index >= hotFrom || !site.settled) {
+        // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
+        const decided = this.firstDeliveryCandidate(site) ? await this.decide(site, true) : null;
+        if (decided?.record !== undefined) {
+          fresh.push({ site, record: decided.record });
+          outcomes.set(site, decided.outcome);
+        } else {
+          const kept = this.pending(site, site.index >= hotFrom);
+          const gate = decided?.outcome.decision.gate;
+          outcomes.set(site, gate === undefined ? kept : { decision: { ...kept.decision, gate, reason: decided!.outcome.decision.reason } });
+        }
+      } else {
         const decided = await this.decide(site);
         if (decided.record !== undefined) fresh.push({ site, record: decided.record });
         outcomes.set(site, decided.outcome);
@@ -263,8 +281,93 @@ class Transform {
       edits.push(this.adapter.declareRecallTool(this.raw, this.root, this.config.tool_result_recall_mode));
       recallTool = "added";
     }
+    if (this.config.tool_result_medium_tier === "cache_anchor") {
+      const anchor = this.placeAnchor(sites, outcomes);
+      if (anchor !== null) edits.push(anchor);
+    }
     const decisions = sites.map((s) => outcomes.get(s)!.decision);
     return { edits, decisions, report: this.report(format, decisions, fresh.length, recallTool, this.log(sites, outcomes, fresh.length, toolTokens)) };
+  }
+
+  /** Decoded chars of a result without decoding it (escaped strings are counted once). */
+  charsOf(site: ToolResultSite): number {
+    let n = Math.max(0, site.texts.length - 1);
+    for (const t of site.texts) n += stringLength(this.raw, t);
+    return n;
+  }
+
+  firstDeliveryCandidate(site: ToolResultSite): boolean {
+    return (
+      this.offload &&
+      this.config.tool_result_first_delivery === "gated" &&
+      !site.settled &&
+      site.tool_name !== RECALL_TOOL_NAME &&
+      this.charsOf(site) >= this.config.tool_result_large_offload_threshold_chars
+    );
+  }
+
+  /**
+   * The advancing cache anchor (medium tier "cache_anchor"): one breakpoint at the end of the last block whose
+   * bytes are final — the end of the prompt, or just before a fresh result that may still be stubbed once
+   * settled — so everything the model has read is billed at cache-read price next turn. The client's own
+   * breakpoints and TTLs are kept; nothing is added when the client already advances a breakpoint or uses
+   * automatic caching, when 4 breakpoints are set, below the model's minimum cacheable length, or when no
+   * TTL is cheaper than not caching at the session's observed gap between turns.
+   */
+  placeAnchor(sites: readonly ToolResultSite[], outcomes: Map<ToolResultSite, Outcome>): Edit | null {
+    const a = this.analysis;
+    const skip = (reason: string): null => {
+      this.anchor = { placed: false, ttl: null, reason };
+      return null;
+    };
+    if (this.adapter.anchorEdit === undefined || a.anchor_slots.length === 0) return skip("no block can carry a breakpoint");
+    if (a.auto_cache) return skip("the client uses automatic caching");
+    if (a.breakpoints.length >= 4) return skip("the request already has 4 breakpoints");
+    const clientLast = a.breakpoints[a.breakpoints.length - 1];
+    if (clientLast !== undefined && clientLast.position > a.last_message_position) return skip("the client already advances a breakpoint");
+    if (this.price === null) return skip("unknown model: no price, no minimum length");
+    // Fresh results that a later turn may still replace would make the cached bytes past them short-lived.
+    const unfinal = (i: number | undefined): boolean => {
+      if (i === undefined) return false;
+      const site = sites[i]!;
+      const o = outcomes.get(site)!;
+      if (o.decision.sticky || o.decision.action !== "kept" || site.settled || site.tool_name === RECALL_TOOL_NAME) return false;
+      return this.offload ? o.decision.chars >= this.config.tool_result_large_offload_threshold_chars : o.decision.chars > this.config.tool_result_compaction_size_chars;
+    };
+    let slot: AnchorSlot | undefined;
+    for (const s of a.anchor_slots) {
+      if (unfinal(s.site)) break;
+      slot = s;
+    }
+    if (slot === undefined) return skip("every recent block may still change");
+    const prefix = Math.round(slot.position / REQUEST_CHARS_PER_TOKEN);
+    if (prefix < this.price.min_cacheable_tokens) return skip(`below the model's minimum cacheable length (${this.price.min_cacheable_tokens} tokens)`);
+    const ttl = this.chooseTtl(prefix);
+    if (ttl === null) return skip("at this session's gap between turns no TTL is cheaper than not caching");
+    this.anchor = { placed: true, ttl, reason: `cache breakpoint at ${prefix} tokens` };
+    return this.adapter.anchorEdit(this.raw, slot, ttl);
+  }
+
+  /**
+   * Steady per-turn cost of the prefix under each choice, at the session's observed gap: a breakpoint whose
+   * TTL outlives the gap reads the prefix and writes the new turn; one that expires rewrites everything; no
+   * breakpoint pays input for what the client's own breakpoints do not cover. The API wants longer TTLs
+   * before shorter ones, so a 1-hour anchor is possible only after 1-hour client breakpoints.
+   */
+  chooseTtl(prefixTokens: number): "5m" | "1h" | null {
+    const rates = ratesFor(this.price!, prefixTokens);
+    const gap = this.loaded.gap_seconds ?? 0;
+    const fresh = Math.max(1, Math.round((this.analysis.prompt_chars - this.analysis.last_message_position) / REQUEST_CHARS_PER_TOKEN));
+    const covered = Math.round((this.analysis.breakpoints[this.analysis.breakpoints.length - 1]?.position ?? 0) / REQUEST_CHARS_PER_TOKEN);
+    const cost = (write: number, ttlSeconds: number) =>
+      // a margin of 10%: turns close to the TTL often miss it
+      gap <= ttlSeconds * 0.9 ? prefixTokens * rates.cache_read + fresh * write : (prefixTokens + fresh) * write;
+    const options: ["5m" | "1h" | null, number][] = [
+      [null, covered * rates.cache_read + Math.max(0, prefixTokens + fresh - covered) * rates.input],
+      ["5m", cost(rates.cache_write_5m, 300)],
+    ];
+    if (this.analysis.breakpoints.every((b) => b.ttl === "1h")) options.push(["1h", cost(rates.cache_write_1h, 3600)]);
+    return options.reduce((best, o) => (o[1] < best[1] ? o : best))[0];
   }
 
   /** The text of a result as measured and offloaded: its text pieces, joined by newlines. */
@@ -349,8 +452,8 @@ class Transform {
     };
   }
 
-  /** First sight of a settled, non-hot result: tier it, gate it, ledger it. */
-  async decide(site: ToolResultSite): Promise<{ outcome: Outcome; record?: ResultRecord }> {
+  /** First sight of a settled, non-hot result (or, opt-in, a fresh large one): tier it, gate it, ledger it. */
+  async decide(site: ToolResultSite, firstDelivery = false): Promise<{ outcome: Outcome; record?: ResultRecord }> {
     const m = this.measure(site);
     const tier = this.tierOf(m.chars);
     const base = {
@@ -391,6 +494,7 @@ class Transform {
     const structure = this.offload ? structureOf(m.text, m.kind) : null;
     const stubOf = (memId: string): string =>
       renderStub({
+        unseen: firstDelivery,
         mem_id: memId,
         tool_name: site.tool_name,
         chars: m.chars,
@@ -401,7 +505,9 @@ class Transform {
         mode: this.config.tool_result_recall_mode,
       });
     if (this.offload) {
-      if (tier === "medium") return kept("medium: below the offload threshold, kept full");
+      // The seed's pre-filter: only large results reach the fixed-prior gate. A learning gate sees the medium
+      // ones too: its recall rate is measured, so a session whose model never recalls stops paying for caution.
+      if (tier === "medium" && !this.config.tool_result_offload_adaptive) return kept("medium: below the offload threshold, kept full");
       const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
       const side = this.cacheSide(site, stubTokens);
       const contextTokens = Math.round((this.analysis.prompt_chars - this.rawLength(site)) / REQUEST_CHARS_PER_TOKEN) + stubTokens;
@@ -413,18 +519,24 @@ class Transform {
             // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in invalidation).
             prefix_tokens: lastBp === undefined ? 0 : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
           };
+      const { horizon, p } = this.priors(site.tool_name, firstDelivery);
       gate = offloadGate({
         model: this.price,
         result_tokens: m.tokens,
         stub_tokens: stubTokens,
-        horizon: this.config.tool_result_offload_horizon_default,
-        recall_probability: this.config.tool_result_offload_recall_probability,
+        horizon,
+        recall_probability: p,
+        first_delivery: firstDelivery,
         ...side,
         context_tokens: contextTokens,
         client_caches: this.analysis.client_caches,
         ...(declaration === undefined ? {} : { tool_declaration: declaration }),
       });
-      if (!gate.fire) return kept(`large: ${gate.reason}`, gate);
+      if (!gate.fire) {
+        // Declined at first delivery: not recorded, so the usual decision follows once the result is settled.
+        if (firstDelivery) return { outcome: { decision: { ...this.pending(site, false, `first delivery declined: ${gate.reason}`).decision, gate } } };
+        return kept(`${tier}: ${gate.reason}`, gate);
+      }
     }
 
     const digest = await bodyDigest(this.secret, this.ref.tenant, this.ref.session, m.text);
@@ -456,10 +568,21 @@ class Transform {
       fingerprint: digest,
       rendered,
       rendered_tokens: estimateTokens(rendered.length),
-      reason: this.offload ? `large: ${gate!.reason}` : "size-only path: shortened to a head preview",
+      reason: this.offload ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}` : "size-only path: shortened to a head preview",
       gate,
     };
     return { outcome: { decision: toDecision(site, record, false), replacement: rendered }, record };
+  }
+
+  /** Horizon and recall probability for a result of `tool`: the config's, or learned (adaptive). */
+  priors(tool: string, firstDelivery: boolean): { horizon: number; p: number } {
+    let horizon = this.config.tool_result_offload_horizon_default;
+    let p = this.config.tool_result_offload_recall_probability;
+    if (this.config.tool_result_offload_adaptive) {
+      horizon = learnedHorizon(this.analysis.assistant_turns, horizon);
+      p = learnedRecallProbability(p, horizon, this.loaded.tool_stats?.[tool], this.loaded.session_tool_stats?.[tool]);
+    }
+    return { horizon, p: firstDelivery ? unseenRecallProbability(p) : p };
   }
 
   log(sites: readonly ToolResultSite[], outcomes: Map<ToolResultSite, Outcome>, fresh: number, toolTokens: number): TurnLog {
@@ -519,6 +642,7 @@ class Transform {
       saved_tokens: log.tokens_before - log.tokens_after,
       saved_usd: log.saved_usd,
       recall_tool: recallTool,
+      anchor: this.anchor,
       errors: this.errors,
     };
   }

@@ -9,6 +9,8 @@
  *   invalidation_cost  = cached side only: tokens from the result to the breakpoint · (write − read)
  *   expected_recall    = p·(context · r_ctx + recalled · input + recall call output · output)
  *   tool_declaration   = when this offload would declare the recall tool: H·tool·r_tool + cached head · (write − read)
+ * On first delivery (opt-in) the result is new in this request: saving and carry gain this turn (at the write
+ * rate when cached), and there is no cached suffix to invalidate.
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
  * hop re-reads the whole context; the design's formula prices it at read, which undercharges a client that
  * sets no breakpoints).
@@ -41,11 +43,21 @@ export interface GateInput {
    * later request, and changing `tools` rewrites the cached prompt ahead of the result.
    */
   tool_declaration?: { tool_tokens: number; prefix_tokens: number };
+  /**
+   * First delivery (opt-in): the result arrives in this very request, so stubbing it saves this turn too —
+   * its cache write on a caching client (then H turns of reads), H+1 turns of input otherwise — and nothing
+   * after it is cached yet to invalidate.
+   */
+  first_delivery?: boolean;
 }
 
 /** About 50,000 chars of dense text: the recall cap. */
 export const RECALL_TOKENS_DEFAULT = 15_000;
 export const RECALL_OUTPUT_TOKENS_DEFAULT = 100;
+
+function round2(x: number): number {
+  return Math.round(x * 100) / 100;
+}
 
 function round(x: number): number {
   return Math.round(x * 1e9) / 1e9;
@@ -76,6 +88,7 @@ export function offloadGate(input: GateInput): GateResult {
     recall_output_tokens: recallOutput,
     tool_tokens: toolTokens,
     tool_prefix_tokens: toolPrefix,
+    first_delivery: input.first_delivery === true,
   };
   if (price === null) {
     return {
@@ -96,9 +109,10 @@ export function offloadGate(input: GateInput): GateResult {
   const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
   const contextRate = (input.client_caches ?? input.cached_side) ? rates.cache_read : rates.input;
 
-  const saving = usd(H * T, r);
-  const carry = usd(H * S, r);
-  const invalidation = input.cached_side ? usd(toBreakpoint, write - rates.cache_read) : 0;
+  const first = input.first_delivery === true;
+  const saving = first ? (input.cached_side ? usd(T, write) + usd(H * T, r) : usd((H + 1) * T, r)) : usd(H * T, r);
+  const carry = first ? (input.cached_side ? usd(S, write) + usd(H * S, r) : usd((H + 1) * S, r)) : usd(H * S, r);
+  const invalidation = input.cached_side && !first ? usd(toBreakpoint, write - rates.cache_read) : 0;
   const recall = p * (usd(input.context_tokens, contextRate) + usd(recallTokens, rates.input) + usd(recallOutput, rates.output));
   const caches = input.client_caches ?? input.cached_side;
   const declaration = usd(H * toolTokens, caches ? rates.cache_read : rates.input) + (caches ? usd(toolPrefix, write - rates.cache_read) : 0);
@@ -113,7 +127,7 @@ export function offloadGate(input: GateInput): GateResult {
   ] as const;
   const biggest = costs.reduce((a, b) => (b[1] > a[1] ? b : a));
   const reason = fire
-    ? `saves $${net.toFixed(4)} over ${H} turns (${input.cached_side ? "cached" : "uncached"} side)`
+    ? `saves $${net.toFixed(4)} over ${first ? `this and ${H} more` : H} turns (${input.cached_side ? "cached" : "uncached"} side, p=${round2(p)})`
     : T <= S
       ? "the stub is not smaller than the result"
       : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;

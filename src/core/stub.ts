@@ -21,6 +21,8 @@ export interface ShapeInput {
 export interface StubInput extends ShapeInput {
   mem_id: string;
   mode: RecallMode;
+  /** Offloaded on first delivery: the model has never seen the body. */
+  unseen?: boolean;
 }
 
 /**
@@ -41,7 +43,9 @@ export function renderShape(input: ShapeInput): string[] {
 export function renderStub(input: StubInput): string {
   const { mem_id, structure } = input;
   return [
-    `[tool result offloaded by edge-offload · mem_id ${mem_id}]`,
+    input.unseen
+      ? `[tool result offloaded on arrival by edge-offload · mem_id ${mem_id}] You have not seen this output: its size, structure and first lines follow; recall the parts you need.`
+      : `[tool result offloaded by edge-offload · mem_id ${mem_id}]`,
     ...renderShape(input),
     recallHint(mem_id, input.mode, structure.kind === "json"),
   ].join("\n");

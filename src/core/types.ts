@@ -38,6 +38,7 @@ export interface GateResult {
     recall_output_tokens: number;
     tool_tokens: number;
     tool_prefix_tokens: number;
+    first_delivery: boolean;
   };
 }
 

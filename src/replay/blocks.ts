@@ -9,6 +9,8 @@ import type { Block, Message, Request } from "./types.ts";
 export interface PromptBlock {
   key: string;
   tokens: number;
+  /** The block carries a cache_control marker (a breakpoint ends here). */
+  breakpoint?: boolean;
 }
 
 /** Per-block overhead the API adds (role markers, block framing). */
@@ -57,15 +59,24 @@ export class BlockCache {
     return { key, tokens };
   }
 
+  /** The prompt's blocks; breakpoints flagged where the request carries cache_control (top level: the last block). */
   blocksOf(request: Request): PromptBlock[] {
+    const out = this.#blocks(request);
+    if (request.cache_control !== undefined && request.cache_control !== null && out.length > 0) out[out.length - 1] = { ...out[out.length - 1]!, breakpoint: true };
+    return out;
+  }
+
+  #blocks(request: Request): PromptBlock[] {
     const out: PromptBlock[] = [];
+    const mark = (b: PromptBlock, marked: boolean): PromptBlock => (marked ? { ...b, breakpoint: true } : b);
     if (request.tools !== undefined && request.tools.length > 0) {
       const key = `tools:${JSON.stringify(request.tools.map((t) => withoutCacheControl(t as Block)))}`;
-      out.push(this.#block(key, () => estimateTokens(key.length, "json")));
+      out.push(mark(this.#block(key, () => estimateTokens(key.length, "json")), request.tools.some((t) => typeof t === "object" && t !== null && "cache_control" in t)));
     }
     if (request.system !== undefined) {
       const key = `system:${typeof request.system === "string" ? request.system : JSON.stringify((request.system as Block[]).map(withoutCacheControl))}`;
-      out.push(this.#block(key, () => estimateTokens(key.length, detectKind(key))));
+      const marked = Array.isArray(request.system) && (request.system as Block[]).some((b) => "cache_control" in b);
+      out.push(mark(this.#block(key, () => estimateTokens(key.length, detectKind(key))), marked));
     }
     request.messages.forEach((m: Message) => {
       if (typeof m.content === "string") {
@@ -75,7 +86,7 @@ export class BlockCache {
         for (const b of m.content) {
           const clean = withoutCacheControl(b);
           const key = `${m.role}:${JSON.stringify(clean)}`;
-          out.push(this.#block(key, () => tokensOfBlock(clean)));
+          out.push(mark(this.#block(key, () => tokensOfBlock(clean)), clean !== b));
         }
       }
     });

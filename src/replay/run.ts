@@ -56,7 +56,7 @@ function available(sent: Map<string, Block>, ref: Reference): boolean {
 async function replaySession(session: ReplaySession, policy: Policy, refs: Reference[], opts: ReplayOptions): Promise<SessionResult> {
   const price = resolveModel(opts.model)!;
   const run = policy.start({ model: opts.model, client: opts.client, session: session.id });
-  const sim = new CacheSim(price, opts.client);
+  const sim = new CacheSim(price);
   const blocks = new BlockCache();
   const byTurn = new Map<number, Reference[]>();
   for (const r of refs) byTurn.set(r.turn, [...(byTurn.get(r.turn) ?? []), r]);

@@ -3,7 +3,7 @@
  * is written against. Values are cloned on the way in and out, as a serializing store would.
  */
 import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
-import type { CommitResult, LoadedState, OffloadStore, SessionSummary, TurnCommit } from "./port.ts";
+import type { CommitResult, LoadedState, OffloadStore, SessionSummary, ToolStats, TurnCommit } from "./port.ts";
 
 interface SessionData {
   records: Map<string, ResultRecord>;
@@ -12,13 +12,51 @@ interface SessionData {
   calls: number;
   recalls: number;
   turns: TurnLog[];
+  toolStats: Map<string, ToolStats>;
+  /** Commit times (ms), the most recent last. */
+  times: number[];
 }
 
 /** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records). */
 export const TURN_LOG_LIMIT = 1000;
+/** Turn gaps are the median of this many recent ones. */
+export const GAP_WINDOW = 8;
+
+export interface MemoryStoreOptions {
+  /** The clock used to measure gaps between turns (ms). */
+  now?: () => number;
+}
+
+function bump(map: Map<string, ToolStats>, tool: string, key: keyof ToolStats): void {
+  const s = map.get(tool) ?? { offloaded: 0, recalls: 0 };
+  s[key]++;
+  map.set(tool, s);
+}
+
+function pick(map: Map<string, ToolStats> | undefined, names: readonly string[]): Record<string, ToolStats> {
+  const out: Record<string, ToolStats> = {};
+  for (const n of names) {
+    const s = map?.get(n);
+    if (s !== undefined) out[n] = { ...s };
+  }
+  return out;
+}
+
+/** Median gap (seconds) between consecutive times, or null with fewer than two. */
+export function medianGap(times: readonly number[]): number | null {
+  if (times.length < 2) return null;
+  const gaps = times.slice(1).map((t, i) => (t - times[i]!) / 1000).sort((a, b) => a - b);
+  return gaps[Math.floor(gaps.length / 2)]!;
+}
 
 export class MemoryStore implements OffloadStore {
   readonly #sessions = new Map<string, SessionData>();
+  readonly #tenantTools = new Map<string, Map<string, ToolStats>>();
+  readonly #now: () => number;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.#now = options.now ?? Date.now;
+  }
 
   #key(ref: SessionRef): string {
     return JSON.stringify([ref.tenant, ref.session]);
@@ -30,13 +68,19 @@ export class MemoryStore implements OffloadStore {
     const key = this.#key(ref);
     let data = this.#sessions.get(key);
     if (data === undefined && create) {
-      data = { records: new Map(), bodies: new Map(), recall_declared: false, calls: 0, recalls: 0, turns: [] };
+      data = { records: new Map(), bodies: new Map(), recall_declared: false, calls: 0, recalls: 0, turns: [], toolStats: new Map(), times: [] };
       this.#sessions.set(key, data);
     }
     return data;
   }
 
-  async load(ref: SessionRef, toolUseIds: readonly string[]): Promise<LoadedState> {
+  #tenant(tenant: string): Map<string, ToolStats> {
+    let map = this.#tenantTools.get(tenant);
+    if (map === undefined) this.#tenantTools.set(tenant, (map = new Map()));
+    return map;
+  }
+
+  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<LoadedState> {
     const data = this.#data(ref, false);
     const records = new Map<string, ResultRecord>();
     if (data !== undefined) {
@@ -45,7 +89,13 @@ export class MemoryStore implements OffloadStore {
         if (r !== undefined) records.set(id, structuredClone(r));
       }
     }
-    return { records, recall_declared: data?.recall_declared ?? false };
+    return {
+      records,
+      recall_declared: data?.recall_declared ?? false,
+      tool_stats: pick(this.#tenantTools.get(ref.tenant), toolNames),
+      session_tool_stats: pick(data?.toolStats, toolNames),
+      gap_seconds: medianGap(data?.times ?? []),
+    };
   }
 
   async commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult> {
@@ -53,13 +103,21 @@ export class MemoryStore implements OffloadStore {
     const standing = new Map<string, ResultRecord>();
     for (const record of commit.records) {
       const existing = data.records.get(record.tool_use_id);
-      if (existing === undefined) data.records.set(record.tool_use_id, structuredClone(record));
+      if (existing === undefined) {
+        data.records.set(record.tool_use_id, structuredClone(record));
+        if (record.action === "offloaded") {
+          bump(data.toolStats, record.tool_name, "offloaded");
+          bump(this.#tenant(ref.tenant), record.tool_name, "offloaded");
+        }
+      }
       standing.set(record.tool_use_id, structuredClone(existing ?? record));
     }
     data.recall_declared ||= commit.recall_declared;
     data.calls++;
     data.turns.push(structuredClone(commit.log));
     if (data.turns.length > TURN_LOG_LIMIT) data.turns.splice(0, data.turns.length - TURN_LOG_LIMIT);
+    data.times.push(this.#now());
+    if (data.times.length > GAP_WINDOW + 1) data.times.splice(0, data.times.length - GAP_WINDOW - 1);
     return { records: standing };
   }
 
@@ -72,8 +130,14 @@ export class MemoryStore implements OffloadStore {
     return stored === undefined ? null : { body: stored.body, meta: structuredClone(stored.meta) };
   }
 
-  async noteRecall(ref: SessionRef, _memId: string): Promise<void> {
-    this.#data(ref, true).recalls++;
+  async noteRecall(ref: SessionRef, memId: string): Promise<void> {
+    const data = this.#data(ref, true);
+    data.recalls++;
+    const tool = data.bodies.get(memId)?.meta.tool_name;
+    if (tool !== undefined) {
+      bump(data.toolStats, tool, "recalls");
+      bump(this.#tenant(ref.tenant), tool, "recalls");
+    }
   }
 
   async describeSession(ref: SessionRef): Promise<SessionSummary | null> {
@@ -85,6 +149,7 @@ export class MemoryStore implements OffloadStore {
       calls: data.calls,
       recall_declared: data.recall_declared,
       recalls: data.recalls,
+      tool_stats: Object.fromEntries([...data.toolStats].map(([k, v]) => [k, { ...v }])),
       records: [...data.records.values()].map((r) => structuredClone(r)),
       turns: data.turns.map((t) => structuredClone(t)),
     };

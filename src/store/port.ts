@@ -11,11 +11,23 @@
  */
 import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
 
+/** Offloads and recalls of one tool's results: what the adaptive gate learns its recall rate from. */
+export interface ToolStats {
+  offloaded: number;
+  recalls: number;
+}
+
 export interface LoadedState {
   /** Records for the requested tool_use_ids that have one. */
   records: Map<string, ResultRecord>;
   /** Whether the recall tool has been declared in this session (sticky once true). */
   recall_declared: boolean;
+  /** Per tool name (of those asked for), across the tenant's sessions. Optional for adapters that do not learn. */
+  tool_stats?: Record<string, ToolStats>;
+  /** Per tool name, this session only. */
+  session_tool_stats?: Record<string, ToolStats>;
+  /** Typical seconds between this session's turns (median of recent gaps), null before two turns. */
+  gap_seconds?: number | null;
 }
 
 export interface TurnCommit {
@@ -35,12 +47,19 @@ export interface SessionSummary {
   calls: number;
   recall_declared: boolean;
   recalls: number;
+  /** Per tool name, this session. */
+  tool_stats: Record<string, ToolStats>;
   records: ResultRecord[];
   turns: TurnLog[];
 }
 
 export interface OffloadStore {
-  load(ref: SessionRef, toolUseIds: readonly string[]): Promise<LoadedState>;
+  /**
+   * The sticky records of `toolUseIds`, the session flags, and (for the adaptive gate) the recall statistics of
+   * `toolNames`. A commit's newly stored offloaded records count as offloads of their tool; `noteRecall` counts
+   * a recall of the mem_id's tool.
+   */
+  load(ref: SessionRef, toolUseIds: readonly string[], toolNames?: readonly string[]): Promise<LoadedState>;
   commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult>;
   putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void>;
   getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;

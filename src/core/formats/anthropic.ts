@@ -8,7 +8,7 @@ import { OffloadError } from "../../errors.ts";
 import type { RecallMode } from "../../config.ts";
 import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { AnchorSlot, Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 type Path = (string | number)[];
 
@@ -126,6 +126,8 @@ export const anthropicAdapter: FormatAdapter = {
       calls = answered;
     });
 
+    const anchorSlots = anchorSlotsOf(raw, messages, messagesBase, sites);
+    const lastMessage = messages.items[messages.items.length - 1];
     const auto = getMember(root, "cache_control");
     const promptChars = toolsLen + systemLen + (messages.end - messages.start);
     if (auto !== undefined && auto.kind !== "null") breakpoints.push({ position: promptChars, ttl: ttlOf(raw, auto, ["cache_control"]) });
@@ -139,7 +141,19 @@ export const anthropicAdapter: FormatAdapter = {
       breakpoints,
       client_caches: breakpoints.length > 0,
       has_recall_tool: hasRecallTool,
+      auto_cache: auto !== undefined && auto.kind !== "null",
+      last_message_position: lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
+      anchor_slots: anchorSlots,
     };
+  },
+
+  anchorEdit(raw: string, slot: AnchorSlot, ttl: "5m" | "1h"): Edit {
+    const marker = `"cache_control":{"type":"ephemeral"${ttl === "1h" ? ',"ttl":"1h"' : ""}}`;
+    if (slot.string_span !== undefined) {
+      const { start, end } = slot.string_span;
+      return { start, end, text: `[{"type":"text","text":${raw.slice(start, end)},${marker}}]` };
+    }
+    return { start: slot.insert_at, end: slot.insert_at, text: `,${marker}` };
   },
 
   renderContent(raw: string, site: ToolResultSite, text: string): string {
@@ -179,6 +193,33 @@ export const anthropicAdapter: FormatAdapter = {
     return { start: at, end: at, text: `${root.keys.length > 0 ? "," : ""}"tools":[${tool}]` };
   },
 };
+
+/** Block types the API lets carry cache_control (thinking blocks cannot, nor can an empty text block). */
+const CACHEABLE = new Set(["text", "image", "document", "tool_use", "tool_result", "server_tool_use", "web_search_tool_result", "search_result"]);
+
+/** The blocks of the last two messages, in prompt order, that a breakpoint may be put on. */
+function anchorSlotsOf(raw: string, messages: JsonArray, base: number, sites: readonly ToolResultSite[]): AnchorSlot[] {
+  const slots: AnchorSlot[] = [];
+  const byStart = new Map(sites.map((s, i) => [s.position - base, i]));
+  for (const message of messages.items.slice(-2)) {
+    const content = getMember(message as JsonObject, "content");
+    if (content?.kind === "string") {
+      if (content.length !== 0) slots.push({ position: base + content.end, insert_at: content.end, string_span: { start: content.start, end: content.end } });
+      continue;
+    }
+    if (content?.kind !== "array") continue;
+    for (const block of content.items) {
+      if (block.kind !== "object") continue;
+      const type = getMember(block, "type");
+      if (type?.kind !== "string" || !CACHEABLE.has(decodeString(raw, type))) continue;
+      const text = getMember(block, "text");
+      if (decodeString(raw, type) === "text" && (text?.kind !== "string" || text.end - text.start <= 2)) continue;
+      const site = byStart.get(block.start);
+      slots.push({ position: base + block.end, insert_at: block.end - 1, ...(site === undefined ? {} : { site }) });
+    }
+  }
+  return slots;
+}
 
 function isTextBlock(raw: string, block: JsonObject): boolean {
   const type = getMember(block, "type");

@@ -34,6 +34,18 @@ export interface Breakpoint {
   ttl: "5m" | "1h";
 }
 
+/** A block the advancing cache anchor may be placed on (the last blocks of the prompt, in prompt order). */
+export interface AnchorSlot {
+  /** Prompt-order offset of the end of the block: what a breakpoint here caches. */
+  position: number;
+  /** Raw offset where the marker is inserted (just before the block's closing brace). */
+  insert_at: number;
+  /** The message content is a plain string: the marker needs it rewritten as one text block. */
+  string_span?: { start: number; end: number };
+  /** Index of the ToolResultSite when the block is a tool result. */
+  site?: number;
+}
+
 export interface RequestAnalysis {
   model: string | null;
   sites: ToolResultSite[];
@@ -46,6 +58,12 @@ export interface RequestAnalysis {
   /** The client caches at all (a breakpoint, automatic caching, or a provider that caches on its own). */
   client_caches: boolean;
   has_recall_tool: boolean;
+  /** A top-level cache_control (automatic caching) is set: the provider places the breakpoint itself. */
+  auto_cache: boolean;
+  /** Prompt-order offset where the last message starts. */
+  last_message_position: number;
+  /** Where an anchor could go (formats with explicit breakpoints only); empty when none can. */
+  anchor_slots: AnchorSlot[];
 }
 
 export interface Edit {
@@ -61,4 +79,6 @@ export interface FormatAdapter {
   renderContent(raw: string, site: ToolResultSite, text: string): string;
   /** The edit that declares the recall tool at the end of `tools`. */
   declareRecallTool(raw: string, root: JsonNode, mode: RecallMode): Edit;
+  /** The edit that puts a cache breakpoint on `slot` (formats with explicit breakpoints). */
+  anchorEdit?(raw: string, slot: AnchorSlot, ttl: "5m" | "1h"): Edit;
 }

@@ -6,20 +6,23 @@ import type { Policy } from "../policy.ts";
 import type { Request } from "../types.ts";
 
 /**
- * edge-offload itself: the real `compact` on every call (the client keeps sending its full history), with an
- * in-memory store per session; a needed body comes back through the real `recall` (a query for the quote).
+ * edge-offload itself: the real `compact` on every call (the client keeps sending its full history); a needed
+ * body comes back through the real `recall` (a query for the quote). One in-memory store for the whole run,
+ * one tenant, a session per replayed session: what the adaptive gate learns carries over from session to
+ * session, in file order, as it would in a deployment.
  */
 export function edgeOffload(name: string, config: Record<string, unknown>, description: string): Policy {
+  const store = new MemoryStore();
   return {
     name,
     description,
     start: (ctx) => {
-      const store = new MemoryStore();
+      const session = { tenant: "replay", id: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128) };
       const memIds = new Map<string, string>();
       let recallDeclared = false;
       return {
         send: async (request) => {
-          const out = await compact({ request: JSON.stringify(request), session: "replay", store, config });
+          const out = await compact({ request: JSON.stringify(request), session, store, config });
           for (const d of out.decisions) if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
           recallDeclared ||= out.report.recall_tool !== "none";
           return out.changed ? (JSON.parse(out.request as string) as Request) : request;
@@ -28,9 +31,8 @@ export function edgeOffload(name: string, config: Record<string, unknown>, descr
           const memId = memIds.get(id);
           // The size-only path declares no recall tool: the model cannot read a shortened body back.
           if (memId === undefined || !recallDeclared) return null;
-          const answer = await recall({ store, session: "replay", mem_id: memId, query: quote });
+          const answer = await recall({ store, session, mem_id: memId, query: quote });
           const callId = `toolu_replay_recall_${id}`;
-          void ctx;
           return {
             call: { type: "tool_use", id: callId, name: RECALL_TOOL_NAME, input: { mem_id: memId, query: quote } },
             result: { type: "tool_result", tool_use_id: callId, content: answer.content },

@@ -12,6 +12,14 @@ const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: 
 /** edge-offload configurations with a replay row of their own (documented in the README). */
 export const EDGE_OFFLOAD_CONFIGS: Record<string, { config: Record<string, unknown>; description: string }> = {
   "edge-offload": { config: ON, description: "the seed's defaults with offload on (gate on)" },
+  "edge-offload+anchor": { config: { ...ON, tool_result_medium_tier: "cache_anchor" }, description: "plus the advancing cache anchor" },
+  "edge-offload+adaptive": { config: { ...ON, tool_result_offload_adaptive: true }, description: "plus the learning gate" },
+  "edge-offload+anchor+adaptive": { config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true }, description: "anchor and learning gate" },
+  "edge-offload+first-delivery": { config: { ...ON, tool_result_first_delivery: "gated" }, description: "plus gated offload on first delivery" },
+  "edge-offload+all": {
+    config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true, tool_result_first_delivery: "gated" },
+    description: "anchor, learning gate and first-delivery offload",
+  },
 };
 
 export function policyByName(name: string): Policy | null {
