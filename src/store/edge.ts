@@ -1,0 +1,150 @@
+/**
+ * The Worker's store: the three sub-ports composed into the core's `OffloadStore`, plus what the routes need
+ * (session config, body metadata, the tenant's session list).
+ *
+ * - Bodies go to the ledger only; the session state gets small records (heavy bodies never reach the DO).
+ * - The index is written best effort after the durable write and read only where a miss can fall back
+ *   (KV is eventually consistent); its failures become notes for the turn's summary, never a lost result.
+ * - Every failure of a backend surfaces as one `storage_error` naming what failed, without internals.
+ */
+import type { OffloadConfigPatch } from "../config.ts";
+import { MEM_ID_PATTERN } from "../core/memid.ts";
+import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
+import { OffloadError, isOffloadError } from "../errors.ts";
+import type { CommitResult, LoadedState, OffloadStore, TurnCommit } from "./port.ts";
+import { type BodyLedgerPort, type IndexPort, type IndexedSession, type SessionDetail, type SessionStatePort, ledgerKey } from "./parts.ts";
+
+export interface StoreNote {
+  type: "index_error";
+  message: string;
+  mem_id?: string;
+}
+
+export interface EdgeStoreParts {
+  sessions: SessionStatePort;
+  ledger: BodyLedgerPort;
+  index: IndexPort;
+  now?: () => number;
+  /** Where backend failures are reported for operators (never bodies or keys). */
+  log?: (line: string) => void;
+}
+
+export interface BodyInfo {
+  meta: BodyMeta;
+  /** Which backend answered: the index, or the ledger after an index miss. */
+  source: "index" | "ledger";
+}
+
+export class EdgeStore implements OffloadStore {
+  /** Non-fatal problems of this request (index writes), for the turn's summary. */
+  readonly notes: StoreNote[] = [];
+  readonly sessions: SessionStatePort;
+  readonly ledger: BodyLedgerPort;
+  readonly index: IndexPort;
+  readonly #now: () => number;
+  readonly #log: (line: string) => void;
+
+  constructor(parts: EdgeStoreParts) {
+    this.sessions = parts.sessions;
+    this.ledger = parts.ledger;
+    this.index = parts.index;
+    this.#now = parts.now ?? Date.now;
+    this.#log = parts.log ?? ((line) => console.error(line));
+  }
+
+  async #guard<T>(what: string, run: () => Promise<T>): Promise<T> {
+    try {
+      return await run();
+    } catch (cause) {
+      if (isOffloadError(cause) && cause.type !== "internal") throw cause;
+      this.#log(`[edge-offload] ${what} failed: ${describe(cause)}`);
+      throw new OffloadError("storage_error", `${what} failed`, { cause });
+    }
+  }
+
+  /** Best effort: an index write that fails is noted, and nothing depends on it having happened. */
+  async #soft(what: string, run: () => Promise<void>, memId?: string): Promise<void> {
+    try {
+      await run();
+    } catch (cause) {
+      this.#log(`[edge-offload] ${what} failed: ${describe(cause)}`);
+      this.notes.push({ type: "index_error", message: `${what} failed (the result is safe; lookups fall back to the ledger)`, ...(memId === undefined ? {} : { mem_id: memId }) });
+    }
+  }
+
+  async load(ref: SessionRef, toolUseIds: readonly string[]): Promise<LoadedState> {
+    const state = await this.#guard("reading the session state", () => this.sessions.load(ref, toolUseIds));
+    return { records: new Map(state.records.map((r) => [r.tool_use_id, r])), recall_declared: state.recall_declared };
+  }
+
+  async commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult> {
+    const result = await this.#guard("saving the session state", () => this.sessions.commit(ref, commit));
+    if (result.index_due) await this.#soft("the session index write", () => this.index.putSession(ref, { session: ref.session, created_at: this.#now() }));
+    return { records: new Map(result.records.map((r) => [r.tool_use_id, r])) };
+  }
+
+  async putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void> {
+    await this.#guard("the ledger write", () => this.ledger.put(ref, body, meta));
+    await this.#soft("the mem_id index write", () => this.index.putBody(ref, { location: ledgerKey(ref, meta.mem_id), meta }), meta.mem_id);
+  }
+
+  async getBody(ref: SessionRef, memId: string): Promise<StoredBody | null> {
+    // Recall reads the ledger directly: it is strongly consistent, and the key follows from the scope.
+    if (!MEM_ID_PATTERN.test(memId)) return null;
+    return this.#guard("the ledger read", () => this.ledger.get(ref, memId));
+  }
+
+  async noteRecall(ref: SessionRef, memId: string): Promise<void> {
+    await this.#guard("counting the recall", () => this.sessions.noteRecall(ref, memId));
+  }
+
+  async describeSession(ref: SessionRef): Promise<SessionDetail | null> {
+    return this.#guard("reading the session state", () => this.sessions.describe(ref));
+  }
+
+  /** Session state first (the authority: afterwards the session reads as unknown and no record names a missing body). */
+  async deleteSession(ref: SessionRef): Promise<void> {
+    const named = await this.#guard("deleting the session state", () => this.sessions.destroy(ref));
+    await this.#guard("deleting the session's bodies", () => purgeBodies(ref, named, this.ledger, this.index));
+  }
+
+  async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
+    return this.#guard("reading the session config", () => this.sessions.getConfig(ref));
+  }
+
+  async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    await this.#guard("saving the session config", () => this.sessions.setConfig(ref, patch));
+  }
+
+  /** Metadata of a body: the index when it has the entry, else the ledger (a miss or an index failure). */
+  async statBody(ref: SessionRef, memId: string): Promise<BodyInfo | null> {
+    if (!MEM_ID_PATTERN.test(memId)) return null;
+    try {
+      const hit = await this.index.getBody(ref, memId);
+      if (hit !== null && hit.meta.mem_id === memId) return { meta: hit.meta, source: "index" };
+    } catch (cause) {
+      this.#log(`[edge-offload] the mem_id index read failed: ${describe(cause)}`);
+    }
+    const meta = await this.#guard("the ledger read", () => this.ledger.head(ref, memId));
+    return meta === null ? null : { meta, source: "ledger" };
+  }
+
+  /** The tenant's sessions as the index knows them (may lag a new session by about a minute). */
+  async listSessions(tenant: string, options: { cursor?: string; limit?: number } = {}): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+    return this.#guard("listing sessions", () => this.index.listSessions(tenant, options));
+  }
+}
+
+/**
+ * Remove a session's index entries, then its bodies. Index first: until the bodies are gone, their listing still
+ * names every index entry, so a purge that fails half way and is repeated finishes the job.
+ */
+export async function purgeBodies(ref: SessionRef, named: readonly string[], ledger: BodyLedgerPort, index: IndexPort): Promise<void> {
+  const stored = await ledger.list(ref);
+  await index.deleteSession(ref, [...new Set([...named, ...stored])]);
+  await ledger.deleteSession(ref);
+}
+
+function describe(cause: unknown): string {
+  return cause instanceof Error ? `${cause.name}: ${cause.message.slice(0, 200)}` : "unknown error";
+}
