@@ -43,18 +43,25 @@ export class KvIndex implements IndexPort {
     return { sessions, cursor: page.list_complete ? null : page.cursor };
   }
 
-  async deleteSession(ref: SessionRef, memIds: readonly string[]): Promise<void> {
-    const keys = new Set([indexSessionKey(ref), ...memIds.map((id) => indexBodyKey(ref, id))]);
-    // A listing may miss recent keys; the mem_ids given (from the session state and the ledger) cover those.
+  async deleteBodies(ref: SessionRef, memIds: readonly string[]): Promise<void> {
+    await this.#deleteKeys(memIds.map((id) => indexBodyKey(ref, id)));
+  }
+
+  async deleteSession(ref: SessionRef): Promise<void> {
+    // A listing may miss recent keys: callers delete the mem_ids they know of first (deleteBodies).
+    const keys = [indexSessionKey(ref)];
     let cursor: string | undefined;
     for (;;) {
       const page = await this.#kv.list({ prefix: indexBodyKey(ref, ""), limit: 1000, ...(cursor === undefined ? {} : { cursor }) });
-      for (const k of page.keys) keys.add(k.name);
+      keys.push(...page.keys.map((k) => k.name));
       if (page.list_complete) break;
       cursor = page.cursor;
     }
-    // KV deletes one key per call; a bounded number in flight keeps a big session inside the platform's limits.
-    const all = [...keys];
-    for (let i = 0; i < all.length; i += DELETE_BATCH) await Promise.all(all.slice(i, i + DELETE_BATCH).map((key) => this.#kv.delete(key)));
+    await this.#deleteKeys(keys);
+  }
+
+  /** KV deletes one key per call; a bounded number in flight keeps a big session inside the platform's limits. */
+  async #deleteKeys(keys: readonly string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += DELETE_BATCH) await Promise.all(keys.slice(i, i + DELETE_BATCH).map((key) => this.#kv.delete(key)));
   }
 }

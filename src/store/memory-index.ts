@@ -43,9 +43,12 @@ export class MemoryIndex implements IndexPort {
     return { sessions: page.map((k) => structuredClone(this.#entries.get(k)) as IndexedSession), cursor: more ? String(start + limit) : null };
   }
 
-  async deleteSession(ref: SessionRef, memIds: readonly string[]): Promise<void> {
-    this.#entries.delete(sessionKey(ref));
+  async deleteBodies(ref: SessionRef, memIds: readonly string[]): Promise<void> {
     for (const id of memIds) this.#entries.delete(bodyKey(ref, id));
+  }
+
+  async deleteSession(ref: SessionRef): Promise<void> {
+    this.#entries.delete(sessionKey(ref));
     const prefix = bodyKey(ref, "");
     for (const key of [...this.#entries.keys()]) if (key.startsWith(prefix)) this.#entries.delete(key);
   }

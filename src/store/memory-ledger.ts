@@ -19,21 +19,17 @@ export class MemoryLedger implements BodyLedgerPort {
     return stored === undefined ? null : structuredClone(stored.meta);
   }
 
-  async list(ref: SessionRef): Promise<string[]> {
+  async list(ref: SessionRef, limit = Infinity): Promise<string[]> {
     const prefix = ledgerPrefix(ref);
-    return [...this.#objects.keys()].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+    return [...this.#objects.keys()]
+      .filter((k) => k.startsWith(prefix))
+      .sort()
+      .slice(0, limit)
+      .map((k) => k.slice(prefix.length));
   }
 
-  async deleteSession(ref: SessionRef): Promise<string[]> {
-    const prefix = ledgerPrefix(ref);
-    const deleted: string[] = [];
-    for (const key of [...this.#objects.keys()]) {
-      if (key.startsWith(prefix)) {
-        this.#objects.delete(key);
-        deleted.push(key.slice(prefix.length));
-      }
-    }
-    return deleted;
+  async delete(ref: SessionRef, memIds: readonly string[]): Promise<void> {
+    for (const id of memIds) this.#objects.delete(ledgerKey(ref, id));
   }
 
   /** Number of stored bodies (tests). */

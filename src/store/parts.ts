@@ -47,10 +47,10 @@ export interface BodyLedgerPort {
   get(ref: SessionRef, memId: string): Promise<StoredBody | null>;
   /** The metadata without the body. */
   head(ref: SessionRef, memId: string): Promise<BodyMeta | null>;
-  /** The mem_ids of every body the session has stored (strongly consistent). */
-  list(ref: SessionRef): Promise<string[]>;
-  /** Deletes every body of the session; returns the mem_ids deleted. */
-  deleteSession(ref: SessionRef): Promise<string[]>;
+  /** mem_ids of the session's bodies, at most `limit` (default: all). Strongly consistent. */
+  list(ref: SessionRef, limit?: number): Promise<string[]>;
+  /** Deletes these bodies of the session (unknown ones are ignored). */
+  delete(ref: SessionRef, memIds: readonly string[]): Promise<void>;
 }
 
 export interface IndexedBody {
@@ -69,8 +69,9 @@ export interface IndexPort {
   getBody(ref: SessionRef, memId: string): Promise<IndexedBody | null>;
   putSession(ref: SessionRef, entry: IndexedSession): Promise<void>;
   listSessions(tenant: string, options?: { cursor?: string; limit?: number }): Promise<{ sessions: IndexedSession[]; cursor: string | null }>;
-  /** Removes the session's entry and those of the given mem_ids (plus any it can list). */
-  deleteSession(ref: SessionRef, memIds: readonly string[]): Promise<void>;
+  deleteBodies(ref: SessionRef, memIds: readonly string[]): Promise<void>;
+  /** Removes the session's entry, and any mem_id entries of it that a listing still shows. */
+  deleteSession(ref: SessionRef): Promise<void>;
 }
 
 /** The ledger key of a body: tenant and session first, so a session's bodies share one listable prefix. */

@@ -51,32 +51,23 @@ export class R2Ledger implements BodyLedgerPort {
     return object === null ? null : readMeta(object.customMetadata ?? {}, memId);
   }
 
-  async list(ref: SessionRef): Promise<string[]> {
+  async list(ref: SessionRef, limit = Infinity): Promise<string[]> {
     const prefix = ledgerPrefix(ref);
     const ids: string[] = [];
-    for await (const keys of this.#pages(prefix)) ids.push(...keys.map((k) => k.slice(prefix.length)));
+    let cursor: string | undefined;
+    // R2 listings are strongly consistent: this sees every body the session has stored.
+    while (ids.length < limit) {
+      const page = await this.#bucket.list({ prefix, limit: Math.min(1000, limit - ids.length), ...(cursor === undefined ? {} : { cursor }) });
+      ids.push(...page.objects.map((o) => o.key.slice(prefix.length)));
+      if (!page.truncated) break;
+      cursor = page.cursor;
+    }
     return ids;
   }
 
-  async deleteSession(ref: SessionRef): Promise<string[]> {
-    const prefix = ledgerPrefix(ref);
-    const deleted: string[] = [];
-    for await (const keys of this.#pages(prefix)) {
-      await this.#bucket.delete(keys);
-      deleted.push(...keys.map((k) => k.slice(prefix.length)));
-    }
-    return deleted;
-  }
-
-  /** Keys under a prefix, a page (≤ 1000, the most one delete call takes) at a time. R2 listings are strongly consistent. */
-  async *#pages(prefix: string): AsyncGenerator<string[]> {
-    let cursor: string | undefined;
-    for (;;) {
-      const page = await this.#bucket.list({ prefix, limit: 1000, ...(cursor === undefined ? {} : { cursor }) });
-      if (page.objects.length > 0) yield page.objects.map((o) => o.key);
-      if (!page.truncated) return;
-      cursor = page.cursor;
-    }
+  async delete(ref: SessionRef, memIds: readonly string[]): Promise<void> {
+    // One call deletes up to 1,000 keys.
+    for (let i = 0; i < memIds.length; i += 1000) await this.#bucket.delete(memIds.slice(i, i + 1000).map((id) => ledgerKey(ref, id)));
   }
 }
 

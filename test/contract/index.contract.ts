@@ -48,7 +48,7 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
       expect([...first.sessions, ...rest.sessions].map((s) => s.session).sort()).toEqual(["alpha", "beta"]);
     });
 
-    it("deletes a session's entries, named or listed, and nothing else", async () => {
+    it("deletes named mem_id entries, then the session's entry and what a listing shows, and nothing else", async () => {
       const x = await make();
       const r = ref();
       const keep = ref();
@@ -58,8 +58,10 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
         await x.putBody(r, { location: ledgerKey(r, id), meta: meta(id) });
         await x.putBody(keep, { location: ledgerKey(keep, id), meta: meta(id) });
       }
-      await x.deleteSession(r, [MEM("a")]);
+      await x.deleteBodies(r, [MEM("a")]);
       expect(await x.getBody(r, MEM("a"))).toBeNull();
+      expect(await x.getBody(r, MEM("b"))).not.toBeNull();
+      await x.deleteSession(r);
       expect(await x.getBody(r, MEM("b"))).toBeNull();
       expect((await x.listSessions(r.tenant)).sessions.map((s) => s.session)).not.toContain(r.session);
       expect(await x.getBody(keep, MEM("a"))).not.toBeNull();

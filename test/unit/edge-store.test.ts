@@ -26,7 +26,7 @@ function failingIndex(): IndexPort {
   const fail = async () => {
     throw new Error("KV is down");
   };
-  return { putBody: fail, getBody: fail, putSession: fail, listSessions: fail, deleteSession: fail };
+  return { putBody: fail, getBody: fail, putSession: fail, listSessions: fail, deleteBodies: fail, deleteSession: fail };
 }
 
 describe("EdgeStore", () => {
@@ -59,7 +59,7 @@ describe("EdgeStore", () => {
       get: async () => null,
       head: async () => null,
       list: async () => [],
-      deleteSession: async () => [],
+      delete: async () => {},
     };
     const lines: string[] = [];
     const store = new EdgeStore({ sessions: new MemorySessionState(), ledger, index: new MemoryIndex(), log: (l) => lines.push(l) });
@@ -68,34 +68,33 @@ describe("EdgeStore", () => {
     expect(lines.join("\n")).toContain("socket hang up");
   });
 
-  it("deletes state, then index entries, then bodies; a repeated delete after a failure finishes the job", async () => {
+  it("purges in batches (index entries, then bodies): a delete that fails half way has made progress, and a repeat finishes", async () => {
     const sessions = new MemorySessionState();
     const ledger = new MemoryLedger();
     const index = new MemoryIndex();
     const store = new EdgeStore({ sessions, ledger, index, log: quiet });
-    await store.putBody(ref, "body", meta);
+    const ids = Array.from({ length: 250 }, (_, i) => `trm_${i.toString(16).padStart(24, "0")}`);
+    for (const id of ids) await store.putBody(ref, "body", { ...meta, mem_id: id });
     await store.commit(ref, { records: [], recall_declared: true, log: { turn: 1, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0 } });
-    let failOnce = true;
+    let calls = 0;
     const flaky: IndexPort = {
-      ...index,
       putBody: (r, e) => index.putBody(r, e),
       getBody: (r, m) => index.getBody(r, m),
       putSession: (r, e) => index.putSession(r, e),
       listSessions: (t, o) => index.listSessions(t, o),
-      deleteSession: async (r, ids) => {
-        if (failOnce) {
-          failOnce = false;
-          throw new Error("KV timeout");
-        }
-        return index.deleteSession(r, ids);
+      deleteBodies: async (r, batch) => {
+        if (++calls === 2) throw new Error("KV: too many operations");
+        return index.deleteBodies(r, batch);
       },
+      deleteSession: (r) => index.deleteSession(r),
     };
     const first = new EdgeStore({ sessions, ledger, index: flaky, log: quiet });
     await expect(first.deleteSession(ref)).rejects.toMatchObject({ type: "storage_error" });
-    expect(ledger.size).toBe(1); // bodies outlive the failed index step, so the retry can name its entries
+    expect(await sessions.describe(ref)).toBeNull(); // the authority went first
+    expect(ledger.size).toBe(150); // one batch of 100 is gone, with its index entries
+    expect(index.keys().filter((k) => k.startsWith("m/"))).toHaveLength(150); // the rest are still named by their bodies
     await first.deleteSession(ref);
     expect(ledger.size).toBe(0);
     expect(index.keys()).toEqual([]);
-    expect(await sessions.describe(ref)).toBeNull();
   });
 });
