@@ -2,7 +2,7 @@ import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
 /** Secrets the workerd tests run with (never used anywhere else). Tenants "acme" and "globex". */
-export const TEST_SECRETS = {
+const TEST_SECRETS = {
   OFFLOAD_API_KEYS: "acme:test-key-acme,globex:test-key-globex",
   OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
 };

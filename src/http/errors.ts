@@ -11,7 +11,8 @@ const BY_STATUS: Record<number, OffloadErrorType> = { 400: "invalid_request", 40
 
 export function toOffloadError(err: unknown, log: (line: string) => void): OffloadError {
   if (isOffloadError(err)) {
-    if (err.status >= 500) log(`[edge-offload] ${err.type}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.name}: ${err.cause.message.slice(0, 200)})` : ""}`);
+    // Storage errors were logged with their cause where they happened (store/edge.ts).
+    if (err.status >= 500 && err.type !== "storage_error") log(`[edge-offload] ${err.type}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.name}: ${err.cause.message.slice(0, 200)})` : ""}`);
     return err;
   }
   if (err instanceof HTTPException && BY_STATUS[err.status] !== undefined) return new OffloadError(BY_STATUS[err.status]!, err.message || "request refused");

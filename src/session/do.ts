@@ -49,14 +49,23 @@ type SessionRow = {
 export class SessionDO extends DurableObject<Env> {
   #ready = false;
 
-  /** Tables are created on first use, so a deleted session leaves an empty object behind, not empty tables. */
-  get #sql(): SqlStorage {
+  /**
+   * Tables are created by the first write only: reading a session nobody wrote (a compact call with everything
+   * off asks for the session's config) must not leave storage behind, which no alarm would ever clean up.
+   */
+  #tables(create: boolean): SqlStorage | null {
     const sql = this.ctx.storage.sql;
     if (!this.#ready) {
+      const exists = sql.exec("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'session'").toArray().length > 0;
+      if (!exists && !create) return null;
       for (const statement of SCHEMA) sql.exec(statement);
       this.#ready = true;
     }
     return sql;
+  }
+
+  get #sql(): SqlStorage {
+    return this.#tables(true)!;
   }
 
   #retention(): number {
@@ -64,7 +73,9 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   #row(ref?: SessionRef): SessionRow | null {
-    const row = this.#sql.exec<SessionRow>("SELECT tenant, session, recall_declared, calls, config, created_at, last_active, last_indexed FROM session WHERE id = 1").toArray()[0] ?? null;
+    const sql = this.#tables(false);
+    if (sql === null) return null;
+    const row = sql.exec<SessionRow>("SELECT tenant, session, recall_declared, calls, config, created_at, last_active, last_indexed FROM session WHERE id = 1").toArray()[0] ?? null;
     if (row !== null && ref !== undefined) checkScope(row, ref);
     return row;
   }

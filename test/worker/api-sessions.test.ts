@@ -51,7 +51,12 @@ describe("GET /v1/sessions/:id", () => {
   it("answers 404 for an unknown session, and for another tenant's", async () => {
     const session = sid("describe-404");
     await twoTurns(session);
-    await expectError(await call(`/v1/sessions/${sid("never")}`), 404, "not_found", "session");
+    const never = sid("never");
+    await expectError(await call(`/v1/sessions/${never}`), 404, "not_found", "session");
+    // Reading a session nobody wrote leaves no storage behind (no alarm would ever clean it up).
+    await call(compactPath(never), { body: "{}" });
+    await call(`/v1/sessions/${never}/recall`, { body: { mem_id: `trm_${"0".repeat(24)}` } });
+    expect(await objectTables("acme", never)).toEqual({});
     await expectError(await call(`/v1/sessions/${session}`, { key: KEYS.globex }), 404, "not_found");
   });
 });
