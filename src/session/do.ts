@@ -112,6 +112,7 @@ export class SessionDO extends DurableObject<Env> {
 
   async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
     const now = Date.now();
+    this.#tables(true); // outside the transaction: a rollback must not leave #ready true without the tables
     const result = this.ctx.storage.transactionSync(() => {
       const row = this.#touch(ref, now);
       const existing = new Map(this.#records(commit.records.map((r) => r.tool_use_id)).map((r) => [r.tool_use_id, r]));
@@ -132,6 +133,7 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   async noteRecall(ref: SessionRef, memId: string): Promise<void> {
+    this.#tables(true);
     this.ctx.storage.transactionSync(() => {
       this.#touch(ref, Date.now());
       this.#sql.exec("INSERT INTO recalls (mem_id, count) VALUES (?, 1) ON CONFLICT (mem_id) DO UPDATE SET count = count + 1", memId);
@@ -164,6 +166,7 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    this.#tables(true);
     this.ctx.storage.transactionSync(() => {
       this.#touch(ref, Date.now());
       this.#sql.exec("UPDATE session SET config = ? WHERE id = 1", JSON.stringify(patch));
