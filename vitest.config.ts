@@ -1,7 +1,14 @@
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
-// Two projects: the pure core in plain Node (fast), and everything that needs workerd (bindings, the Worker).
+/** Secrets the workerd tests run with (never used anywhere else). Tenants "acme" and "globex". */
+const TEST_SECRETS = {
+  OFFLOAD_API_KEYS: "acme:test-key-acme,globex:test-key-globex",
+  OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
+};
+
+// Three projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
+// and a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it.
 export default defineConfig({
   test: {
     projects: [
@@ -13,10 +20,19 @@ export default defineConfig({
         },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: TEST_SECRETS } })],
         test: {
           name: "workers",
           include: ["test/worker/**/*.test.ts"],
+        },
+      },
+      {
+        test: {
+          name: "smoke",
+          include: ["test/smoke/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
     ],

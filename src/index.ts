@@ -1,23 +1,16 @@
 /**
- * Worker entry. The HTTP service (routes, auth, storage adapters) is built on the core in src/core; this file
- * only wires the default fetch handler and exports the Durable Object class named in wrangler.toml.
+ * Worker entry: the HTTP service (src/app.ts) as the default fetch handler, and the Durable Object class
+ * named in wrangler.toml.
  */
-import { DurableObject } from "cloudflare:workers";
+import { createApp } from "./app.ts";
+import type { Env } from "./env.ts";
 
-export interface Env {
-  SESSIONS: DurableObjectNamespace;
-  LEDGER: R2Bucket;
-  INDEX: KVNamespace;
-  OFFLOAD_DEFAULT_CONFIG?: string;
-}
+export { SessionDO } from "./session/do.ts";
+export { TenantDO } from "./session/tenant-do.ts";
+export type { Env } from "./env.ts";
 
-/** Per tenant+session state (filled in by the service). */
-export class SessionDO extends DurableObject<Env> {}
+const app = createApp();
 
 export default {
-  async fetch(request: Request): Promise<Response> {
-    const url = new URL(request.url);
-    if (url.pathname === "/healthz") return Response.json({ ok: true });
-    return Response.json({ error: { type: "not_found", message: `no route for ${request.method} ${url.pathname}` } }, { status: 404 });
-  },
+  fetch: (request, env, ctx) => app.fetch(request, env, ctx),
 } satisfies ExportedHandler<Env>;

@@ -133,7 +133,9 @@ export class MemoryStore implements OffloadStore {
   async noteRecall(ref: SessionRef, memId: string): Promise<void> {
     const data = this.#data(ref, true);
     data.recalls++;
-    const tool = data.bodies.get(memId)?.meta.tool_name;
+    // Counted for the tool of the offloaded result that named this mem_id (as the SessionDO does).
+    let tool: string | undefined;
+    for (const r of data.records.values()) if (r.mem_id === memId && r.action === "offloaded") tool = r.tool_name;
     if (tool !== undefined) {
       bump(data.toolStats, tool, "recalls");
       bump(this.#tenant(ref.tenant), tool, "recalls");

@@ -160,6 +160,42 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       expect(summary.turns.map((t) => t.turn)).toEqual([1, 2]);
     });
 
+    it("learns per tool: offloads when committed, recalls by mem_id, for the session and across the tenant", async () => {
+      const store = await make();
+      const a = ref("learning");
+      const b = { tenant: a.tenant, session: `${a.session}-b` };
+      const other = { tenant: "another-tenant", session: a.session };
+      const bash = (id: string, mem: string) => record(id, { tool_name: "bash", action: "offloaded", mem_id: MEM(mem) });
+      await store.putBody(a, "body", meta(MEM("1"), { tool_name: "bash" }));
+      await store.commit(a, { records: [bash("r1", "1"), record("r2", { tool_name: "grep", action: "kept", mem_id: null, rendered: null })], recall_declared: true, log: log(1) });
+      // the same decision again (first writer wins) is not a second offload
+      await store.commit(a, { records: [bash("r1", "1")], recall_declared: true, log: log(2) });
+      await store.noteRecall(a, MEM("1"));
+      await store.noteRecall(a, MEM("1"));
+      await store.noteRecall(a, MEM("9")); // names no record: counted for no tool
+      await store.commit(b, { records: [bash("r3", "2")], recall_declared: true, log: log(1) });
+      const sa = await store.load(a, [], ["bash", "grep", "never-used"]);
+      expect(sa.session_tool_stats).toEqual({ bash: { offloaded: 1, recalls: 2 } });
+      expect(sa.tool_stats).toEqual({ bash: { offloaded: 2, recalls: 2 } });
+      expect((await store.load(b, [], ["bash"])).session_tool_stats).toEqual({ bash: { offloaded: 1, recalls: 0 } });
+      expect((await store.load(other, [], ["bash"])).tool_stats).toEqual({});
+      expect((await store.load(a, [])).session_tool_stats).toEqual({});
+      expect((await store.describeSession(a))?.tool_stats).toEqual({ bash: { offloaded: 1, recalls: 2 } });
+    });
+
+    it("measures the gap between a session's turns", async () => {
+      const store = await make();
+      const r = ref();
+      expect((await store.load(r, [])).gap_seconds ?? null).toBeNull();
+      await store.commit(r, { records: [], recall_declared: false, log: log(1) });
+      expect((await store.load(r, [])).gap_seconds ?? null).toBeNull();
+      await store.commit(r, { records: [], recall_declared: false, log: log(2) });
+      const gap = (await store.load(r, [])).gap_seconds;
+      expect(typeof gap).toBe("number");
+      expect(gap).toBeGreaterThanOrEqual(0);
+      expect(gap).toBeLessThan(60);
+    });
+
     it("deletes a session's state and bodies, and nothing else", async () => {
       const store = await make();
       const r = ref();

@@ -1,0 +1,80 @@
+/**
+ * The HTTP service: `createApp(deps?)` builds the Hono app the Worker serves (src/index.ts). Routes are one
+ * sub-app per resource (src/routes); everything under /v1 needs `Authorization: Bearer <key>`, and the key
+ * names the tenant that scopes every object the request touches. One error handler turns every failure into
+ * `{"error":{"type","message","path?"}}`.
+ *
+ * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
+ * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines.
+ */
+import { Hono } from "hono";
+import { z } from "zod";
+import type { Env } from "./env.ts";
+import { OffloadError } from "./errors.ts";
+import { bearerKey, parseApiKeys, tenantOf } from "./http/auth.ts";
+import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
+import { errorResponse, toOffloadError } from "./http/errors.ts";
+import { compactRoutes } from "./routes/compact.ts";
+import { configRoutes } from "./routes/config.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { memoryRoutes } from "./routes/memories.ts";
+import { openApiRoutes } from "./routes/openapi.ts";
+import { recallRoutes } from "./routes/recall.ts";
+import { sessionRoutes } from "./routes/sessions.ts";
+import { DurableSessionState } from "./session/durable.ts";
+import { indexTtlSeconds } from "./session/state.ts";
+import { DurableTenantStats } from "./session/tenant-stats.ts";
+import { EdgeStore } from "./store/edge.ts";
+import { KvIndex } from "./store/kv.ts";
+import { R2Ledger } from "./store/r2.ts";
+
+// Production Workers forbid `new Function`; zod would only probe for it, but the probe is not worth a failure.
+z.config({ jitless: true });
+
+export interface AppDeps {
+  store?: (env: Env, settings: Settings, log: (line: string) => void) => EdgeStore;
+  maxBodyBytes?: number;
+  log?: (line: string) => void;
+}
+
+/** The production store: session state in the SessionDO, bodies in R2, the index in KV. */
+export function defaultStore(env: Env, settings: Settings, log: (line: string) => void): EdgeStore {
+  return new EdgeStore({
+    sessions: new DurableSessionState(env.SESSIONS),
+    ledger: new R2Ledger(env.LEDGER),
+    index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
+    tenants: new DurableTenantStats(env.TENANTS),
+    log,
+  });
+}
+
+export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
+  const log = deps.log ?? ((line: string) => console.error(line));
+  const makeStore = deps.store ?? defaultStore;
+  const app = new Hono<AppEnv>();
+
+  app.onError((err) => errorResponse(toOffloadError(err, log)));
+  app.notFound((c) => errorResponse(new OffloadError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+
+  app.route("/", healthRoutes);
+  app.route("/", openApiRoutes);
+
+  app.use("/v1/*", async (c, next) => {
+    const keys = await parseApiKeys(c.env.OFFLOAD_API_KEYS, log);
+    if (keys.length === 0) throw new OffloadError("unauthorized", "this deployment has no API keys configured (OFFLOAD_API_KEYS)");
+    const tenant = await tenantOf(keys, bearerKey(c.req.header("authorization")));
+    if (tenant === null) throw new OffloadError("unauthorized", "unknown API key");
+    const settings = settingsOf(c.env, deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes });
+    c.set("tenant", tenant);
+    c.set("settings", settings);
+    c.set("store", makeStore(c.env, settings, log));
+    await next();
+  });
+
+  app.route("/v1/sessions", sessionRoutes);
+  app.route("/v1/sessions", compactRoutes);
+  app.route("/v1/sessions", recallRoutes);
+  app.route("/v1/sessions", configRoutes);
+  app.route("/v1/sessions", memoryRoutes);
+  return app;
+}

@@ -1,0 +1,24 @@
+/**
+ * The Worker's bindings and vars (wrangler.toml, `.dev.vars` locally, `wrangler secret put` in production),
+ * and the service settings read from them.
+ */
+import type { SessionDO } from "./session/do.ts";
+import type { TenantDO } from "./session/tenant-do.ts";
+
+export interface Env {
+  SESSIONS: DurableObjectNamespace<SessionDO>;
+  /** Per-tenant learning statistics (adaptive gate). */
+  TENANTS: DurableObjectNamespace<TenantDO>;
+  LEDGER: R2Bucket;
+  INDEX: KVNamespace;
+  /** Secret: `tenant:key,tenant:key`. */
+  OFFLOAD_API_KEYS?: string;
+  /** Secret: keys mem_ids (HMAC). */
+  OFFLOAD_SECRET?: string;
+  /** Deployment default config layer (JSON). */
+  OFFLOAD_DEFAULT_CONFIG?: string;
+  /** Request body limit in bytes (default 32 MiB). */
+  OFFLOAD_MAX_BODY_BYTES?: string;
+  /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
+  OFFLOAD_RETENTION_SECONDS?: string;
+}

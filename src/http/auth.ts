@@ -1,0 +1,79 @@
+/**
+ * Bearer-key auth. `OFFLOAD_API_KEYS` is `tenant:key,tenant:key` (commas or newlines); the key a request
+ * presents names its tenant. Keys are compared as SHA-256 digests in constant time, against every configured
+ * key whatever matched, so timing tells nothing about a key's prefix. Keys are never logged.
+ */
+import { OffloadError } from "../errors.ts";
+
+export interface ApiKey {
+  tenant: string;
+  digest: Uint8Array;
+}
+
+/** Like a session id but without ":", which separates tenant from key. */
+const TENANT = /^[A-Za-z0-9._-]{1,128}$/;
+
+const encoder = new TextEncoder();
+let cached: { raw: string; keys: Promise<ApiKey[]> } | undefined;
+
+async function sha256(text: string): Promise<Uint8Array> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", encoder.encode(text)));
+}
+
+/**
+ * Malformed entries and keys given to two tenants are dropped (with a warning that names the entry's
+ * position, not its content): a deployment with a typo fails closed for that key, not open.
+ */
+export function parseApiKeys(raw: string | undefined, warn: (line: string) => void = (l) => console.warn(l)): Promise<ApiKey[]> {
+  const text = raw ?? "";
+  if (cached?.raw === text) return cached.keys;
+  const keys = (async () => {
+    const entries: { tenant: string; key: string }[] = [];
+    text
+      .split(/[,\n]/)
+      .map((e) => e.trim())
+      .forEach((entry, i) => {
+        if (entry === "") return;
+        const at = entry.indexOf(":");
+        const tenant = entry.slice(0, at);
+        const key = entry.slice(at + 1);
+        if (at <= 0 || !TENANT.test(tenant) || key.length === 0) warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: expected tenant:key`);
+        else entries.push({ tenant, key });
+      });
+    const owners = new Map<string, Set<string>>();
+    for (const e of entries) owners.set(e.key, (owners.get(e.key) ?? new Set()).add(e.tenant));
+    const usable = entries.filter((e, i) => {
+      if (owners.get(e.key)!.size === 1) return true;
+      warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: the same key is given to several tenants`);
+      return false;
+    });
+    return Promise.all(usable.map(async (e) => ({ tenant: e.tenant, digest: await sha256(e.key) })));
+  })();
+  cached = { raw: text, keys };
+  return keys;
+}
+
+function equalDigests(a: Uint8Array, b: Uint8Array): boolean {
+  let diff = a.length ^ b.length;
+  for (let i = 0; i < a.length; i++) diff |= a[i]! ^ (b[i] ?? 0);
+  return diff === 0;
+}
+
+/** The tenant a presented key belongs to, or null. */
+export async function tenantOf(keys: readonly ApiKey[], presented: string): Promise<string | null> {
+  const digest = await sha256(presented);
+  let tenant: string | null = null;
+  for (const k of keys) {
+    const match = equalDigests(digest, k.digest);
+    if (match && tenant === null) tenant = k.tenant;
+  }
+  return tenant;
+}
+
+/** The key from `Authorization: Bearer <key>`, or a 401 saying what is wrong with the header. */
+export function bearerKey(header: string | undefined): string {
+  if (header === undefined || header.trim() === "") throw new OffloadError("unauthorized", "missing Authorization header: send Authorization: Bearer <key>");
+  const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
+  if (m === null) throw new OffloadError("unauthorized", "the Authorization header must be: Bearer <key>");
+  return m[1]!;
+}

@@ -1,0 +1,74 @@
+/**
+ * Reading a request body under a byte limit. The limit is enforced while the stream is read (a declared
+ * Content-Length over it is refused before reading, a body without one is cut off at the first chunk past it),
+ * so an oversize upload never sits whole in the isolate's 128 MB. Text is decoded chunk by chunk: with the
+ * pieces and the joined string, about two copies of a body are alive at once, never the bytes as well.
+ */
+import { OffloadError } from "../errors.ts";
+
+export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+function tooLarge(limit: number): OffloadError {
+  return new OffloadError("payload_too_large", `the request body is over the limit of ${limit} bytes`);
+}
+
+async function* chunks(request: Request, limit: number): AsyncGenerator<Uint8Array> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null && Number(declared) > limit) throw tooLarge(limit);
+  if (request.body === null) return;
+  const reader = request.body.getReader();
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      size += value.byteLength;
+      if (size > limit) throw tooLarge(limit);
+      yield value;
+    }
+  } finally {
+    // Stops the upload when we leave early (over the limit, or an error downstream).
+    await reader.cancel().catch(() => {});
+  }
+}
+
+export async function readBytes(request: Request, limit: number): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of chunks(request, limit)) {
+    parts.push(chunk);
+    size += chunk.byteLength;
+  }
+  if (parts.length === 1) return parts[0]!;
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+/** UTF-8 text exactly as sent (a byte-order mark is kept, not stripped); invalid UTF-8 is a 400. */
+export async function readText(request: Request, limit: number): Promise<string> {
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  const pieces: string[] = [];
+  try {
+    for await (const chunk of chunks(request, limit)) pieces.push(decoder.decode(chunk, { stream: true }));
+    pieces.push(decoder.decode());
+  } catch (e) {
+    if (e instanceof OffloadError) throw e;
+    throw new OffloadError("invalid_json", "the request body is not valid UTF-8");
+  }
+  return pieces.join("");
+}
+
+/** Parse a small JSON control body (recall, config); the message never echoes the body. */
+export function parseJsonBody(text: string): unknown {
+  if (text.trim() === "") throw new OffloadError("invalid_json", "the request body is empty; send a JSON object");
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new OffloadError("invalid_json", `the request body is not valid JSON (${e instanceof SyntaxError ? e.message.slice(0, 120) : "parse error"})`);
+  }
+}

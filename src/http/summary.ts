@@ -1,0 +1,87 @@
+/**
+ * The `x-offload-summary` response header of a compact call: one line of JSON (ASCII only, so any HTTP stack
+ * carries it) with the turn's counts, token estimates, the estimated saving and what went wrong, e.g. a
+ * ledger write that failed (the result then stayed full).
+ */
+import type { CompactReport } from "../core/compact.ts";
+import type { Format } from "../core/types.ts";
+import type { StoreNote } from "../store/edge.ts";
+
+/** Enough to say what failed without letting one bad turn blow past header size limits. */
+const MAX_ERRORS = 8;
+
+export interface Summary {
+  enabled: boolean;
+  offload: boolean;
+  changed: boolean;
+  format: Format;
+  model: string | null;
+  priced_as: string | null;
+  turn: number;
+  results: number;
+  kept: number;
+  compacted: number;
+  offloaded: number;
+  new_decisions: number;
+  tokens_before: number;
+  tokens_after: number;
+  saved_tokens: number;
+  saved_usd: number;
+  recall_tool: "added" | "present" | "none";
+  errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];
+  errors_total: number;
+}
+
+export function summaryOf(report: CompactReport, changed: boolean, notes: readonly StoreNote[]): Summary {
+  const all = [...report.errors.map((e) => ({ ...e })), ...notes.map((n) => ({ ...n }))];
+  return {
+    enabled: report.enabled,
+    offload: report.offload,
+    changed,
+    format: report.format,
+    model: report.model,
+    priced_as: report.priced_as,
+    turn: report.turn,
+    results: report.results,
+    kept: report.kept,
+    compacted: report.compacted,
+    offloaded: report.offloaded,
+    new_decisions: report.new_decisions,
+    tokens_before: report.tokens_before,
+    tokens_after: report.tokens_after,
+    saved_tokens: report.saved_tokens,
+    saved_usd: report.saved_usd,
+    recall_tool: report.recall_tool,
+    errors: all.slice(0, MAX_ERRORS).map((e) => ({ ...e, message: e.message.slice(0, 300) })),
+    errors_total: all.length,
+  };
+}
+
+/** Everything off: the request went through untouched and unread. */
+export function passThroughSummary(format: Format): Summary {
+  return {
+    enabled: false,
+    offload: false,
+    changed: false,
+    format,
+    model: null,
+    priced_as: null,
+    turn: 0,
+    results: 0,
+    kept: 0,
+    compacted: 0,
+    offloaded: 0,
+    new_decisions: 0,
+    tokens_before: 0,
+    tokens_after: 0,
+    saved_tokens: 0,
+    saved_usd: 0,
+    recall_tool: "none",
+    errors: [],
+    errors_total: 0,
+  };
+}
+
+export function summaryHeader(summary: Summary): string {
+  return JSON.stringify(summary).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}

@@ -1,0 +1,56 @@
+/**
+ * POST /v1/sessions/:id/compact?format=anthropic — body: the provider request exactly as the client would send
+ * it; answer: the request to send instead (everything off: the very same bytes, not even decoded), with the
+ * turn's summary in `x-offload-summary`.
+ */
+import { Hono } from "hono";
+import { compact } from "../core/compact.ts";
+import type { Format } from "../core/types.ts";
+import { OffloadError, isOffloadError } from "../errors.ts";
+import { readBytes, readText } from "../http/body.ts";
+import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
+import { type Summary, passThroughSummary, summaryHeader, summaryOf } from "../http/summary.ts";
+import { refOf } from "./ref.ts";
+
+const SUPPORTED: readonly Format[] = ["anthropic"];
+/** Provider formats the project knows of but this service does not transform yet. */
+const PLANNED = ["openai-chat", "openai-responses"];
+
+export function formatOf(value: string | undefined): Format {
+  const format = value === undefined || value === "" ? "anthropic" : value;
+  if ((SUPPORTED as readonly string[]).includes(format)) return format as Format;
+  if (PLANNED.includes(format)) throw new OffloadError("unprocessable", `format ${JSON.stringify(format)} is not supported by this deployment yet; use format=anthropic`, { path: "format" });
+  throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}; use format=anthropic`, { path: "format" });
+}
+
+/** Deployments must key mem_ids with their own secret; a shared default would make them guessable across deployments. */
+function secretOf(secret: string | undefined): string {
+  if (secret === undefined || secret.length < 16) throw new OffloadError("internal", "service misconfigured: OFFLOAD_SECRET is missing or shorter than 16 characters");
+  return secret;
+}
+
+export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) => {
+  const ref = refOf(c);
+  const format = formatOf(c.req.query("format"));
+  const requestLayer = headerConfig(c.req.header("x-offload-config"));
+  const { store, settings } = c.var;
+  const headers = { "content-type": "application/json; charset=utf-8" };
+  const passThrough = async (summary: Summary) =>
+    new Response(await readBytes(c.req.raw, settings.maxBodyBytes), { headers: { ...headers, "x-offload-summary": summaryHeader(summary) } });
+
+  let sessionLayer;
+  try {
+    sessionLayer = await store.getConfig(ref);
+  } catch (e) {
+    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+    // Like the core when it cannot load the session: fail open, the request goes out exactly as sent.
+    return passThrough({ ...passThroughSummary(format), errors: [{ type: "storage_error", message: `${e.message}; request passed through unchanged` }], errors_total: 1 });
+  }
+  const config = effectiveConfig(settings, sessionLayer, requestLayer);
+  if (!config.tool_result_compaction_enabled) return passThrough(passThroughSummary(format));
+
+  const secret = secretOf(settings.secret);
+  const text = await readText(c.req.raw, settings.maxBodyBytes);
+  const out = await compact({ format, request: text, session: ref, config, store, secret });
+  return new Response(out.request, { headers: { ...headers, "x-offload-summary": summaryHeader(summaryOf(out.report, out.changed, store.notes)) } });
+});

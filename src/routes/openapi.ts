@@ -1,0 +1,150 @@
+/** GET /openapi.json — OpenAPI 3.1, generated from the zod schemas the routes validate with (no auth). */
+import { Hono } from "hono";
+import { z } from "zod";
+import { OffloadConfigPatchSchema, OffloadConfigSchema } from "../config.ts";
+import type { AppEnv } from "../http/context.ts";
+import pkg from "../../package.json" with { type: "json" };
+import {
+  ConfigResponseSchema,
+  ErrorSchema,
+  HealthSchema,
+  MemorySchema,
+  RecallRequestSchema,
+  RecallResponseSchema,
+  SessionListSchema,
+  SessionResponseSchema,
+  SummarySchema,
+} from "./schemas.ts";
+
+function schema(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
+  const { $schema: _, ...rest } = z.toJSONSchema(s, { target: "draft-2020-12", io, unrepresentable: "any" }) as Record<string, unknown>;
+  return rest;
+}
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const json = (name: string) => ({ "application/json": { schema: ref(name) } });
+
+function errors(...statuses: number[]): Record<string, unknown> {
+  const why: Record<number, string> = {
+    400: "Bad JSON or a wrong shape (the path names where), or a bad config field.",
+    401: "No key, or an unknown one.",
+    404: "Unknown session, mem_id or route.",
+    413: "Body over the configured limit (OFFLOAD_MAX_BODY_BYTES, default 32 MiB).",
+    422: "A provider format this deployment does not transform yet.",
+    500: "Internal error (no details are given out).",
+    503: "A storage backend failed; safe to retry.",
+  };
+  return Object.fromEntries(statuses.map((s) => [String(s), { description: why[s], content: json("Error") }]));
+}
+
+const sessionId = { name: "session_id", in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" } };
+const configHeader = {
+  name: "x-offload-config",
+  in: "header",
+  required: false,
+  description: "A JSON config patch for this request only (fields of ConfigPatch).",
+  schema: { type: "string" },
+};
+
+function build(): Record<string, unknown> {
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "edge-offload",
+      version: pkg.version,
+      description: "Tool-output offload for LLM agents: compacts provider requests, keeps full bodies in a ledger, answers recalls.",
+    },
+    components: {
+      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A key from OFFLOAD_API_KEYS; it names the tenant." } },
+      schemas: {
+        Config: schema(OffloadConfigSchema, "output"),
+        ConfigPatch: schema(OffloadConfigPatchSchema, "input"),
+        ConfigResponse: schema(ConfigResponseSchema, "output"),
+        RecallRequest: schema(RecallRequestSchema, "input"),
+        RecallResponse: schema(RecallResponseSchema, "output"),
+        Session: schema(SessionResponseSchema, "output"),
+        SessionList: schema(SessionListSchema, "output"),
+        Memory: schema(MemorySchema, "output"),
+        Summary: schema(SummarySchema, "output"),
+        Health: schema(HealthSchema, "output"),
+        Error: schema(ErrorSchema, "output"),
+      },
+    },
+    security: [{ bearer: [] }],
+    paths: {
+      "/healthz": { get: { summary: "Liveness", security: [], responses: { "200": { description: "Up", content: json("Health") } } } },
+      "/openapi.json": { get: { summary: "This document", security: [], responses: { "200": { description: "OpenAPI 3.1" } } } },
+      "/v1/sessions": {
+        get: {
+          summary: "The tenant's sessions (eventually consistent)",
+          parameters: [
+            { name: "cursor", in: "query", required: false, schema: { type: "string" } },
+            { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 1000 } },
+          ],
+          responses: { "200": { description: "A page of sessions", content: json("SessionList") }, ...errors(400, 401, 500, 503) },
+        },
+      },
+      "/v1/sessions/{session_id}": {
+        get: {
+          summary: "Turns, tool results (tier, action, mem_id, sizes) and totals",
+          parameters: [sessionId],
+          responses: { "200": { description: "The session", content: json("Session") }, ...errors(400, 401, 404, 500, 503) },
+        },
+        delete: {
+          summary: "Delete the session: its state, its ledger bodies and its index entries",
+          parameters: [sessionId],
+          responses: { "204": { description: "Deleted (also when it did not exist)" }, ...errors(400, 401, 500, 503) },
+        },
+      },
+      "/v1/sessions/{session_id}/compact": {
+        post: {
+          summary: "Compact one provider request",
+          description:
+            "The body is the provider request exactly as the client would send it; the answer is the request to send instead. With compaction off the answer is the same bytes.",
+          parameters: [sessionId, { name: "format", in: "query", required: false, schema: { type: "string", enum: ["anthropic"], default: "anthropic" } }, configHeader],
+          requestBody: { required: true, content: { "application/json": { schema: { type: "object", description: "An Anthropic Messages request." } } } },
+          responses: {
+            "200": {
+              description: "The request to send to the provider",
+              headers: { "x-offload-summary": { description: "One line of JSON (Summary).", schema: ref("Summary") } },
+              content: { "application/json": { schema: { type: "object" } } },
+            },
+            ...errors(400, 401, 413, 422, 500),
+          },
+        },
+      },
+      "/v1/sessions/{session_id}/config": {
+        put: {
+          summary: "Set the session's config layer (replaces the previous one)",
+          parameters: [sessionId],
+          requestBody: { required: true, content: json("ConfigPatch") },
+          responses: { "200": { description: "Stored", content: json("ConfigResponse") }, ...errors(400, 401, 413, 500, 503) },
+        },
+      },
+      "/v1/sessions/{session_id}/recall": {
+        post: {
+          summary: "Answer a recall_tool_result call",
+          parameters: [sessionId, configHeader],
+          requestBody: { required: true, content: json("RecallRequest") },
+          responses: { "200": { description: "The answer (is_error for a model mistake)", content: json("RecallResponse") }, ...errors(400, 401, 413, 500, 503) },
+        },
+      },
+      "/v1/sessions/{session_id}/memories/{mem_id}": {
+        get: {
+          summary: "What the ledger holds under a mem_id (no body)",
+          parameters: [sessionId, { name: "mem_id", in: "path", required: true, schema: { type: "string", pattern: "^trm_[0-9a-f]{24}$" } }],
+          responses: { "200": { description: "Metadata", content: json("Memory") }, ...errors(401, 404, 500, 503) },
+        },
+      },
+    },
+  };
+}
+
+let doc: Record<string, unknown> | undefined;
+
+export function openApiDocument(): Record<string, unknown> {
+  doc ??= build();
+  return doc;
+}
+
+export const openApiRoutes = new Hono<AppEnv>().get("/openapi.json", (c) => c.json(openApiDocument()));

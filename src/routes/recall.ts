@@ -1,0 +1,30 @@
+/**
+ * POST /v1/sessions/:id/recall — the model's recall_tool_result arguments → the text to put in the tool
+ * result. Wrong types or unknown fields are the client's bug (400); a model's mistake (unknown mem_id, a path
+ * that does not parse, an argument the session's recall mode does not offer) is an `is_error` answer the
+ * client passes on to the model.
+ */
+import { Hono } from "hono";
+import { recall } from "../core/recall.ts";
+import { parseJsonBody, readText } from "../http/body.ts";
+import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
+import { validate } from "../http/errors.ts";
+import { refOf } from "./ref.ts";
+import { RecallRequestSchema } from "./schemas.ts";
+
+export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => {
+  const ref = refOf(c);
+  const requestLayer = headerConfig(c.req.header("x-offload-config"));
+  const { store, settings } = c.var;
+  const args = validate(RecallRequestSchema, parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)));
+  const config = effectiveConfig(settings, await store.getConfig(ref), requestLayer);
+  const answer = await recall({
+    store,
+    session: ref,
+    ...args,
+    mode: config.tool_result_recall_mode,
+    max_answer_chars: config.tool_result_recall_max_chars,
+    default_window: config.tool_result_recall_window_chars,
+  });
+  return c.json(answer);
+});

@@ -1,0 +1,235 @@
+/**
+ * SessionDO: one per tenant+session (`idFromName("<tenant>/<session>")`), SQLite storage, RPC methods. It is
+ * the authority for the session's sticky decisions, and it serializes the session's turns: each method runs
+ * its SQL synchronously inside the object's input gate, so two commits never interleave, and the second sees
+ * the first's records (first writer wins, state.ts). Bodies never come here: the Worker writes R2 and sends
+ * only small records.
+ *
+ * Retention: every write moves `last_active`; an alarm at last_active + OFFLOAD_RETENTION_SECONDS purges an
+ * idle session (its state, its R2 bodies, its KV entries). 0 keeps sessions until they are deleted.
+ */
+import { DurableObject } from "cloudflare:workers";
+import type { OffloadConfigPatch } from "../config.ts";
+import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
+import type { Env } from "../env.ts";
+import { purgeBodies } from "../store/edge.ts";
+import { KvIndex } from "../store/kv.ts";
+import type { SessionCommitResult, SessionDetail, SessionLoad } from "../store/parts.ts";
+import { R2Ledger } from "../store/r2.ts";
+import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, checkScope, expiresAt, indexDue, indexTtlSeconds, isExpired, medianGap, offloadsOf, parseRetention, toolStatsOf } from "./state.ts";
+
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS session (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    tenant TEXT NOT NULL,
+    session TEXT NOT NULL,
+    recall_declared INTEGER NOT NULL DEFAULT 0,
+    calls INTEGER NOT NULL DEFAULT 0,
+    config TEXT NOT NULL DEFAULT '{}',
+    created_at INTEGER NOT NULL,
+    last_active INTEGER NOT NULL,
+    last_indexed INTEGER
+  )`,
+  `CREATE TABLE IF NOT EXISTS records (tool_use_id TEXT PRIMARY KEY, mem_id TEXT, record TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0)`,
+  `CREATE TABLE IF NOT EXISTS recalls (mem_id TEXT PRIMARY KEY, count INTEGER NOT NULL)`,
+];
+
+type SessionRow = {
+  tenant: string;
+  session: string;
+  recall_declared: number;
+  calls: number;
+  config: string;
+  created_at: number;
+  last_active: number;
+  last_indexed: number | null;
+};
+
+export class SessionDO extends DurableObject<Env> {
+  #ready = false;
+
+  /**
+   * Tables are created by the first write only: reading a session nobody wrote (a compact call with everything
+   * off asks for the session's config) must not leave storage behind, which no alarm would ever clean up.
+   */
+  #tables(create: boolean): SqlStorage | null {
+    const sql = this.ctx.storage.sql;
+    if (!this.#ready) {
+      const exists = sql.exec("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'session'").toArray().length > 0;
+      if (!exists && !create) return null;
+      for (const statement of SCHEMA) sql.exec(statement);
+      this.#ready = true;
+    }
+    return sql;
+  }
+
+  get #sql(): SqlStorage {
+    return this.#tables(true)!;
+  }
+
+  #retention(): number {
+    return parseRetention(this.env.OFFLOAD_RETENTION_SECONDS);
+  }
+
+  #row(ref?: SessionRef): SessionRow | null {
+    const sql = this.#tables(false);
+    if (sql === null) return null;
+    const row = sql.exec<SessionRow>("SELECT tenant, session, recall_declared, calls, config, created_at, last_active, last_indexed FROM session WHERE id = 1").toArray()[0] ?? null;
+    if (row !== null && ref !== undefined) checkScope(row, ref);
+    return row;
+  }
+
+  /** The session's row, created on its first write; every write counts as activity. */
+  #touch(ref: SessionRef, now: number): SessionRow {
+    this.#sql.exec("INSERT INTO session (id, tenant, session, created_at, last_active) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING", ref.tenant, ref.session, now, now);
+    const row = this.#row(ref)!;
+    this.#sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
+    return { ...row, last_active: now };
+  }
+
+  async #schedule(): Promise<void> {
+    const retention = this.#retention();
+    if (retention === 0) return;
+    // One pending alarm is enough: when it fires it re-arms itself if the session was active since.
+    if ((await this.ctx.storage.getAlarm()) === null) await this.ctx.storage.setAlarm(expiresAt(Date.now(), retention)!);
+  }
+
+  #records(ids: readonly string[]): ResultRecord[] {
+    if (ids.length === 0) return [];
+    // One bound parameter whatever the count (SQLite in a DO caps bound parameters at 100).
+    return this.#sql
+      .exec<{ record: string }>("SELECT record FROM records WHERE tool_use_id IN (SELECT value FROM json_each(?))", JSON.stringify(ids))
+      .toArray()
+      .map((r) => JSON.parse(r.record) as ResultRecord);
+  }
+
+  load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): SessionLoad {
+    const row = this.#row(ref);
+    if (row === null) return { records: [], recall_declared: false, session_tool_stats: {}, gap_seconds: null };
+    const times = this.#sql
+      .exec<{ at: number }>("SELECT at FROM turns ORDER BY seq DESC LIMIT ?", GAP_WINDOW + 1)
+      .toArray()
+      .map((r) => r.at)
+      .reverse();
+    return {
+      records: this.#records(toolUseIds),
+      recall_declared: row.recall_declared === 1,
+      session_tool_stats: toolNames.length === 0 ? {} : toolStatsOf(this.#allRecords(), this.#recalls(), toolNames),
+      gap_seconds: medianGap(times),
+    };
+  }
+
+  #allRecords(): ResultRecord[] {
+    return this.#sql.exec<{ record: string }>("SELECT record FROM records ORDER BY rowid").toArray().map((r) => JSON.parse(r.record) as ResultRecord);
+  }
+
+  #recalls(): Map<string, number> {
+    return new Map(this.#sql.exec<{ mem_id: string; count: number }>("SELECT mem_id, count FROM recalls ORDER BY mem_id").toArray().map((r) => [r.mem_id, r.count]));
+  }
+
+  async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
+    const now = Date.now();
+    this.#tables(true); // outside the transaction: a rollback must not leave #ready true without the tables
+    const result = this.ctx.storage.transactionSync(() => {
+      const row = this.#touch(ref, now);
+      const existing = new Map(this.#records(commit.records.map((r) => r.tool_use_id)).map((r) => [r.tool_use_id, r]));
+      const { insert, standing } = applyCommit(existing, commit.records);
+      for (const r of insert) this.#sql.exec("INSERT INTO records (tool_use_id, mem_id, record) VALUES (?, ?, ?)", r.tool_use_id, r.mem_id, JSON.stringify(r));
+      const due = indexDue(now, row.last_indexed);
+      this.#sql.exec(
+        "UPDATE session SET calls = calls + 1, recall_declared = max(recall_declared, ?), last_indexed = ? WHERE id = 1",
+        commit.recall_declared ? 1 : 0,
+        due ? now : row.last_indexed,
+      );
+      this.#sql.exec("INSERT INTO turns (log, at) VALUES (?, ?)", JSON.stringify(commit.log), now);
+      this.#sql.exec("DELETE FROM turns WHERE seq <= (SELECT max(seq) FROM turns) - ?", TURN_LOG_LIMIT);
+      return { records: standing, index_due: due, offloads: offloadsOf(insert) };
+    });
+    await this.#schedule();
+    return result;
+  }
+
+  async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
+    this.#tables(true);
+    const tool = this.ctx.storage.transactionSync(() => {
+      this.#touch(ref, Date.now());
+      this.#sql.exec("INSERT INTO recalls (mem_id, count) VALUES (?, 1) ON CONFLICT (mem_id) DO UPDATE SET count = count + 1", memId);
+      const named = this.#sql.exec<{ record: string }>("SELECT record FROM records WHERE mem_id = ? LIMIT 1", memId).toArray()[0];
+      const record = named === undefined ? null : (JSON.parse(named.record) as ResultRecord);
+      return record !== null && record.action === "offloaded" ? record.tool_name : null;
+    });
+    await this.#schedule();
+    return tool;
+  }
+
+  describe(ref: SessionRef): SessionDetail | null {
+    const row = this.#row(ref);
+    if (row === null) return null;
+    const recalls = this.#recalls();
+    const records = this.#allRecords();
+    return {
+      tenant: row.tenant,
+      session: row.session,
+      calls: row.calls,
+      recall_declared: row.recall_declared === 1,
+      recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
+      tool_stats: toolStatsOf(records, recalls),
+      records,
+      turns: this.#sql.exec<{ log: string }>("SELECT log FROM turns ORDER BY seq").toArray().map((r) => JSON.parse(r.log) as TurnLog),
+      config: JSON.parse(row.config) as OffloadConfigPatch,
+      created_at: row.created_at,
+      last_active: row.last_active,
+      recalls_by_mem_id: Object.fromEntries(recalls),
+    };
+  }
+
+  getConfig(ref: SessionRef): OffloadConfigPatch {
+    const row = this.#row(ref);
+    return row === null ? {} : (JSON.parse(row.config) as OffloadConfigPatch);
+  }
+
+  async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    this.#tables(true);
+    this.ctx.storage.transactionSync(() => {
+      this.#touch(ref, Date.now());
+      this.#sql.exec("UPDATE session SET config = ? WHERE id = 1", JSON.stringify(patch));
+    });
+    await this.#schedule();
+  }
+
+  /** Forget everything; returns the mem_ids the records named, for the caller to clean the index. */
+  async destroy(ref: SessionRef): Promise<string[]> {
+    const row = this.#row(ref);
+    const named = row === null ? [] : this.#memIds();
+    await this.#wipe();
+    return named;
+  }
+
+  #memIds(): string[] {
+    return this.#sql.exec<{ mem_id: string }>("SELECT DISTINCT mem_id FROM records WHERE mem_id IS NOT NULL").toArray().map((r) => r.mem_id);
+  }
+
+  async #wipe(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
+    this.#ready = false;
+  }
+
+  override async alarm(): Promise<void> {
+    const row = this.#row();
+    if (row === null) return void (await this.#wipe());
+    const retention = this.#retention();
+    if (!isExpired(Date.now(), row.last_active, retention)) {
+      const at = expiresAt(row.last_active, retention);
+      if (at !== null) await this.ctx.storage.setAlarm(at);
+      return;
+    }
+    const ref = { tenant: row.tenant, session: row.session };
+    // No turn may interleave with the purge; if it throws, nothing local is lost and the alarm is retried.
+    await this.ctx.blockConcurrencyWhile(async () => {
+      await purgeBodies(ref, this.#memIds(), new R2Ledger(this.env.LEDGER), new KvIndex(this.env.INDEX, { ttlSeconds: indexTtlSeconds(retention) }));
+      await this.#wipe();
+    });
+  }
+}

@@ -1,0 +1,47 @@
+/** The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC. */
+import type { OffloadConfigPatch } from "../config.ts";
+import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
+import type { SessionCommitResult, SessionDetail, SessionLoad, SessionStatePort } from "../store/parts.ts";
+import type { SessionDO } from "./do.ts";
+import { sessionObjectName } from "./state.ts";
+
+export class DurableSessionState implements SessionStatePort {
+  readonly #ns: DurableObjectNamespace<SessionDO>;
+
+  constructor(ns: DurableObjectNamespace<SessionDO>) {
+    this.#ns = ns;
+  }
+
+  /** The tenant is part of the name: another tenant's session with the same id is another object. */
+  stub(ref: SessionRef): DurableObjectStub<SessionDO> {
+    return this.#ns.get(this.#ns.idFromName(sessionObjectName(ref)));
+  }
+
+  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<SessionLoad> {
+    return (await this.stub(ref).load(ref, toolUseIds, toolNames)) as SessionLoad;
+  }
+
+  async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
+    return (await this.stub(ref).commit(ref, commit)) as SessionCommitResult;
+  }
+
+  async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
+    return (await this.stub(ref).noteRecall(ref, memId)) as string | null;
+  }
+
+  async describe(ref: SessionRef): Promise<SessionDetail | null> {
+    return (await this.stub(ref).describe(ref)) as SessionDetail | null;
+  }
+
+  async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
+    return (await this.stub(ref).getConfig(ref)) as OffloadConfigPatch;
+  }
+
+  async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    await this.stub(ref).setConfig(ref, patch);
+  }
+
+  async destroy(ref: SessionRef): Promise<string[]> {
+    return (await this.stub(ref).destroy(ref)) as string[];
+  }
+}

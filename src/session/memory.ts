@@ -1,0 +1,121 @@
+/**
+ * The in-memory twin of the SessionDO: the same rules (state.ts), Maps instead of SQLite. Values are cloned on
+ * the way in and out, as RPC would.
+ */
+import type { OffloadConfigPatch } from "../config.ts";
+import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
+import type { SessionCommitResult, SessionDetail, SessionLoad, SessionStatePort } from "../store/parts.ts";
+import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
+
+interface Row {
+  records: Map<string, ResultRecord>;
+  turns: TurnLog[];
+  recall_declared: boolean;
+  calls: number;
+  recalls: Map<string, number>;
+  config: OffloadConfigPatch;
+  created_at: number;
+  last_active: number;
+  last_indexed: number | null;
+  /** Commit times, most recent last (for the gap between turns). */
+  times: number[];
+}
+
+export class MemorySessionState implements SessionStatePort {
+  readonly #rows = new Map<string, Row>();
+  readonly #now: () => number;
+
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  #key(ref: SessionRef): string {
+    return JSON.stringify([ref.tenant, ref.session]);
+  }
+
+  #row(ref: SessionRef): Row {
+    const key = this.#key(ref);
+    let row = this.#rows.get(key);
+    const now = this.#now();
+    if (row === undefined) {
+      row = { records: new Map(), turns: [], recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
+      this.#rows.set(key, row);
+    }
+    row.last_active = now;
+    return row;
+  }
+
+  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<SessionLoad> {
+    const row = this.#rows.get(this.#key(ref));
+    if (row === undefined) return { records: [], recall_declared: false, session_tool_stats: {}, gap_seconds: null };
+    const records = toolUseIds.flatMap((id) => {
+      const r = row.records.get(id);
+      return r === undefined ? [] : [structuredClone(r)];
+    });
+    return {
+      records,
+      recall_declared: row.recall_declared,
+      session_tool_stats: toolNames.length === 0 ? {} : toolStatsOf(row.records.values(), row.recalls, toolNames),
+      gap_seconds: medianGap(row.times),
+    };
+  }
+
+  async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
+    const row = this.#row(ref);
+    const { insert, standing } = applyCommit(row.records, commit.records);
+    for (const r of insert) row.records.set(r.tool_use_id, structuredClone(r));
+    row.recall_declared ||= commit.recall_declared;
+    row.calls++;
+    row.turns.push(structuredClone(commit.log));
+    if (row.turns.length > TURN_LOG_LIMIT) row.turns.splice(0, row.turns.length - TURN_LOG_LIMIT);
+    const due = indexDue(this.#now(), row.last_indexed);
+    if (due) row.last_indexed = this.#now();
+    row.times.push(this.#now());
+    if (row.times.length > GAP_WINDOW + 1) row.times.splice(0, row.times.length - GAP_WINDOW - 1);
+    return { records: standing.map((r) => structuredClone(r)), index_due: due, offloads: offloadsOf(insert) };
+  }
+
+  async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
+    const row = this.#row(ref);
+    row.recalls.set(memId, (row.recalls.get(memId) ?? 0) + 1);
+    for (const r of row.records.values()) if (r.mem_id === memId && r.action === "offloaded") return r.tool_name;
+    return null;
+  }
+
+  async describe(ref: SessionRef): Promise<SessionDetail | null> {
+    const row = this.#rows.get(this.#key(ref));
+    if (row === undefined) return null;
+    let recalls = 0;
+    for (const n of row.recalls.values()) recalls += n;
+    return {
+      tenant: ref.tenant,
+      session: ref.session,
+      calls: row.calls,
+      recall_declared: row.recall_declared,
+      recalls,
+      tool_stats: toolStatsOf(row.records.values(), row.recalls),
+      records: [...row.records.values()].map((r) => structuredClone(r)),
+      turns: row.turns.map((t) => structuredClone(t)),
+      config: structuredClone(row.config),
+      created_at: row.created_at,
+      last_active: row.last_active,
+      recalls_by_mem_id: Object.fromEntries(row.recalls),
+    };
+  }
+
+  async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
+    return structuredClone(this.#rows.get(this.#key(ref))?.config ?? {});
+  }
+
+  async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    this.#row(ref).config = structuredClone(patch);
+  }
+
+  async destroy(ref: SessionRef): Promise<string[]> {
+    const key = this.#key(ref);
+    const row = this.#rows.get(key);
+    this.#rows.delete(key);
+    if (row === undefined) return [];
+    return [...new Set([...row.records.values()].flatMap((r) => (r.mem_id === null ? [] : [r.mem_id])))];
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The session's rules, free of storage and clocks: the SessionDO (SQLite) and its in-memory twin both delegate
+ * here, so the two cannot drift apart on what first-writer-wins, retention or the index refresh mean.
+ */
+import { OffloadError } from "../errors.ts";
+import type { ResultRecord, SessionRef } from "../core/types.ts";
+import type { ToolStats } from "../store/port.ts";
+
+/** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records); gaps. */
+export { GAP_WINDOW, TURN_LOG_LIMIT, medianGap } from "../store/memory.ts";
+
+/**
+ * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by their tool,
+ * recalls by the tool of the record that names the mem_id.
+ */
+export function toolStatsOf(records: Iterable<ResultRecord>, recallsByMemId: ReadonlyMap<string, number>, names?: readonly string[]): Record<string, ToolStats> {
+  const wanted = names === undefined ? null : new Set(names);
+  const out: Record<string, ToolStats> = {};
+  const toolOfMem = new Map<string, string>();
+  for (const r of records) {
+    if (r.action !== "offloaded") continue;
+    if (r.mem_id !== null) toolOfMem.set(r.mem_id, r.tool_name);
+    if (wanted !== null && !wanted.has(r.tool_name)) continue;
+    (out[r.tool_name] ??= { offloaded: 0, recalls: 0 }).offloaded++;
+  }
+  for (const [memId, n] of recallsByMemId) {
+    const tool = toolOfMem.get(memId);
+    if (tool === undefined || (wanted !== null && !wanted.has(tool))) continue;
+    (out[tool] ??= { offloaded: 0, recalls: 0 }).recalls += n;
+  }
+  return out;
+}
+
+/** Offloaded records among `inserted`, per tool name. */
+export function offloadsOf(inserted: readonly ResultRecord[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const r of inserted) if (r.action === "offloaded") out[r.tool_name] = (out[r.tool_name] ?? 0) + 1;
+  return out;
+}
+
+/** The tenant → session index entry is refreshed at most this often (KV allows one write per key per second). */
+export const INDEX_REFRESH_MS = 24 * 60 * 60 * 1000;
+
+/** Default retention of an idle session: 7 days. */
+export const DEFAULT_RETENTION_SECONDS = 7 * 24 * 60 * 60;
+
+/** The Durable Object name of a session: both ids, and "/" cannot occur in either. */
+export function sessionObjectName(ref: SessionRef): string {
+  return `${ref.tenant}/${ref.session}`;
+}
+
+/**
+ * First writer wins per tool_use_id, also within one commit. Returns what to insert and, in the order of
+ * `incoming`, the record that stands for each id.
+ */
+export function applyCommit(existing: ReadonlyMap<string, ResultRecord>, incoming: readonly ResultRecord[]): { insert: ResultRecord[]; standing: ResultRecord[] } {
+  const insert: ResultRecord[] = [];
+  const seen = new Map<string, ResultRecord>();
+  const standing: ResultRecord[] = [];
+  for (const record of incoming) {
+    const stands = existing.get(record.tool_use_id) ?? seen.get(record.tool_use_id);
+    if (stands === undefined) {
+      insert.push(record);
+      seen.set(record.tool_use_id, record);
+      standing.push(record);
+    } else standing.push(stands);
+  }
+  return { insert, standing };
+}
+
+/** Parse `OFFLOAD_RETENTION_SECONDS`: a whole number of seconds, 0 = keep until deleted. */
+export function parseRetention(raw: string | undefined): number {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_RETENTION_SECONDS;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) {
+    throw new OffloadError("internal", "OFFLOAD_RETENTION_SECONDS must be a whole number of seconds (0 keeps sessions until deleted)");
+  }
+  return n;
+}
+
+/** When an idle session expires (epoch ms), or null when retention is off. */
+export function expiresAt(lastActive: number, retentionSeconds: number): number | null {
+  return retentionSeconds === 0 ? null : lastActive + retentionSeconds * 1000;
+}
+
+export function isExpired(now: number, lastActive: number, retentionSeconds: number): boolean {
+  const at = expiresAt(lastActive, retentionSeconds);
+  return at !== null && now >= at;
+}
+
+export function indexDue(now: number, lastIndexed: number | null): boolean {
+  return lastIndexed === null || now - lastIndexed >= INDEX_REFRESH_MS;
+}
+
+/** KV entries outlive the session's retention by a day, so the index never forgets a live session first. */
+export function indexTtlSeconds(retentionSeconds: number): number | undefined {
+  return retentionSeconds === 0 ? undefined : retentionSeconds + INDEX_REFRESH_MS / 1000;
+}
+
+/** A session object answers only for the session it was created for (guards against a name mix-up). */
+export function checkScope(stored: SessionRef, ref: SessionRef): void {
+  if (stored.tenant !== ref.tenant || stored.session !== ref.session) {
+    throw new OffloadError("internal", "session state belongs to another session");
+  }
+}

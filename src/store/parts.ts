@@ -1,0 +1,119 @@
+/**
+ * The service's storage, split by what each backend is good at (DESIGN.md "Storage"):
+ * - `SessionStatePort`: the authority for a session (sticky records, turn log, config, counters). The Worker's
+ *   adapter is the SessionDO; it sees only small records, never a body.
+ * - `BodyLedgerPort`: full bodies, one object per mem_id (R2). Strongly consistent: recall reads here.
+ * - `IndexPort`: lookups that may lag (KV): mem_id → location and structural index, tenant → sessions.
+ *   Nothing may depend on reading a write back; a miss falls back to the session state or the ledger.
+ * Each port has an in-memory twin and its own contract suite in test/contract; `EdgeStore` composes the
+ * three into the core's `OffloadStore`.
+ */
+import type { OffloadConfigPatch } from "../config.ts";
+import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
+import type { SessionSummary, ToolStats } from "./port.ts";
+
+export interface SessionCommitResult {
+  /** Standing record per committed tool_use_id (an earlier one where it existed: first writer wins). */
+  records: ResultRecord[];
+  /** The tenant → session index entry should be (re)written (first commit, then about once a day). */
+  index_due: boolean;
+  /** Offloaded records this commit inserted, per tool name (for the tenant's learning statistics). */
+  offloads: Record<string, number>;
+}
+
+export interface SessionLoad {
+  records: ResultRecord[];
+  recall_declared: boolean;
+  /** Per asked tool name, this session's offloads and recalls. */
+  session_tool_stats: Record<string, ToolStats>;
+  /** Median seconds between the session's recent turns, null before two. */
+  gap_seconds: number | null;
+}
+
+export interface SessionDetail extends SessionSummary {
+  /** The session's own config layer (what `PUT …/config` stored), `{}` when none. */
+  config: OffloadConfigPatch;
+  /** Epoch milliseconds. */
+  created_at: number;
+  last_active: number;
+  /** Successful recalls per mem_id. */
+  recalls_by_mem_id: Record<string, number>;
+}
+
+export interface SessionStatePort {
+  load(ref: SessionRef, toolUseIds: readonly string[], toolNames?: readonly string[]): Promise<SessionLoad>;
+  commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult>;
+  /** Counts a recall; returns the tool name of the mem_id's result when a record names it. */
+  noteRecall(ref: SessionRef, memId: string): Promise<string | null>;
+  describe(ref: SessionRef): Promise<SessionDetail | null>;
+  getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
+  /** Replaces the session's config layer (`{}` clears it). */
+  setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
+  /** Forgets the session; returns the mem_ids its records named (so their index entries can go too). */
+  destroy(ref: SessionRef): Promise<string[]>;
+}
+
+/**
+ * Learning statistics across a tenant's sessions (the adaptive gate's recall rate per tool name). Counts only,
+ * no content; they outlive deleted sessions as aggregates. Best effort: a lost increment only slows learning.
+ */
+export interface TenantStatsPort {
+  load(tenant: string, toolNames: readonly string[]): Promise<Record<string, ToolStats>>;
+  add(tenant: string, deltas: Record<string, Partial<ToolStats>>): Promise<void>;
+}
+
+export interface BodyLedgerPort {
+  /** Resolves once the body is durable. */
+  put(ref: SessionRef, body: string, meta: BodyMeta): Promise<void>;
+  get(ref: SessionRef, memId: string): Promise<StoredBody | null>;
+  /** The metadata without the body. */
+  head(ref: SessionRef, memId: string): Promise<BodyMeta | null>;
+  /** mem_ids of the session's bodies, at most `limit` (default: all). Strongly consistent. */
+  list(ref: SessionRef, limit?: number): Promise<string[]>;
+  /** Deletes these bodies of the session (unknown ones are ignored). */
+  delete(ref: SessionRef, memIds: readonly string[]): Promise<void>;
+}
+
+export interface IndexedBody {
+  /** Where the body lives (the ledger key). */
+  location: string;
+  meta: BodyMeta;
+}
+
+export interface IndexedSession {
+  session: string;
+  created_at: number;
+}
+
+export interface IndexPort {
+  putBody(ref: SessionRef, entry: IndexedBody): Promise<void>;
+  getBody(ref: SessionRef, memId: string): Promise<IndexedBody | null>;
+  putSession(ref: SessionRef, entry: IndexedSession): Promise<void>;
+  listSessions(tenant: string, options?: { cursor?: string; limit?: number }): Promise<{ sessions: IndexedSession[]; cursor: string | null }>;
+  deleteBodies(ref: SessionRef, memIds: readonly string[]): Promise<void>;
+  /** Removes the session's entry, and any mem_id entries of it that a listing still shows. */
+  deleteSession(ref: SessionRef): Promise<void>;
+}
+
+/** The ledger key of a body: tenant and session first, so a session's bodies share one listable prefix. */
+export function ledgerKey(ref: SessionRef, memId: string): string {
+  return `${ledgerPrefix(ref)}${memId}`;
+}
+
+/** Ids cannot contain "/" (see core/session.ts), so `a/b/` never prefixes another session's keys. */
+export function ledgerPrefix(ref: SessionRef): string {
+  return `bodies/${ref.tenant}/${ref.session}/`;
+}
+
+/** KV keys: `s/<tenant>/<session>` (tenant → sessions) and `m/<tenant>/<session>/<mem_id>` (mem_id → location). */
+export function indexSessionKey(ref: SessionRef): string {
+  return `${indexSessionPrefix(ref.tenant)}${ref.session}`;
+}
+
+export function indexSessionPrefix(tenant: string): string {
+  return `s/${tenant}/`;
+}
+
+export function indexBodyKey(ref: SessionRef, memId: string): string {
+  return `m/${ref.tenant}/${ref.session}/${memId}`;
+}

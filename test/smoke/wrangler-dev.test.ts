@@ -1,0 +1,170 @@
+/**
+ * Starts the real `wrangler dev` (what `npm start` runs) on 127.0.0.1 and talks HTTP to it: compact twice,
+ * recall, delete. workerd there applies production's rules (no eval, no `new Function`, no wasm from bytes),
+ * which vitest's pool relaxes, so this catches what the workerd tests cannot. Own ports, own state directory,
+ * and the whole process group is killed at the end.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const KEY = "sk-smoke-test";
+const HEADERS = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
+const ON = JSON.stringify({ tool_result_compaction_enabled: true, tool_result_offload_enabled: true });
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+let child: ChildProcess | undefined;
+let state: string | undefined;
+let base = "";
+let output = "";
+
+async function waitReady(timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child?.exitCode !== null) throw new Error(`wrangler dev exited (${child?.exitCode}):\n${output}`);
+    try {
+      // Any answer means it listens; whether the answer is right is the test's business.
+      await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  throw new Error(`wrangler dev not ready after ${timeoutMs} ms:\n${output}`);
+}
+
+function stop(): Promise<void> {
+  const proc = child;
+  if (proc === undefined || proc.pid === undefined || proc.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const pid = proc.pid!;
+    const hard = setTimeout(() => {
+      try {
+        process.kill(-pid, "SIGKILL");
+      } catch {
+        // already gone
+      }
+    }, 5000);
+    proc.once("exit", () => {
+      clearTimeout(hard);
+      resolve();
+    });
+    try {
+      process.kill(-pid, "SIGTERM"); // the group: wrangler and the workerd it spawned
+    } catch {
+      resolve();
+    }
+  });
+}
+
+beforeAll(async () => {
+  const [port, inspector] = [await freePort(), await freePort()];
+  state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
+  base = `http://127.0.0.1:${port}`;
+  child = spawn(
+    process.execPath,
+    [
+      "node_modules/wrangler/bin/wrangler.js",
+      "dev",
+      "--local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspector),
+      "--persist-to",
+      state,
+      "--show-interactive-dev-session=false",
+      "--var",
+      `OFFLOAD_API_KEYS:smoke:${KEY}`,
+      "--var",
+      "OFFLOAD_SECRET:smoke-test-secret-0123456789abcdef",
+    ],
+    { cwd: process.cwd(), detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } },
+  );
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  process.once("exit", () => {
+    if (child?.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+  });
+  await waitReady(90_000);
+});
+
+afterAll(async () => {
+  await stop();
+  if (state !== undefined) rmSync(state, { recursive: true, force: true });
+});
+
+function conversation(extra: object[] = []): object {
+  const catalog = JSON.stringify({ items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })) });
+  return {
+    model: "claude-opus-4-5",
+    max_tokens: 512,
+    messages: [
+      { role: "user", content: "Load the catalog." },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }] },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_2", name: "status", input: {} }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
+      ...extra,
+    ],
+  };
+}
+
+const turn3 = [
+  { role: "assistant", content: [{ type: "tool_use", id: "toolu_3", name: "status", input: {} }] },
+  { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_3", content: "still ok" }] },
+];
+
+describe("wrangler dev (production runtime rules)", () => {
+  it("serves compact twice, recall, the session, the OpenAPI document and delete over HTTP", async () => {
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const session = `smoke-${Date.now().toString(36)}`;
+    const compactUrl = `${base}/v1/sessions/${session}/compact?format=anthropic`;
+    const compact = (body: object) => fetch(compactUrl, { method: "POST", headers: { ...HEADERS, "x-offload-config": ON }, body: JSON.stringify(body) });
+
+    const first = await compact(conversation());
+    expect(first.status).toBe(200);
+    expect(JSON.parse(first.headers.get("x-offload-summary")!)).toMatchObject({ offloaded: 1, errors_total: 0 });
+    const out1 = await first.text();
+    const mem = /trm_[0-9a-f]{24}/.exec(out1)![0];
+
+    const second = await compact({ ...(JSON.parse(out1) as object), messages: [...(JSON.parse(out1) as { messages: object[] }).messages, ...turn3] });
+    const fromFull = await compact(conversation(turn3));
+    expect(await second.text()).toBe(await fromFull.text());
+
+    const recall = await fetch(`${base}/v1/sessions/${session}/recall`, { method: "POST", headers: HEADERS, body: JSON.stringify({ mem_id: mem, json_path: "$.items[?(@.price > 2247)].name" }) });
+    expect(recall.status).toBe(200);
+    const answer = (await recall.json()) as { content: string; is_error: boolean };
+    expect(answer.is_error).toBe(false); // jsonpath-plus's "safe" mode: a filter without eval
+    expect(answer.content).toContain("item-1499");
+
+    const view = (await (await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })).json()) as { totals: { calls: number; recalls: number } };
+    expect(view.totals).toMatchObject({ calls: 3, recalls: 1 });
+
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(doc.paths)).toContain("/v1/sessions/{session_id}/recall");
+
+    const bad = await fetch(`${base}/v1/sessions/${session}/recall`, { method: "POST", headers: HEADERS, body: JSON.stringify({ mem_id: 1 }) });
+    expect(bad.status).toBe(400);
+
+    expect((await fetch(`${base}/v1/sessions/${session}`, { method: "DELETE", headers: HEADERS })).status).toBe(204);
+    expect((await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })).status).toBe(404);
+    expect(output).not.toContain(KEY);
+  });
+});

@@ -1,0 +1,19 @@
+// The adapters against the real local bindings (R2, KV, the SQLite-backed SessionDO) inside workerd.
+import { env } from "cloudflare:test";
+import { defaultStore } from "../../src/app.ts";
+import { settingsOf } from "../../src/http/context.ts";
+import { DurableSessionState } from "../../src/session/durable.ts";
+import { DurableTenantStats } from "../../src/session/tenant-stats.ts";
+import { KvIndex } from "../../src/store/kv.ts";
+import { R2Ledger } from "../../src/store/r2.ts";
+import { runIndexContract } from "../contract/index.contract.ts";
+import { runLedgerContract } from "../contract/ledger.contract.ts";
+import { runSessionStateContract } from "../contract/session-state.contract.ts";
+import { runStoreContract } from "../contract/store.contract.ts";
+import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
+
+runSessionStateContract("SessionDO (SQLite)", () => new DurableSessionState(env.SESSIONS));
+runTenantStatsContract("TenantDO (SQLite)", () => new DurableTenantStats(env.TENANTS));
+runLedgerContract("R2Ledger", () => new R2Ledger(env.LEDGER));
+runIndexContract("KvIndex", () => new KvIndex(env.INDEX));
+runStoreContract("EdgeStore (SessionDO + R2 + KV)", () => defaultStore(env, settingsOf(env), () => {}));
