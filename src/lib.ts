@@ -27,3 +27,23 @@ export { OffloadConfigSchema, OffloadConfigPatchSchema, DEFAULT_CONFIG, resolveC
 export type { OffloadConfig, OffloadConfigInput, OffloadConfigPatch, RecallMode } from "./config.ts";
 export { OffloadError, isOffloadError } from "./errors.ts";
 export type { OffloadErrorType } from "./errors.ts";
+export { extractText, extractTexts, isExtractable, probeAttachment } from "./extract/extract.ts";
+export type { ExtractTextsItem, ExtractTextsOptions } from "./extract/extract.ts";
+export {
+  AttachmentError,
+  UnsupportedAttachmentError,
+  ExtractionDependencyMissingError,
+  ExtractionFailedError,
+  isAttachmentError,
+} from "./extract/errors.ts";
+export type { AttachmentErrorType, AttachmentErrorBody, ExtractionFailureReason, MissingDependency } from "./extract/errors.ts";
+export { ExtractLimitsSchema, DEFAULT_EXTRACT_LIMITS, resolveExtractOptions } from "./extract/options.ts";
+export type { ExtractLimits, ExtractLimitsInput, ExtractOptions, ResolvedExtractOptions } from "./extract/options.ts";
+export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./extract/ocr.ts";
+export type { OcrEngine, OcrImage, OcrModelSource, OcrOptions, ModelBucket } from "./extract/ocr.ts";
+export { normalizeAttachment, attachmentDigest, decodeBase64 } from "./extract/input.ts";
+export type { NormalizedAttachment } from "./extract/input.ts";
+export { imageInfo } from "./extract/image.ts";
+export type { ImageInfo } from "./extract/image.ts";
+export { htmlToText } from "./extract/html.ts";
+export type * from "./extract/types.ts";
