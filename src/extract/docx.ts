@@ -138,12 +138,12 @@ export function docxXmlToText(xml: string): string {
         case "tbl": {
           const t = tables.pop();
           if (!t) return;
-          const rows = t.rows.map((row) => `| ${row.join(" | ")} |`);
           if (tables.length > 0) {
-            // A nested table lands in its parent's cell, one part per row.
-            rows.forEach(emitLine);
+            // A nested table lands in its parent's cell, one "a; b" part per row.
+            for (const row of t.rows) emitLine(row.filter((c) => c !== "").join("; "));
             return;
           }
+          const rows = t.rows.map((row) => `| ${row.join(" | ")} |`);
           const first = t.rows[0];
           if (first && t.rows.length > 1) rows.splice(1, 0, `|${first.map(() => " --- |").join("")}`);
           out.push("", ...rows, "");

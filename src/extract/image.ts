@@ -72,12 +72,12 @@ export function imageInfo(b: Uint8Array): ImageInfo | null {
   else if (format === "gif" && b.length >= 10) size = { width: le16(b, 6), height: le16(b, 8) };
   else if (format === "jpeg") size = jpegSize(b);
   else if (format === "bmp") size = { width: le32(b, 18), height: Math.abs(le32(b, 22) | 0) };
-  else if (format === "webp" && b.length >= 30) {
-    if (ascii(b, 12, "VP8X")) size = { width: le24(b, 24) + 1, height: le24(b, 27) + 1 };
+  else if (format === "webp" && b.length >= 25) {
+    if (ascii(b, 12, "VP8X") && b.length >= 30) size = { width: le24(b, 24) + 1, height: le24(b, 27) + 1 };
     else if (ascii(b, 12, "VP8L") && b[20] === 0x2f) {
       const bits = le32(b, 21);
       size = { width: (bits & 0x3fff) + 1, height: ((bits >>> 14) & 0x3fff) + 1 };
-    } else if (ascii(b, 12, "VP8 ")) size = { width: le16(b, 26) & 0x3fff, height: le16(b, 28) & 0x3fff };
+    } else if (ascii(b, 12, "VP8 ") && b.length >= 30) size = { width: le16(b, 26) & 0x3fff, height: le16(b, 28) & 0x3fff };
   }
   return size === null ? { format } : { format, ...size };
 }

@@ -36,12 +36,13 @@ function nameEnd(xml: string, i: number): number {
 export function scanXml(xml: string, v: XmlVisitor): void {
   const { open, close, text } = v;
   let i = 0;
+  let depth = 0;
   const n = xml.length;
   while (i < n) {
     const lt = xml.indexOf("<", i);
     if (lt === -1) {
       if (text && i < n) text(decodeXmlEntities(xml.slice(i)));
-      return;
+      break;
     }
     if (text && lt > i) text(decodeXmlEntities(xml.slice(i, lt)));
     const c = xml.charCodeAt(lt + 1);
@@ -80,6 +81,7 @@ export function scanXml(xml: string, v: XmlVisitor): void {
     if (c === 47 /* / */) {
       const name = localName(xml.slice(lt + 2, nameEnd(xml, lt + 2)));
       i = gt + 1;
+      if (--depth < 0) throw new XmlError(`unexpected </${name}>`);
       if (close && close(name)) return;
       continue;
     }
@@ -89,9 +91,12 @@ export function scanXml(xml: string, v: XmlVisitor): void {
     const name = localName(xml.slice(lt + 1, ne));
     const selfClosing = xml.charCodeAt(gt - 1) === 47;
     i = gt + 1;
+    if (!selfClosing) depth++;
     if (open && open(name, xml.slice(ne, selfClosing ? gt - 1 : gt), selfClosing)) return;
     if (selfClosing && close && close(name)) return;
   }
+  // A part cut short (or never closed) is damaged, even if every tag seen so far was fine.
+  if (depth !== 0) throw new XmlError("unclosed elements at the end of the part");
 }
 
 /** The decoded value of attribute `name` (qualified as written, e.g. "r:id" or "val") in raw attribute text. */
