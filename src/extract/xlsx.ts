@@ -133,7 +133,8 @@ export function excelSerialToIso(serial: number, date1904: boolean, style: DateS
 
 /** Excel shows at most 15 significant digits: 0.30000000000000004 is 0.3. */
 export function formatNumber(v: string): string {
-  if (/^-?\d{1,15}$/.test(v)) return v;
+  // Hot path (every numeric cell): at most 15 characters without an exponent cannot hold 16 digits.
+  if (v.length <= 15 && v.indexOf("E") === -1 && v.indexOf("e") === -1) return v;
   const n = Number(v);
   if (!Number.isFinite(n)) return v;
   return String(Number(n.toPrecision(15)));
