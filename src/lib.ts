@@ -37,7 +37,7 @@ export {
   isAttachmentError,
 } from "./extract/errors.ts";
 export type { AttachmentErrorType, AttachmentErrorBody, ExtractionFailureReason, MissingDependency } from "./extract/errors.ts";
-export { ExtractLimitsSchema, DEFAULT_EXTRACT_LIMITS, resolveExtractOptions } from "./extract/options.ts";
+export { ExtractLimitsSchema, DEFAULT_EXTRACT_LIMITS, resolveExtractOptions, extractOptionsFromQuery, extractionVariant } from "./extract/options.ts";
 export type { ExtractLimits, ExtractLimitsInput, ExtractOptions, ResolvedExtractOptions } from "./extract/options.ts";
 export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./extract/ocr.ts";
 export type { OcrEngine, OcrImage, OcrModelSource, OcrOptions, ModelBucket } from "./extract/ocr.ts";

@@ -37,12 +37,14 @@ export function probeAttachment(attachment: Attachment, options: { ocr?: OcrOpti
   }
   const { format } = sniff(a);
   const verdict = judge(format, options.ocr);
+  const info = isImageFormat(format) ? imageInfo(a.bytes) : null;
   return {
     format,
     kind: kindOf(format),
     extractable: verdict.extractable,
     ...(verdict.reason === undefined ? {} : { reason: verdict.reason }),
     bytes: a.bytes.length,
+    ...(info?.width === undefined || info.height === undefined ? {} : { width: info.width, height: info.height }),
   };
 }
 

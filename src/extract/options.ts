@@ -51,3 +51,32 @@ export function resolveExtractOptions(options: ExtractOptions = {}): ResolvedExt
   }
   return { ...parsed.data, ocr };
 }
+
+const NUMERIC = Object.keys(fields).filter((k) => k !== "sheet_format") as (keyof ExtractLimits)[];
+
+/**
+ * Limits from a query string (`?max_pages=20&sheet_format=tsv`), validated like any other options: a value
+ * that is not a number fails as invalid_argument. Parameters that are not limits (on_error, …) are ignored.
+ */
+export function extractOptionsFromQuery(params: URLSearchParams): Partial<ExtractLimits> {
+  const out: Record<string, unknown> = {};
+  for (const key of NUMERIC) {
+    const raw = params.get(key);
+    if (raw !== null) out[key] = raw.trim() === "" ? Number.NaN : Number(raw);
+  }
+  const format = params.get("sheet_format");
+  if (format !== null) out.sheet_format = format;
+  const { ocr: _ocr, ...limits } = resolveExtractOptions(out as ExtractOptions);
+  return Object.fromEntries(Object.keys(out).map((k) => [k, limits[k as keyof ExtractLimits]]));
+}
+
+/**
+ * A stable name for the options that change an extraction's text, for caching the text of one file once
+ * per variant (`<sha256>/<variant>`): the same bytes with the same variant always extract to the same text.
+ * Size and zip caps are left out: they only decide whether extraction runs, not what it writes.
+ */
+export function extractionVariant(options: ExtractOptions = {}): string {
+  const o = resolveExtractOptions(options);
+  const ocr = o.ocr?.enabled ? `ocr-${o.ocr.engine?.name ?? "none"}-${o.ocr.model?.name ?? "none"}` : "ocr-off";
+  return `p${o.max_pages}.c${o.max_chars}.r${o.max_rows}.x${o.max_cells}.s${o.max_sheets}.${o.sheet_format}.${ocr}`;
+}

@@ -9,7 +9,11 @@ import { imageFormatOf } from "./image.ts";
 import { extensionOf, type NormalizedAttachment } from "./input.ts";
 import type { OcrOptions } from "./ocr.ts";
 import type { AttachmentKind, AttachmentProbe, DetectedFormat, ImageFormat, TextFormat } from "./types.ts";
-import { listZip, type ZipEntry } from "./zip.ts";
+import { zipDirectory, type ZipEntry } from "./zip.ts";
+
+/** The probe reads at most this many directory entries (OOXML's main parts come early; a huge directory is
+ * refused later, by extraction's own cap). */
+const PROBE_ZIP_ENTRIES = 10_000;
 
 const DECLARED: Record<string, DetectedFormat> = {
   "application/pdf": "pdf",
@@ -142,8 +146,8 @@ export function sniff(a: NormalizedAttachment): Sniffed {
   if (hasPdfHeader(b)) return { format: "pdf" };
   if (startsWithAscii(b, "PK\x03\x04") || startsWithAscii(b, "PK\x05\x06")) {
     try {
-      const zip = listZip(b, Number.MAX_SAFE_INTEGER);
-      return { format: zipKind(zip), zip };
+      const { entries, complete } = zipDirectory(b, PROBE_ZIP_ENTRIES, "zip", true);
+      return complete ? { format: zipKind(entries), zip: entries } : { format: zipKind(entries) };
     } catch {
       return { format: declared === "docx" || declared === "xlsx" ? declared : "zip" };
     }

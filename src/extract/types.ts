@@ -72,6 +72,9 @@ export interface AttachmentProbe {
   reason?: string;
   /** Size of the decoded bytes. */
   bytes: number;
+  /** Images: pixel dimensions, when the header gives them (for a placeholder that names the image). */
+  width?: number;
+  height?: number;
 }
 
 export type TruncatedBy = "max_pages" | "max_chars" | "max_rows" | "max_cells" | "max_sheets";

@@ -48,9 +48,14 @@ function findEndOfCentralDirectory(b: Uint8Array): number {
 
 /**
  * The central directory. Throws ZipFormatError when it cannot be read, and too_large (as an
- * ExtractionFailedError for `format`) when it lists more entries than `maxEntries`.
+ * ExtractionFailedError for `format`) when it lists more entries than `maxEntries` — unless `partial`, in
+ * which case the first `maxEntries` are returned and `complete` is false (the probe only needs names).
  */
 export function listZip(b: Uint8Array, maxEntries: number, format: DetectedFormat = "zip"): ZipEntry[] {
+  return zipDirectory(b, maxEntries, format, false).entries;
+}
+
+export function zipDirectory(b: Uint8Array, maxEntries: number, format: DetectedFormat, partial: boolean): { entries: ZipEntry[]; complete: boolean } {
   const eocd = findEndOfCentralDirectory(b);
   if (eocd < 0) throw new ZipFormatError("no end of central directory");
   let count = u16(b, eocd + 10);
@@ -66,7 +71,9 @@ export function listZip(b: Uint8Array, maxEntries: number, format: DetectedForma
     cdSize = u64(b, rec + 40);
     cdOffset = u64(b, rec + 48);
   }
-  if (count > maxEntries) {
+  const complete = count <= maxEntries;
+  if (!complete && partial) count = maxEntries;
+  else if (!complete) {
     throw new ExtractionFailedError(format, "too_large", `the archive lists ${count} entries, more than the ${maxEntries} allowed`);
   }
   if (cdOffset + cdSize > b.length) throw new ZipFormatError("central directory outside the file");
@@ -101,7 +108,7 @@ export function listZip(b: Uint8Array, maxEntries: number, format: DetectedForma
     entries.push({ name: name.replace(/\\/g, "/"), method, flags, compressed_size: compressed, size, local_offset: offset });
     p += 46 + nameLen + extraLen + commentLen;
   }
-  return entries;
+  return { entries, complete };
 }
 
 /** Tracks the bytes inflated across one archive, so many modest entries cannot add up to a bomb. */

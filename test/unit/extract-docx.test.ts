@@ -131,6 +131,19 @@ describe("zip-bomb guards", () => {
     expect(e.message).toMatch(/entries/);
   });
 
+  it("a directory of 12,000 entries: the probe reads the first names, extraction refuses it as too_large", async () => {
+    const parts: Record<string, string> = { "word/document.xml": `<w:document ${W}><w:body>${para("hi")}</w:body></w:document>` };
+    for (let i = 0; i < 12_000; i++) parts[`junk/${i}`] = "";
+    const attachment = { data: zipParts(parts, 0) };
+    const { probeAttachment } = await import("../../src/lib.ts");
+    expect(probeAttachment(attachment).format).toBe("docx");
+    const e = await failure(extractText(attachment));
+    expect(e.reason).toBe("too_large");
+    expect(e.message).toMatch(/12001 entries/);
+    // Raising the cap reads it.
+    expect((await extractText(attachment, { max_zip_entries: 20_000 })).text).toBe("hi");
+  });
+
   it("a ZIP-encrypted part fails as encrypted", async () => {
     const bytes = (loadFixture("report.docx").data as Uint8Array).slice();
     // Set the "encrypted" general-purpose flag on every central-directory entry.

@@ -6,6 +6,8 @@ import {
   decodeBase64,
   ExtractionDependencyMissingError,
   ExtractionFailedError,
+  extractOptionsFromQuery,
+  extractionVariant,
   extractText,
   isOffloadError,
   OffloadError,
@@ -113,6 +115,29 @@ describe("options", () => {
       expect((error as OffloadError).type).toBe("invalid_argument");
       expect((error as OffloadError).path).toBe(field);
     }
+  });
+});
+
+describe("options from a query string (for the route)", () => {
+  it("reads and validates the limits, ignoring other parameters", () => {
+    expect(extractOptionsFromQuery(new URLSearchParams("max_pages=20&sheet_format=tsv&on_error=raise"))).toEqual({ max_pages: 20, sheet_format: "tsv" });
+    expect(extractOptionsFromQuery(new URLSearchParams(""))).toEqual({});
+  });
+
+  it("rejects values that are not numbers or out of range", () => {
+    for (const q of ["max_pages=abc", "max_pages=", "max_chars=0", "sheet_format=xml"]) {
+      expect(() => extractOptionsFromQuery(new URLSearchParams(q)), q).toThrow(OffloadError);
+    }
+  });
+});
+
+describe("extractionVariant", () => {
+  it("names the options that change the text, the same for equal options", () => {
+    expect(extractionVariant()).toBe(extractionVariant({ max_pages: DEFAULT_EXTRACT_LIMITS.max_pages }));
+    expect(extractionVariant({ max_pages: 3 })).not.toBe(extractionVariant());
+    expect(extractionVariant({ sheet_format: "tsv" })).not.toBe(extractionVariant());
+    expect(extractionVariant({ max_bytes: 10 })).toBe(extractionVariant()); // a gate, not a change to the text
+    expect(extractionVariant({ ocr: { enabled: false } })).toBe(extractionVariant());
   });
 });
 

@@ -27,8 +27,9 @@ describe("probeAttachment / isExtractable", () => {
     expect(probeAttachment({ data: fixtureBytes("legacy.xls").subarray(0, 600), filename: "old.xls" }).format).toBe("xls");
   });
 
-  it("detects images by magic bytes and reads nothing else", () => {
-    expect(probeAttachment(loadFixture("image.jpg"))).toEqual({ format: "jpeg", kind: "image", extractable: false, reason: "jpeg image: OCR is off", bytes: 159 });
+  it("detects images by magic bytes, with the dimensions their headers state", () => {
+    expect(probeAttachment(loadFixture("image.jpg"))).toEqual({ format: "jpeg", kind: "image", extractable: false, reason: "jpeg image: OCR is off", bytes: 159, width: 8, height: 8 });
+    expect(probeAttachment(loadFixture("image.webp"))).toMatchObject({ format: "webp", width: 32, height: 16 });
     const gif = new TextEncoder().encode("GIF89a\x01\x00\x01\x00");
     expect(probeAttachment({ data: gif }).format).toBe("gif");
   });
