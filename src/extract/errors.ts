@@ -11,7 +11,7 @@ import { OffloadError } from "../errors.ts";
 import type { DetectedFormat } from "./types.ts";
 
 export type ExtractionFailureReason = "corrupt" | "encrypted" | "empty" | "too_large";
-export type MissingDependency = "ocr_engine" | "ocr_model";
+export type MissingDependency = "ocr_engine" | "ocr_model" | "pdf_engine";
 
 export type AttachmentErrorType = "unsupported_attachment" | "extraction_dependency_missing" | "extraction_failed";
 

@@ -5,7 +5,7 @@
  * pay for loading 1.7 MB of code.
  */
 import { safeCut } from "../core/text.ts";
-import { ExtractionFailedError } from "./errors.ts";
+import { ExtractionDependencyMissingError, ExtractionFailedError } from "./errors.ts";
 import type { ResolvedExtractOptions } from "./options.ts";
 import type { ExtractResult, TruncatedBy } from "./types.ts";
 
@@ -18,7 +18,13 @@ type PdfJs = Awaited<ReturnType<typeof import("unpdf").getResolvedPDFJS>>;
 
 let pdfjs: Promise<PdfJs> | undefined;
 function loadPdfJs(): Promise<PdfJs> {
-  pdfjs ??= import("unpdf").then((m) => m.getResolvedPDFJS());
+  pdfjs ??= import("unpdf")
+    .then((m) => m.getResolvedPDFJS())
+    .catch((cause: unknown) => {
+      pdfjs = undefined;
+      // Not the file's fault: the runtime could not load pdf.js (a bundle without unpdf, say).
+      throw new ExtractionDependencyMissingError("pdf", "pdf_engine", "pdf.js (unpdf) could not be loaded", cause);
+    });
   return pdfjs;
 }
 
