@@ -14,6 +14,7 @@ beforeAll(async () => {
     config: "test/worker/strict/wrangler.toml",
     ip: "127.0.0.1",
     logLevel: "none",
+    inspect: false,
     experimental: { disableExperimentalWarning: true, disableDevRegistry: true },
   });
 }, 120_000);
