@@ -17,6 +17,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   transform: () => benchTransform(),
   memory: () => benchMemory(),
   toolkit: () => script("toolkit.ts"),
+  extract: () => script("extract.ts"),
   replay: () => benchReplay({ markdown: true }),
 };
 

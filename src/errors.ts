@@ -14,6 +14,9 @@ export type OffloadErrorType =
   | "unprocessable"
   | "storage_error"
   | "upstream_error"
+  | "unsupported_attachment"
+  | "extraction_dependency_missing"
+  | "extraction_failed"
   | "internal";
 
 const STATUS: Record<OffloadErrorType, number> = {
@@ -27,6 +30,10 @@ const STATUS: Record<OffloadErrorType, number> = {
   unprocessable: 422,
   storage_error: 503,
   upstream_error: 502,
+  // Attachment errors are answers, not faults: the caller sends the file natively instead (src/extract/errors.ts).
+  unsupported_attachment: 422,
+  extraction_dependency_missing: 422,
+  extraction_failed: 422,
   internal: 500,
 };
 

@@ -37,3 +37,24 @@ export { defineTool, toolResult } from "./toolkit/tool.ts";
 export type { Tool, ToolSpec, ToolAnswer, ToolDefinitions, ToolInputSchema, AnthropicToolDefinition, OpenAIChatToolDefinition, OpenAIResponsesToolDefinition, AnthropicToolResult, OpenAIChatToolResult, OpenAIResponsesToolResult } from "./toolkit/tool.ts";
 export { definePagedTool, pageShape } from "./toolkit/paged.ts";
 export type { PagedToolSpec, PageShapeOptions, PageShape, PagedInput, RowsResult } from "./toolkit/paged.ts";
+// Attachments (seed 002 §3): extract text once, fall back to sending natively.
+export { extractText, extractTexts, isExtractable, probeAttachment } from "./extract/extract.ts";
+export type { ExtractTextsItem, ExtractTextsOptions } from "./extract/extract.ts";
+export {
+  AttachmentError,
+  UnsupportedAttachmentError,
+  ExtractionDependencyMissingError,
+  ExtractionFailedError,
+  isAttachmentError,
+} from "./extract/errors.ts";
+export type { AttachmentErrorType, AttachmentErrorBody, ExtractionFailureReason, MissingDependency } from "./extract/errors.ts";
+export { ExtractLimitsSchema, DEFAULT_EXTRACT_LIMITS, resolveExtractOptions, extractOptionsFromQuery, extractionVariant } from "./extract/options.ts";
+export type { ExtractLimits, ExtractLimitsInput, ExtractOptions, ResolvedExtractOptions } from "./extract/options.ts";
+export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./extract/ocr.ts";
+export type { OcrEngine, OcrImage, OcrModelSource, OcrOptions, ModelBucket } from "./extract/ocr.ts";
+export { normalizeAttachment, attachmentDigest, decodeBase64 } from "./extract/input.ts";
+export type { NormalizedAttachment } from "./extract/input.ts";
+export { imageInfo } from "./extract/image.ts";
+export type { ImageInfo } from "./extract/image.ts";
+export { htmlToText } from "./extract/html.ts";
+export type * from "./extract/types.ts";
