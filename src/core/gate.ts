@@ -24,6 +24,7 @@ export interface GateInput {
   result_tokens: number;
   stub_tokens: number;
   horizon: number;
+  /** Probability of a recall (the seed's prior), or a learned expected number of recall hops (≤ horizon). */
   recall_probability: number;
   /** The result sits before the request's last cache breakpoint. */
   cached_side: boolean;
@@ -68,7 +69,9 @@ export function offloadGate(input: GateInput): GateResult {
   const T = Math.max(0, input.result_tokens);
   const S = Math.max(0, input.stub_tokens);
   const H = Math.max(0, input.horizon);
-  const p = Math.min(1, Math.max(0, input.recall_probability));
+  // p is the expected number of recall hops per offload: a probability for the seed's prior, possibly above 1
+  // when learned (a result recalled several times), at most one hop per turn of the horizon.
+  const p = Math.min(Math.max(1, H), Math.max(0, input.recall_probability));
   const ttl = input.cache_ttl ?? "5m";
   const toBreakpoint = input.cached_side ? Math.max(0, input.tokens_to_breakpoint ?? 0) : 0;
   const recallTokens = Math.max(0, input.recall_tokens ?? Math.min(T, RECALL_TOKENS_DEFAULT));

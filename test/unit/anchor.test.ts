@@ -1,0 +1,143 @@
+/** The medium tier's advancing cache anchor (tool_result_medium_tier "cache_anchor", Anthropic). */
+import { describe, expect, it } from "vitest";
+import { compact } from "../../src/core/compact.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
+import { ON, conversation, jsonBody, textBody } from "../support/requests.ts";
+
+type Req = Record<string, any>;
+const ANCHOR = { ...ON, tool_result_medium_tier: "cache_anchor" } as const;
+/** Long enough to cache on every model (4,096 tokens is the largest minimum in the table). */
+const turns = (n: number, size = 6000) => Array.from({ length: n }, (_, i) => ({ id: `t${i}`, result: textBody(size, `r${i}`) }));
+const markers = (text: string) => (text.match(/"cache_control"/g) ?? []).length;
+const STRIP = /,"cache_control":\{"type":"ephemeral"(,"ttl":"1h")?\}/g;
+
+async function run(request: Record<string, unknown>, config: Record<string, unknown> = ANCHOR, store = new MemoryStore(), session = "s") {
+  const out = await compact({ request: JSON.stringify(request), session, store, config });
+  return { out, text: out.request as string, req: JSON.parse(out.request as string) as Req };
+}
+
+describe("cache anchor", () => {
+  it("places one breakpoint at the end of the prompt of a client that sets none", async () => {
+    const { out, text, req } = await run(conversation(turns(6)));
+    expect(out.report.anchor).toMatchObject({ placed: true, ttl: "5m" });
+    expect(markers(text)).toBe(1);
+    const last = req.messages.at(-1).content.at(-1);
+    expect(last.cache_control).toEqual({ type: "ephemeral" });
+  });
+
+  it("does nothing when off (the default)", async () => {
+    const { out, text } = await run(conversation(turns(6)), ON);
+    expect(out.report.anchor).toBeNull();
+    expect(markers(text)).toBe(0);
+  });
+
+  it("moves with the conversation while the previous prefix stays byte for byte the same", async () => {
+    const store = new MemoryStore();
+    const a = await run(conversation(turns(6)), ANCHOR, store);
+    const b = await run(conversation(turns(7)), ANCHOR, store);
+    const prevBody = a.text.replace(STRIP, "");
+    const nextBody = b.text.replace(STRIP, "");
+    // the previous turn's messages, anchor left out, are a prefix of the next turn's
+    const cut = (s: string) => s.slice(0, s.lastIndexOf("]}"));
+    expect(nextBody.startsWith(cut(prevBody))).toBe(true);
+    expect(markers(b.text)).toBe(1);
+    expect(b.req.messages.at(-1).content.at(-1).cache_control).toEqual({ type: "ephemeral" });
+  });
+
+  it("keeps the stubs sticky under a moving anchor: the cached prefix up to the last anchor is a hit", async () => {
+    const store = new MemoryStore();
+    const big = [{ id: "big", result: jsonBody(90_000) }, ...turns(5)];
+    const a = await run(conversation(big), ANCHOR, store);
+    expect(a.out.decisions[0]!.action).toBe("offloaded");
+    const b = await run(conversation([...big, { id: "n", result: "new" }]), ANCHOR, store);
+    const upToAnchor = a.text.slice(0, a.text.indexOf(',"cache_control"'));
+    expect(b.text.replace(STRIP, "").startsWith(upToAnchor)).toBe(true);
+  });
+
+  it("leaves a client that already advances a breakpoint, or uses automatic caching, alone", async () => {
+    const advancing = conversation(turns(6));
+    (advancing.messages as Req[]).at(-1)!.content[0].cache_control = { type: "ephemeral" };
+    const r1 = await run(advancing);
+    expect(r1.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("already advances") });
+    expect(markers(r1.text)).toBe(1);
+    const auto = conversation(turns(6), { extra: { cache_control: { type: "ephemeral" } } });
+    const r2 = await run(auto);
+    expect(r2.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("automatic") });
+    expect(markers(r2.text)).toBe(1);
+  });
+
+  it("keeps the client's own breakpoints and TTLs and never exceeds 4 in all", async () => {
+    const sys = [{ type: "text", text: "system", cache_control: { type: "ephemeral", ttl: "1h" } }];
+    const tools = [{ name: "bash", description: "d", input_schema: { type: "object" }, cache_control: { type: "ephemeral", ttl: "1h" } }];
+    const r = await run(conversation(turns(6), { system: sys, tools }));
+    expect(r.req.system).toEqual(sys);
+    expect(r.req.tools[0].cache_control).toEqual({ type: "ephemeral", ttl: "1h" });
+    expect(markers(r.text)).toBe(3);
+    // four already: nothing added
+    const req = conversation(turns(6), { system: sys, tools });
+    const msgs = req.messages as Req[];
+    msgs[2]!.content[0].cache_control = { type: "ephemeral" };
+    msgs[4]!.content[0].cache_control = { type: "ephemeral" };
+    const full = await run(req);
+    expect(full.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("4 breakpoints") });
+    expect(markers(full.text)).toBe(4);
+  });
+
+  it("adds nothing below the model's minimum cacheable length, or for an unknown model", async () => {
+    const small = await run(conversation([{ id: "a", result: "x" }, { id: "b", result: "y" }]));
+    expect(small.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("minimum cacheable") });
+    expect(small.out.changed).toBe(false);
+    const unknown = await run(conversation(turns(6), { model: "mystery-model" }));
+    expect(unknown.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("unknown model") });
+    // Sonnet caches from 1,024 tokens, Opus 4.5 from 4,096: a ~2,500-token prompt caches on one only
+    const mid = conversation(turns(1, 7000));
+    expect((await run({ ...mid, model: "claude-sonnet-4-6" })).out.report.anchor?.placed).toBe(true);
+    expect((await run({ ...mid, model: "claude-opus-4-5" })).out.report.anchor?.placed).toBe(false);
+  });
+
+  it("stops short of a fresh large result that may still be offloaded once settled", async () => {
+    const t = [...turns(5), { id: "fresh", result: jsonBody(90_000) }];
+    const { req, out } = await run(conversation(t));
+    expect(out.report.anchor?.placed).toBe(true);
+    const last = req.messages.at(-1).content[0];
+    expect(last.tool_use_id).toBe("fresh");
+    expect(last.cache_control).toBeUndefined();
+    // the anchor sits on the assistant's tool_use block right before it
+    expect(req.messages.at(-2).content.at(-1).cache_control).toEqual({ type: "ephemeral" });
+  });
+
+  it("rewrites a plain-string last message as one text block to carry the marker", async () => {
+    const req = conversation(turns(6));
+    (req.messages as Req[]).push({ role: "assistant", content: "ok" }, { role: "user", content: "and now?" });
+    const { req: got } = await run(req);
+    expect(got.messages.at(-1).content).toEqual([{ type: "text", text: "and now?", cache_control: { type: "ephemeral" } }]);
+  });
+
+  it("chooses the TTL from the session's observed gap between turns, priced", async () => {
+    let now = 0;
+    const store = new MemoryStore({ now: () => now });
+    const at = async (gapSeconds: number, session: string) => {
+      now = 0;
+      for (let i = 0; i < 3; i++) {
+        await run(conversation(turns(6 + i)), ANCHOR, store, session);
+        now += gapSeconds * 1000;
+      }
+      return (await run(conversation(turns(9)), ANCHOR, store, session)).out.report.anchor;
+    };
+    expect(await at(30, "fast")).toMatchObject({ placed: true, ttl: "5m" });
+    expect(await at(20 * 60, "slow")).toMatchObject({ placed: true, ttl: "1h" });
+    expect(await at(3 * 3600, "idle")).toMatchObject({ placed: false, reason: expect.stringContaining("gap") });
+  });
+
+  it("never puts a 1-hour anchor after a 5-minute client breakpoint (the API orders TTLs)", async () => {
+    let now = 0;
+    const store = new MemoryStore({ now: () => now });
+    const sys = [{ type: "text", text: "system", cache_control: { type: "ephemeral" } }];
+    for (let i = 0; i < 3; i++) {
+      await run(conversation(turns(6 + i), { system: sys }), ANCHOR, store, "o");
+      now += 20 * 60 * 1000;
+    }
+    const r = await run(conversation(turns(9), { system: sys }), ANCHOR, store, "o");
+    expect(r.out.report.anchor?.ttl).not.toBe("1h");
+  });
+});
