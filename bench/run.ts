@@ -3,6 +3,7 @@
  * noisy, so absolute times are context, not results). `npm run bench -- transform` runs only the named ones.
  */
 import { spawnSync } from "node:child_process";
+import { benchFormats } from "./formats.ts";
 import { benchMemory } from "./memory.ts";
 import { benchReplay } from "./replay.ts";
 import { benchTransform } from "./transform.ts";
@@ -15,6 +16,7 @@ async function script(file: string): Promise<void> {
 
 const benches: Record<string, () => Promise<unknown>> = {
   transform: () => benchTransform(),
+  formats: () => benchFormats(),
   memory: () => benchMemory(),
   toolkit: () => script("toolkit.ts"),
   extract: () => script("extract.ts"),

@@ -9,7 +9,7 @@ export type { RecallInput, RecallArguments, RecallAnswer, RecallAnswerMode } fro
 export { offloadGate, RECALL_TOKENS_DEFAULT, RECALL_OUTPUT_TOKENS_DEFAULT } from "./core/gate.ts";
 export type { GateInput } from "./core/gate.ts";
 export { recallToolDefinition, recallInputSchema, RECALL_TOOL_NAME } from "./core/recall-tool.ts";
-export type { ToolFormat } from "./core/recall-tool.ts";
+export type { ToolFormat, RecallToolDefinitions } from "./core/recall-tool.ts";
 export { PRICE_TABLE, resolveModel, normalizeModelId, ratesFor } from "./core/pricing.ts";
 export type { ModelPrice, Rates, Provider } from "./core/pricing.ts";
 export { estimateTokens, estimateTextTokens, detectKind, CHARS_PER_TOKEN } from "./core/tokens.ts";

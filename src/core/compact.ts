@@ -9,6 +9,8 @@ import { type OffloadConfig, resolveConfig } from "../config.ts";
 import { OffloadError } from "../errors.ts";
 import type { LoadedState, OffloadStore } from "../store/port.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
+import { openaiChatAdapter } from "./formats/openai-chat.ts";
+import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
 import type { AnchorSlot, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./formats/types.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
 import { offloadGate } from "./gate.ts";
@@ -23,6 +25,7 @@ import { type ContentKind, REQUEST_CHARS_PER_TOKEN, detectKind, estimateTokens }
 import type { Action, Format, GateResult, ResultRecord, SessionRef, Tier, TurnLog } from "./types.ts";
 
 export interface CompactInput<R extends string | object> {
+  /** The request's format: "anthropic" (the default), "openai-chat" or "openai-responses". */
   format?: Format;
   /** The provider request, parsed or as raw JSON text. */
   request: R;
@@ -90,10 +93,14 @@ export interface CompactOutput<R extends string | object> {
   report: CompactReport;
 }
 
-const ADAPTERS: Record<Format, FormatAdapter> = { anthropic: anthropicAdapter };
+const ADAPTERS: Record<Format, FormatAdapter> = {
+  anthropic: anthropicAdapter,
+  "openai-chat": openaiChatAdapter,
+  "openai-responses": openaiResponsesAdapter,
+};
 
 export function adapterFor(format: Format): FormatAdapter {
-  const adapter = ADAPTERS[format];
+  const adapter = Object.hasOwn(ADAPTERS, format) ? ADAPTERS[format] : undefined;
   if (adapter === undefined) throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}`, { path: "format" });
   return adapter;
 }
@@ -474,7 +481,7 @@ class Transform {
     if (tier === "small") return kept("small: at most the size floor");
     if (site.tool_name === RECALL_TOOL_NAME) {
       // Invariant 9: a recall answer is never offloaded to a new mem_id; once settled it becomes a marker.
-      const args = parseArgs(this.raw, site.tool_input);
+      const args = parseArgs(site.tool_input_source ?? this.raw, site.tool_input);
       const rendered = renderRecallMarker(m.chars, args);
       const digest = await bodyDigest(this.secret, this.ref.tenant, this.ref.session, m.text);
       const record: ResultRecord = {

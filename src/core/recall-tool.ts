@@ -11,6 +11,14 @@ export type ToolFormat = "anthropic" | "openai-chat" | "openai-responses";
 
 type JsonSchema = { type: "object"; properties: Record<string, unknown>; required: string[]; additionalProperties: false };
 
+/** The declaration's shape per format (type aliases, so each is also a `Record<string, unknown>`; test/types checks them against the SDKs). */
+export type RecallToolDefinitions = {
+  anthropic: { name: string; description: string; input_schema: JsonSchema };
+  "openai-chat": { type: "function"; function: { name: string; description: string; parameters: JsonSchema } };
+  // strict: false because the schema's arguments are optional (strict mode requires every property).
+  "openai-responses": { type: "function"; name: string; description: string; parameters: JsonSchema; strict: false };
+};
+
 // Kept short on purpose: the declaration rides in every request of the session, while each stub already
 // explains how to call it for that result.
 export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
@@ -31,15 +39,13 @@ export function recallToolDescription(mode: RecallMode = "both"): string {
 }
 
 /** The tool's definition in the given provider's request format. */
-export function recallToolDefinition(format: ToolFormat = "anthropic", mode: RecallMode = "both"): Record<string, unknown> {
+export function recallToolDefinition<F extends ToolFormat = "anthropic">(format?: F, mode: RecallMode = "both"): RecallToolDefinitions[F] {
   const description = recallToolDescription(mode);
   const schema = recallInputSchema(mode);
-  switch (format) {
-    case "anthropic":
-      return { name: RECALL_TOOL_NAME, description, input_schema: schema };
-    case "openai-chat":
-      return { type: "function", function: { name: RECALL_TOOL_NAME, description, parameters: schema } };
-    case "openai-responses":
-      return { type: "function", name: RECALL_TOOL_NAME, description, parameters: schema, strict: false };
-  }
+  const definitions = {
+    anthropic: () => ({ name: RECALL_TOOL_NAME, description, input_schema: schema }),
+    "openai-chat": () => ({ type: "function", function: { name: RECALL_TOOL_NAME, description, parameters: schema } }),
+    "openai-responses": () => ({ type: "function", name: RECALL_TOOL_NAME, description, parameters: schema, strict: false }),
+  } satisfies { [K in ToolFormat]: () => RecallToolDefinitions[K] };
+  return definitions[format ?? "anthropic"]() as RecallToolDefinitions[F];
 }

@@ -1,7 +1,8 @@
 /** The vocabulary shared by the core, the store ports and the service (see DESIGN.md "Vocabulary"). */
 import type { ContentKind } from "./tokens.ts";
 
-export type Format = "anthropic";
+/** A provider request format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses. */
+export type Format = "anthropic" | "openai-chat" | "openai-responses";
 
 /** Which session a turn belongs to. Every stored key is scoped by both. */
 export interface SessionRef {

@@ -4,32 +4,11 @@
  * message blocks, or one top-level `cache_control` (automatic caching at the end of the prompt). Prompt order
  * is tools → system → messages, whatever the key order in the JSON.
  */
-import { OffloadError } from "../../errors.ts";
 import type { RecallMode } from "../../config.ts";
 import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { type Path, appendTool, expectObject, renderTextContent, shapeError, stringMember } from "./shape.ts";
 import type { AnchorSlot, Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
-
-type Path = (string | number)[];
-
-function shapeError(message: string, path: Path): never {
-  throw new OffloadError("invalid_request", `${message} at ${formatPath(path)}`, { path: formatPath(path) });
-}
-
-function expectObject(node: JsonNode | undefined, path: Path, what: string): JsonObject {
-  if (node?.kind !== "object") shapeError(`${what} must be an object`, path);
-  return node;
-}
-
-function stringMember(raw: string, obj: JsonObject, key: string, path: Path, required: boolean): string | undefined {
-  const node = getMember(obj, key);
-  if (node === undefined) {
-    if (required) shapeError(`missing "${key}"`, path);
-    return undefined;
-  }
-  if (node.kind !== "string") shapeError(`"${key}" must be a string`, [...path, key]);
-  return decodeString(raw, node);
-}
 
 function ttlOf(raw: string, marker: JsonNode, path: Path): "5m" | "1h" {
   const obj = expectObject(marker, path, "cache_control");
@@ -157,40 +136,12 @@ export const anthropicAdapter: FormatAdapter = {
   },
 
   renderContent(raw: string, site: ToolResultSite, text: string): string {
-    const content = site.content;
-    if (content === undefined || content.kind !== "array") return JSON.stringify(text);
-    // Keep media blocks where they are; the text blocks collapse into one, at the first one's place, carrying
-    // the last text block's cache_control so a client breakpoint is not lost.
-    const parts: string[] = [];
-    let placed = false;
-    let marker: string | undefined;
-    for (const block of content.items) {
-      if (block.kind === "object" && isTextBlock(raw, block)) {
-        const cc = getMember(block, "cache_control");
-        if (cc !== undefined) marker = raw.slice(cc.start, cc.end);
-        if (!placed) {
-          parts.push("");
-          placed = true;
-        }
-      } else parts.push(raw.slice(block.start, block.end));
-    }
-    const textBlock = `{"type":"text","text":${JSON.stringify(text)}${marker === undefined ? "" : `,"cache_control":${marker}`}}`;
-    const at = parts.indexOf("");
-    if (at === -1) parts.unshift(textBlock);
-    else parts[at] = textBlock;
-    return `[${parts.join(",")}]`;
+    // Media blocks stay in place; the text blocks collapse into one carrying the last one's cache_control.
+    return renderTextContent(raw, site.content, text, "text", "cache_control");
   },
 
-  declareRecallTool(raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    const root = rootNode as JsonObject;
-    const tool = JSON.stringify(recallToolDefinition("anthropic", mode));
-    const tools = getMember(root, "tools") as JsonArray | undefined;
-    if (tools !== undefined) {
-      const last = tools.items[tools.items.length - 1];
-      return last === undefined ? { start: tools.start, end: tools.end, text: `[${tool}]` } : { start: last.end, end: last.end, text: `,${tool}` };
-    }
-    const at = root.end - 1;
-    return { start: at, end: at, text: `${root.keys.length > 0 ? "," : ""}"tools":[${tool}]` };
+  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
+    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("anthropic", mode)));
   },
 };
 
@@ -219,11 +170,6 @@ function anchorSlotsOf(raw: string, messages: JsonArray, base: number, sites: re
     }
   }
   return slots;
-}
-
-function isTextBlock(raw: string, block: JsonObject): boolean {
-  const type = getMember(block, "type");
-  return type?.kind === "string" && decodeString(raw, type) === "text";
 }
 
 function lastIndexOfRole(raw: string, messages: JsonArray): number {

@@ -9,10 +9,16 @@ import type { RecallMode } from "../../config.ts";
 export interface ToolResultSite {
   /** Order among the request's tool results (0 = oldest). */
   index: number;
+  /** The call's id: Anthropic `tool_use_id`, OpenAI chat `tool_call_id`, Responses `call_id`. Sticky decisions are keyed by it. */
   tool_use_id: string;
   tool_name: string;
   /** The matching call's input (raw JSON node), e.g. to name a recall answer's arguments. */
   tool_input: JsonNode | undefined;
+  /**
+   * The text `tool_input`'s spans index when it is not the request itself: OpenAI sends a call's arguments as
+   * a JSON-encoded string, so the adapter parses the decoded string (for recall calls only) and says so here.
+   */
+  tool_input_source?: string;
   message_index: number;
   /** Where the result is, for reports and errors: `messages[3].content[1]`. */
   path: string;
@@ -31,6 +37,10 @@ export interface ToolResultSite {
 export interface Breakpoint {
   /** Prompt-order offset of the end of the cached block. */
   position: number;
+  /**
+   * Which write rate the block is priced at: "5m" the short write (Anthropic 5 minutes, OpenAI 30 minutes),
+   * "1h" the long one (Anthropic 1 hour, OpenAI 12 hours), as in the price table's two write columns.
+   */
   ttl: "5m" | "1h";
 }
 
@@ -55,7 +65,10 @@ export interface RequestAnalysis {
   prompt_chars: number;
   /** Cache breakpoints in prompt order (explicit and automatic). */
   breakpoints: Breakpoint[];
-  /** The client caches at all (a breakpoint, automatic caching, or a provider that caches on its own). */
+  /**
+   * The client caches at all (a breakpoint, automatic caching, or a provider that caches on its own, like
+   * OpenAI once the prompt reaches the model's minimum cacheable length).
+   */
   client_caches: boolean;
   has_recall_tool: boolean;
   /** A top-level cache_control (automatic caching) is set: the provider places the breakpoint itself. */

@@ -1,0 +1,175 @@
+/**
+ * OpenAI Chat Completions: tool results are `role:"tool"` messages whose `tool_call_id` answers one of the
+ * `tool_calls[].id` of the assistant message before them (only other tool messages in between, as the API
+ * requires); their `content` is a string or an array of `text` parts. Tools are `{type:"function",
+ * function:{name,…}}` (or `{type:"custom", custom:{name,…}}`, whose calls are answered the same way).
+ * Prompt order is tools → messages. Caching is automatic (see openai-cache.ts).
+ *
+ * The legacy `role:"function"` messages (answers to the deprecated `function_call`) carry no call id, so no
+ * decision could be sticky for them: they pass through untouched and are never compacted.
+ */
+import type { RecallMode } from "../../config.ts";
+import { type JsonArray, type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
+import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { cacheOptionsOf, openaiCaching, partBreakpoint } from "./openai-cache.ts";
+import { type Path, appendTool, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf } from "./shape.ts";
+import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+
+interface Call {
+  name: string;
+  input: { node: JsonNode; source: string } | undefined;
+}
+
+const ROLES = new Set(["system", "developer", "user", "assistant", "tool", "function"]);
+
+export const openaiChatAdapter: FormatAdapter = {
+  format: "openai-chat",
+
+  analyze(raw: string, rootNode: JsonNode): RequestAnalysis {
+    const root = expectObject(rootNode, [], "the request");
+    const model = modelOf(raw, root);
+    const tools = toolsOf(root);
+    const messages = getMember(root, "messages");
+    if (messages === undefined) shapeError('missing "messages"', []);
+    if (messages.kind !== "array") shapeError('"messages" must be an array', ["messages"]);
+    const options = cacheOptionsOf(raw, root);
+
+    const toolsLen = tools === undefined ? 0 : tools.end - tools.start;
+    const base = toolsLen - messages.start;
+    const explicit: Breakpoint[] = [];
+    const scanParts = (content: JsonNode | undefined, path: Path) => {
+      if (content?.kind !== "array") return;
+      content.items.forEach((part, i) => {
+        if (part.kind !== "object") return;
+        const bp = partBreakpoint(raw, part, [...path, i], base + part.end, options);
+        if (bp !== undefined) explicit.push(bp);
+      });
+    };
+
+    let hasRecallTool = false;
+    tools?.items.forEach((tool, i) => {
+      const path: Path = ["tools", i];
+      const obj = expectObject(tool, path, "a tool");
+      const type = stringMember(raw, obj, "type", path, true);
+      if (type !== "function") return; // custom tools and whatever comes next: not ours to read
+      const fn = expectObject(getMember(obj, "function"), [...path, "function"], '"function"');
+      if (stringMember(raw, fn, "name", [...path, "function"], true) === RECALL_TOOL_NAME) hasRecallTool = true;
+    });
+
+    const sites: ToolResultSite[] = [];
+    // The calls of the latest assistant message, while only tool messages have followed it.
+    let calls = new Map<string, Call>();
+    let assistantTurns = 0;
+    let lastRunStart = -1;
+    let previousRole = "";
+    const lastAssistant = lastIndexOfRole(raw, messages);
+
+    messages.items.forEach((message, m) => {
+      const path: Path = ["messages", m];
+      const msg = expectObject(message, path, "a message");
+      const role = stringMember(raw, msg, "role", path, true)!;
+      if (!ROLES.has(role)) shapeError('"role" must be "system", "developer", "user", "assistant", "tool" or "function"', [...path, "role"]);
+      const content = getMember(msg, "content");
+      if (role === "assistant") {
+        if (content !== undefined && content.kind !== "string" && content.kind !== "array" && content.kind !== "null") shapeError('"content" must be a string, an array of content parts or null', [...path, "content"]);
+        scanParts(content, [...path, "content"]);
+        assistantTurns++;
+        if (previousRole !== "assistant") lastRunStart = m;
+        calls = callsOf(raw, msg, path);
+      } else if (role === "tool") {
+        const id = stringMember(raw, msg, "tool_call_id", path, true)!;
+        const call = calls.get(id);
+        if (call === undefined) shapeError(`tool message ${JSON.stringify(id)} answers no tool_calls[].id of the assistant message before it`, [...path, "tool_call_id"]);
+        calls.delete(id); // a second answer to one call is as invalid as an unpaired one
+        if (content === undefined) shapeError('missing "content"', path);
+        const cpath: Path = [...path, "content"];
+        const { texts, has_media } = resultTexts(raw, content, cpath, "text", 'a tool message\'s "content"');
+        scanParts(content, cpath);
+        sites.push({
+          index: sites.length,
+          tool_use_id: id,
+          tool_name: call.name,
+          tool_input: call.input?.node,
+          ...(call.input === undefined ? {} : { tool_input_source: call.input.source }),
+          message_index: m,
+          path: formatPath(path),
+          settled: m < lastAssistant,
+          content,
+          texts,
+          has_media,
+          position: base + message.start,
+        });
+      } else if (role === "function") {
+        calls = new Map(); // legacy: passed through as it is (see the header)
+      } else {
+        if (content === undefined) shapeError('missing "content"', path);
+        if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of content parts', [...path, "content"]);
+        scanParts(content, [...path, "content"]);
+        calls = new Map();
+      }
+      previousRole = role;
+    });
+
+    const promptChars = toolsLen + (messages.end - messages.start);
+    const seenPrefix = lastRunStart === -1 ? undefined : base + messages.items[lastRunStart]!.start;
+    const caching = openaiCaching({ model, options, explicit, seenPrefix, promptChars });
+    return {
+      model,
+      sites,
+      assistant_turns: assistantTurns,
+      prompt_chars: promptChars,
+      breakpoints: caching.breakpoints,
+      client_caches: caching.client_caches,
+      has_recall_tool: hasRecallTool,
+      // OpenAI caches prefixes on its own: the advancing anchor (an Anthropic breakpoint) has nothing to add.
+      auto_cache: true,
+      last_message_position: seenPrefix ?? promptChars,
+      anchor_slots: [],
+    };
+  },
+
+  renderContent(raw: string, site: ToolResultSite, text: string): string {
+    // A tool message takes a string or text parts: a string stays a string; parts collapse into one text
+    // part (carrying a client's prompt_cache_breakpoint), any other part kept where it was.
+    return renderTextContent(raw, site.content, text, "text", "prompt_cache_breakpoint");
+  },
+
+  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
+    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("openai-chat", mode)));
+  },
+};
+
+/** An assistant message's `tool_calls`: id → name (and, for a recall call, its parsed arguments). */
+function callsOf(raw: string, msg: JsonObject, path: Path): Map<string, Call> {
+  const calls = new Map<string, Call>();
+  const list = getMember(msg, "tool_calls");
+  if (list === undefined || list.kind === "null") return calls;
+  if (list.kind !== "array") shapeError('"tool_calls" must be an array', [...path, "tool_calls"]);
+  list.items.forEach((item, i) => {
+    const cpath: Path = [...path, "tool_calls", i];
+    const call = expectObject(item, cpath, "a tool call");
+    const id = stringMember(raw, call, "id", cpath, true)!;
+    const type = stringMember(raw, call, "type", cpath, false) ?? "function";
+    if (type !== "function" && type !== "custom") {
+      calls.set(id, { name: "", input: undefined }); // a call type this adapter does not know: still answerable by id
+      return;
+    }
+    const body = expectObject(getMember(call, type), [...cpath, type], `"${type}"`);
+    const name = stringMember(raw, body, "name", [...cpath, type], true)!;
+    // Arguments are parsed for recall calls only (to name the slice in the marker): a turn must not re-parse
+    // every call's arguments, which can be as large as the results.
+    const input = name === RECALL_TOOL_NAME && type === "function" ? parseArguments(raw, getMember(body, "arguments")) : undefined;
+    calls.set(id, { name, input });
+  });
+  return calls;
+}
+
+function lastIndexOfRole(raw: string, messages: JsonArray): number {
+  for (let i = messages.items.length - 1; i >= 0; i--) {
+    const msg = messages.items[i];
+    if (msg?.kind !== "object") continue;
+    const role = getMember(msg, "role");
+    if (role?.kind === "string" && decodeString(raw, role) === "assistant") return i;
+  }
+  return -1;
+}

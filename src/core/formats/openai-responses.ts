@@ -1,0 +1,205 @@
+/**
+ * OpenAI Responses: `input` is a string or an array of items. Tool results are `function_call_output` items
+ * (`{call_id, output}`) answering a `function_call` item (`{call_id, name, arguments}`) earlier in `input`;
+ * `custom_tool_call_output` answers `custom_tool_call` the same way. An `output` is a string or an array of
+ * `input_text` / `input_image` / `input_file` parts. Tools are `{type:"function", name, …}`; `instructions`
+ * is the system prompt. Prompt order is tools → instructions → input. Caching is automatic (openai-cache.ts).
+ *
+ * Server-side history: with `previous_response_id` (or `conversation`), the earlier turns live on OpenAI's
+ * side and are not in the request. Results there cannot be rewritten from here, an output in `input` may
+ * answer a call the request does not show (so pairing is not checked for it), and the results that are in
+ * `input` are the newest ones, not settled yet: nothing is offloaded for such a request. Compaction works
+ * for clients that send their whole history (stateless use, `store: false`).
+ *
+ * Other items (reasoning, built-in tool calls and their outputs, item references…) pass through untouched;
+ * model-output items among them (reasoning, assistant messages, `*_call`) count as the model answering.
+ * An output without a `call_id` (the API lets programmatic callers omit it) cannot carry a sticky decision
+ * and passes through untouched too.
+ */
+import type { RecallMode } from "../../config.ts";
+import { type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
+import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { cacheOptionsOf, openaiCaching, partBreakpoint } from "./openai-cache.ts";
+import { type Path, appendTool, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf, typeOf } from "./shape.ts";
+import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+
+interface Call {
+  name: string;
+  input: { node: JsonNode; source: string } | undefined;
+}
+
+const MESSAGE_ROLES = new Set(["user", "assistant", "system", "developer"]);
+/** Result item type → the call item type it answers. */
+const ANSWERS = new Map([["function_call_output", "function_call"], ["custom_tool_call_output", "custom_tool_call"]]);
+const MODEL_ITEMS = new Set(["reasoning", "mcp_list_tools", "mcp_approval_request"]);
+
+/** Items the model produced (its answer), as opposed to what the client or a tool added. */
+function isModelItem(type: string | undefined, role: string | undefined): boolean {
+  if (type === undefined || type === "message") return role === "assistant";
+  return MODEL_ITEMS.has(type) || type.endsWith("_call");
+}
+
+interface Pending {
+  item: JsonObject;
+  index: number;
+  path: Path;
+  id: string;
+  call: Call | undefined;
+  content: JsonNode;
+  texts: ToolResultSite["texts"];
+  has_media: boolean;
+  /** An item reference came before it: its call may be one of the referenced (stored) items. */
+  after_reference: boolean;
+}
+
+export const openaiResponsesAdapter: FormatAdapter = {
+  format: "openai-responses",
+
+  analyze(raw: string, rootNode: JsonNode): RequestAnalysis {
+    const root = expectObject(rootNode, [], "the request");
+    const model = modelOf(raw, root);
+    const tools = toolsOf(root);
+    const instructions = getMember(root, "instructions");
+    if (instructions !== undefined && instructions.kind !== "string" && instructions.kind !== "null") shapeError('"instructions" must be a string', ["instructions"]);
+    const inputNode = getMember(root, "input");
+    if (inputNode !== undefined && inputNode.kind !== "string" && inputNode.kind !== "array" && inputNode.kind !== "null") shapeError('"input" must be a string or an array of items', ["input"]);
+    const input = inputNode?.kind === "null" ? undefined : inputNode;
+    stringMember(raw, root, "previous_response_id", [], false, true);
+    const conversation = getMember(root, "conversation");
+    const serverHistory = getMember(root, "previous_response_id")?.kind === "string" || (conversation !== undefined && conversation.kind !== "null");
+    const options = cacheOptionsOf(raw, root);
+
+    const toolsLen = tools === undefined ? 0 : tools.end - tools.start;
+    const instructionsLen = instructions?.kind === "string" ? instructions.end - instructions.start : 0;
+    const inputLen = input === undefined ? 0 : input.end - input.start;
+    const base = toolsLen + instructionsLen - (input?.start ?? 0);
+    const explicit: Breakpoint[] = [];
+    const scanParts = (content: JsonNode | undefined, path: Path) => {
+      if (content?.kind !== "array") return;
+      content.items.forEach((part, i) => {
+        if (part.kind !== "object") return;
+        const bp = partBreakpoint(raw, part, [...path, i], base + part.end, options);
+        if (bp !== undefined) explicit.push(bp);
+      });
+    };
+
+    let hasRecallTool = false;
+    tools?.items.forEach((tool, i) => {
+      const path: Path = ["tools", i];
+      const obj = expectObject(tool, path, "a tool");
+      const type = stringMember(raw, obj, "type", path, true);
+      if (type === "function" && stringMember(raw, obj, "name", path, true) === RECALL_TOOL_NAME) hasRecallTool = true;
+    });
+
+    const pending: Pending[] = [];
+    // Calls seen so far, per kind: an output answers a call earlier in `input` (not only the turn before).
+    const calls: Record<string, Map<string, Call>> = { function_call: new Map(), custom_tool_call: new Map() };
+    const answered = new Set<string>();
+    let assistantTurns = 0;
+    let lastRunStart = -1;
+    let lastModel = -1;
+    let previousWasModel = false;
+    let references = false;
+
+    const items = input?.kind === "array" ? input.items : [];
+    items.forEach((node, i) => {
+      const path: Path = ["input", i];
+      const item = expectObject(node, path, "an input item");
+      const typeNode = getMember(item, "type");
+      if (typeNode !== undefined && typeNode.kind !== "string" && typeNode.kind !== "null") shapeError('"type" must be a string', [...path, "type"]);
+      const type = typeNode?.kind === "string" ? decodeString(raw, typeNode) : undefined;
+      const roleNode = getMember(item, "role");
+      const role = roleNode?.kind === "string" ? decodeString(raw, roleNode) : undefined;
+
+      if (type === undefined && roleNode === undefined) {
+        // `{id}` alone is an item reference: it may point at a call stored on the server.
+        if (getMember(item, "id") === undefined) shapeError('an input item needs a "type" or a "role"', path);
+        references = true;
+      } else if (type === undefined || type === "message") {
+        if (role === undefined || !MESSAGE_ROLES.has(role)) shapeError('"role" must be "user", "assistant", "system" or "developer"', [...path, "role"]);
+        const content = getMember(item, "content");
+        if (content === undefined) shapeError('missing "content"', path);
+        if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of content parts', [...path, "content"]);
+        scanParts(content, [...path, "content"]);
+      } else if (type === "item_reference") {
+        references = true;
+      } else if (type === "function_call" || type === "custom_tool_call") {
+        const id = stringMember(raw, item, "call_id", path, true)!;
+        const name = stringMember(raw, item, "name", path, true)!;
+        const args = type === "function_call" && name === RECALL_TOOL_NAME ? parseArguments(raw, getMember(item, "arguments")) : undefined;
+        calls[type]!.set(id, { name, input: args });
+      } else if (ANSWERS.has(type)) {
+        const id = stringMember(raw, item, "call_id", path, false, true);
+        const output = getMember(item, "output");
+        if (output === undefined) shapeError('missing "output"', path);
+        const opath: Path = [...path, "output"];
+        const { texts, has_media } = resultTexts(raw, output, opath, "input_text", '"output"');
+        scanParts(output, opath);
+        if (id !== undefined) {
+          if (answered.has(id)) shapeError(`${type} ${JSON.stringify(id)} answers a call that already has an output`, [...path, "call_id"]);
+          answered.add(id);
+          pending.push({ item, index: i, path, id, call: calls[ANSWERS.get(type)!]!.get(id), content: output, texts, has_media, after_reference: references });
+        }
+      }
+
+      const model = isModelItem(type, role);
+      if (model) {
+        if (!previousWasModel) {
+          assistantTurns++;
+          lastRunStart = i;
+        }
+        lastModel = i;
+      }
+      previousWasModel = model;
+    });
+
+    const sites: ToolResultSite[] = pending.map((p, n) => {
+      if (p.call === undefined && !serverHistory && !p.after_reference) {
+        const type = typeOf(raw, p.item)!;
+        shapeError(`${type} ${JSON.stringify(p.id)} answers no ${ANSWERS.get(type)} earlier in input`, [...p.path, "call_id"]);
+      }
+      return {
+        index: n,
+        tool_use_id: p.id,
+        // A call kept on the server (previous_response_id, item references) has no name we can see.
+        tool_name: p.call?.name ?? "",
+        tool_input: p.call?.input?.node,
+        ...(p.call?.input === undefined ? {} : { tool_input_source: p.call.input.source }),
+        message_index: p.index,
+        path: formatPath(p.path),
+        settled: p.index < lastModel,
+        content: p.content,
+        texts: p.texts,
+        has_media: p.has_media,
+        position: base + p.item.start,
+      };
+    });
+
+    const promptChars = toolsLen + instructionsLen + inputLen;
+    const seenPrefix = lastRunStart === -1 ? undefined : base + items[lastRunStart]!.start;
+    const caching = openaiCaching({ model, options, explicit, seenPrefix, promptChars });
+    return {
+      model,
+      sites,
+      assistant_turns: assistantTurns,
+      prompt_chars: promptChars,
+      breakpoints: caching.breakpoints,
+      client_caches: caching.client_caches,
+      has_recall_tool: hasRecallTool,
+      // OpenAI caches prefixes on its own: the advancing anchor (an Anthropic breakpoint) has nothing to add.
+      auto_cache: true,
+      last_message_position: seenPrefix ?? promptChars,
+      anchor_slots: [],
+    };
+  },
+
+  renderContent(raw: string, site: ToolResultSite, text: string): string {
+    // An output takes a string or input_* parts: the input_text parts collapse into one (carrying a client's
+    // prompt_cache_breakpoint), images and files stay where they were.
+    return renderTextContent(raw, site.content, text, "input_text", "prompt_cache_breakpoint");
+  },
+
+  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
+    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("openai-responses", mode)));
+  },
+};

@@ -1,0 +1,120 @@
+/**
+ * Helpers every adapter uses to read a request's shape over the raw text: typed reads that fail with the
+ * path of the problem (`messages[3].content[1].tool_use_id`), and the one way a result's text parts are
+ * rewritten so media parts and a client's cache marker stay where they were.
+ */
+import { OffloadError } from "../../errors.ts";
+import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember, parseJsonSpans } from "../json/scan.ts";
+
+export type Path = (string | number)[];
+
+export function shapeError(message: string, path: Path): never {
+  throw new OffloadError("invalid_request", `${message} at ${formatPath(path)}`, { path: formatPath(path) });
+}
+
+export function expectObject(node: JsonNode | undefined, path: Path, what: string): JsonObject {
+  if (node?.kind !== "object") shapeError(`${what} must be an object`, path);
+  return node;
+}
+
+/** A string member; absent (or, with `nullable`, null) reads as undefined unless required. */
+export function stringMember(raw: string, obj: JsonObject, key: string, path: Path, required: boolean, nullable = false): string | undefined {
+  const node = getMember(obj, key);
+  if (node === undefined || (nullable && node.kind === "null")) {
+    if (required) shapeError(`missing "${key}"`, path);
+    return undefined;
+  }
+  if (node.kind !== "string") shapeError(`"${key}" must be a string`, [...path, key]);
+  return decodeString(raw, node);
+}
+
+/** The `model` member (optional: a request without one is priced as unknown, so nothing is offloaded). */
+export function modelOf(raw: string, root: JsonObject): string | null {
+  return stringMember(raw, root, "model", [], false) ?? null;
+}
+
+/** `tools`: absent, null (treated as absent) or an array. */
+export function toolsOf(root: JsonObject): JsonArray | undefined {
+  const tools = getMember(root, "tools");
+  if (tools === undefined || tools.kind === "null") return undefined;
+  if (tools.kind !== "array") shapeError('"tools" must be an array', ["tools"]);
+  return tools;
+}
+
+export function typeOf(raw: string, obj: JsonObject): string | undefined {
+  const type = getMember(obj, "type");
+  return type?.kind === "string" ? decodeString(raw, type) : undefined;
+}
+
+/** Text and media pieces of a result's content: a string, or an array of parts with a string `type`. */
+export function resultTexts(raw: string, content: JsonNode, path: Path, textType: string, what: string): { texts: JsonString[]; has_media: boolean } {
+  if (content.kind === "string") return { texts: [content], has_media: false };
+  if (content.kind !== "array") shapeError(`${what} must be a string or an array of content parts`, path);
+  const texts: JsonString[] = [];
+  let hasMedia = false;
+  content.items.forEach((item, i) => {
+    const ipath: Path = [...path, i];
+    const obj = expectObject(item, ipath, "a content part");
+    const type = stringMember(raw, obj, "type", ipath, true);
+    if (type === textType) {
+      const text = getMember(obj, "text");
+      if (text?.kind !== "string") shapeError(`a ${textType} part needs a string "text"`, [...ipath, "text"]);
+      texts.push(text);
+    } else hasMedia = true; // images, files…: kept in place, never measured (invariant 10)
+  });
+  return { texts, has_media: hasMedia };
+}
+
+/**
+ * The replacement for a result's content that reads `text`: a JSON string for a string content; for an array,
+ * the text parts collapse into one at the first one's place (media parts stay where they are), carrying the
+ * last text part's cache marker (`markerKey`) so a client's breakpoint is not lost.
+ */
+export function renderTextContent(raw: string, content: JsonNode | undefined, text: string, textType: string, markerKey: string): string {
+  if (content === undefined || content.kind !== "array") return JSON.stringify(text);
+  const parts: string[] = [];
+  let placed = false;
+  let marker: string | undefined;
+  for (const part of content.items) {
+    if (part.kind === "object" && typeOf(raw, part) === textType) {
+      const m = getMember(part, markerKey);
+      if (m !== undefined) marker = raw.slice(m.start, m.end);
+      if (!placed) {
+        parts.push("");
+        placed = true;
+      }
+    } else parts.push(raw.slice(part.start, part.end));
+  }
+  const textPart = `{"type":${JSON.stringify(textType)},"text":${JSON.stringify(text)}${marker === undefined ? "" : `,${JSON.stringify(markerKey)}:${marker}`}}`;
+  const at = parts.indexOf("");
+  if (at === -1) parts.unshift(textPart);
+  else parts[at] = textPart;
+  return `[${parts.join(",")}]`;
+}
+
+/**
+ * OpenAI sends a call's arguments as a JSON-encoded string. Parsed only where the transform needs them (a
+ * recall call, to name its slice): models do emit malformed arguments and the API takes them back as they are,
+ * so a parse failure is not an error here, just no arguments.
+ */
+export function parseArguments(raw: string, node: JsonNode | undefined): { node: JsonNode; source: string } | undefined {
+  if (node?.kind !== "string") return undefined;
+  const source = decodeString(raw, node);
+  try {
+    return { node: parseJsonSpans(source), source };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Insert `tool` as the last element of `tools`, or add a `tools` member (a `null` one is replaced). */
+export function appendTool(root: JsonObject, tool: string): { start: number; end: number; text: string } {
+  const tools = getMember(root, "tools");
+  if (tools?.kind === "array") {
+    const last = tools.items[tools.items.length - 1];
+    return last === undefined ? { start: tools.start, end: tools.end, text: `[${tool}]` } : { start: last.end, end: last.end, text: `,${tool}` };
+  }
+  if (tools !== undefined) return { start: tools.start, end: tools.end, text: `[${tool}]` };
+  const at = root.end - 1;
+  return { start: at, end: at, text: `${root.keys.length > 0 ? "," : ""}"tools":[${tool}]` };
+}
