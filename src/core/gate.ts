@@ -52,8 +52,12 @@ export interface GateInput {
   first_delivery?: boolean;
 }
 
-/** About 50,000 chars of dense text: the recall cap. */
-export const RECALL_TOKENS_DEFAULT = 15_000;
+/**
+ * What one recall typically brings back: a few query windows or a slice of a few thousand chars. The 50,000
+ * char cap (~15K tokens) is the worst case; pricing every hop at the cap made the gate decline offloads that
+ * the replay shows paying off (query answers there average well under 1K tokens).
+ */
+export const RECALL_TOKENS_DEFAULT = 2_000;
 export const RECALL_OUTPUT_TOKENS_DEFAULT = 100;
 
 function round2(x: number): number {

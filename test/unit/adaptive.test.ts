@@ -48,7 +48,7 @@ describe("adaptive gate in the transform", () => {
     expect(fixed.decisions.find((x) => x.tool_use_id === "m30")!.gate).toBeUndefined();
   });
 
-  it("learns from recall histories: a tool that is always recalled stops being offloaded", async () => {
+  it("learns from recall histories: a tool that is recalled often is priced with more recall hops", async () => {
     const store = new MemoryStore();
     const big = (i: number) => ({ id: `b${i}`, name: "fetch", result: jsonBody(70_000 + i) });
     // Session 1: fetch results are offloaded, and the model recalls each one three times.
@@ -57,10 +57,14 @@ describe("adaptive gate in the transform", () => {
     expect(memIds).toHaveLength(2);
     for (const mem_id of memIds) for (let k = 0; k < 3; k++) await recall({ store, session: "s1", mem_id, offset: k * 10, max_chars: 10 });
     // Session 2 of the same tenant: p for "fetch" has moved from 0.5 towards 3 recalls per offload.
-    const second = await compact({ request: JSON.stringify(conversation([big(3), { id: "z", result: "z" }])), session: "s2", store, config: ADAPTIVE });
+    const request = JSON.stringify(conversation([big(3), { id: "z", result: "z" }]));
+    const second = await compact({ request, session: "s2", store, config: ADAPTIVE });
     const g = second.decisions[0]!.gate!;
     expect(g.inputs.recall_probability).toBeCloseTo((0.5 * PRIOR_WEIGHT + 6) / (PRIOR_WEIGHT + 2), 10);
-    expect(g.expected_recall_hop_cost_usd).toBeGreaterThan(first.decisions[0]!.gate!.expected_recall_hop_cost_usd);
+    const naive = (await compact({ request, session: "s2", store: new MemoryStore(), config: ADAPTIVE })).decisions[0]!.gate!;
+    expect(naive.inputs.recall_probability).toBe(0.5);
+    expect(g.expected_recall_hop_cost_usd).toBeCloseTo((naive.expected_recall_hop_cost_usd * g.inputs.recall_probability) / 0.5, 9);
+    expect(g.net_usd).toBeLessThan(naive.net_usd);
     // a different tool of the tenant is unaffected
     const other = await compact({ request: JSON.stringify(conversation([{ id: "o", name: "read", result: jsonBody(70_000) }, { id: "z", result: "z" }])), session: "s3", store, config: ADAPTIVE });
     expect(other.decisions[0]!.gate!.inputs.recall_probability).toBe(0.5);
