@@ -20,6 +20,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
 import { recallRoutes } from "./routes/recall.ts";
+import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { DurableSessionState } from "./session/durable.ts";
 import { indexTtlSeconds } from "./session/state.ts";
@@ -76,5 +77,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/v1/sessions", recallRoutes);
   app.route("/v1/sessions", configRoutes);
   app.route("/v1/sessions", memoryRoutes);
+  app.route("/v1/sessions", sessionReportRoutes);
+  app.route("/v1", tenantReportRoutes);
   return app;
 }

@@ -12,8 +12,10 @@ import {
   RecallRequestSchema,
   RecallResponseSchema,
   SessionListSchema,
+  SessionReportSchema,
   SessionResponseSchema,
   SummarySchema,
+  TenantReportSchema,
 } from "./schemas.ts";
 
 function schema(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
@@ -66,6 +68,8 @@ function build(): Record<string, unknown> {
         SessionList: schema(SessionListSchema, "output"),
         Memory: schema(MemorySchema, "output"),
         Summary: schema(SummarySchema, "output"),
+        SessionReport: schema(SessionReportSchema, "output"),
+        TenantReport: schema(TenantReportSchema, "output"),
         Health: schema(HealthSchema, "output"),
         Error: schema(ErrorSchema, "output"),
       },
@@ -127,6 +131,23 @@ function build(): Record<string, unknown> {
           parameters: [sessionId, configHeader],
           requestBody: { required: true, content: json("RecallRequest") },
           responses: { "200": { description: "The answer (is_error for a model mistake)", content: json("RecallResponse") }, ...errors(400, 401, 413, 500, 503) },
+        },
+      },
+      "/v1/sessions/{session_id}/report": {
+        get: {
+          summary: "Savings per turn (live, or would-be in shadow mode), recalls, gate verdicts, the last turn's decisions",
+          parameters: [sessionId],
+          responses: { "200": { description: "The session's savings report", content: json("SessionReport") }, ...errors(400, 401, 404, 500, 503) },
+        },
+      },
+      "/v1/report": {
+        get: {
+          summary: "Savings totals for a page of the tenant's sessions (listed from KV: eventually consistent)",
+          parameters: [
+            { name: "cursor", in: "query", required: false, schema: { type: "string" } },
+            { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 50, default: 20 } },
+          ],
+          responses: { "200": { description: "A page of session totals and their sums", content: json("TenantReport") }, ...errors(400, 401, 500, 503) },
         },
       },
       "/v1/sessions/{session_id}/memories/{mem_id}": {

@@ -101,7 +101,7 @@ describe("fault injection", () => {
         throw new Error("Network connection lost.");
       };
       void real;
-      return { load: fail, commit: fail, noteRecall: fail, describe: fail, getConfig: fail, setConfig: fail, destroy: fail };
+      return { load: fail, commit: fail, noteRecall: fail, describe: fail, report: fail, getConfig: fail, setConfig: fail, destroy: fail };
     };
     const app = appWith({}, down);
     const body = JSON.stringify(conversation());
@@ -158,6 +158,7 @@ function bound(port: SessionStatePort): SessionStatePort {
     commit: (...a) => port.commit(...a),
     noteRecall: (...a) => port.noteRecall(...a),
     describe: (...a) => port.describe(...a),
+    report: (...a) => port.report(...a),
     getConfig: (...a) => port.getConfig(...a),
     setConfig: (...a) => port.setConfig(...a),
     destroy: (...a) => port.destroy(...a),
