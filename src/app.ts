@@ -11,11 +11,12 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
-import { bearerKey, parseApiKeys, tenantOf } from "./http/auth.ts";
+import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
+import { dashboardRoutes } from "./routes/dashboard.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
@@ -59,12 +60,10 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
 
   app.route("/", healthRoutes);
   app.route("/", openApiRoutes);
+  app.route("/", dashboardRoutes(log));
 
   app.use("/v1/*", async (c, next) => {
-    const keys = await parseApiKeys(c.env.OFFLOAD_API_KEYS, log);
-    if (keys.length === 0) throw new OffloadError("unauthorized", "this deployment has no API keys configured (OFFLOAD_API_KEYS)");
-    const tenant = await tenantOf(keys, bearerKey(c.req.header("authorization")));
-    if (tenant === null) throw new OffloadError("unauthorized", "unknown API key");
+    const tenant = await authenticate(c.env.OFFLOAD_API_KEYS, bearerKey(c.req.header("authorization")), log);
     const settings = settingsOf(c.env, deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes });
     c.set("tenant", tenant);
     c.set("settings", settings);

@@ -7,9 +7,8 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import type { OffloadConfig } from "../config.ts";
 import { OffloadError } from "../errors.ts";
-import { type AppEnv, type Settings, effectiveConfig } from "../http/context.ts";
+import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
 import type { LoggedTurn, SessionReportData } from "../store/parts.ts";
 import { refOf } from "./ref.ts";
@@ -25,9 +24,9 @@ const PageQuery = z.strictObject({ cursor: z.string().min(1).optional(), limit: 
 const iso = (ms: number) => new Date(ms).toISOString();
 const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
 
-export function modeOf(config: OffloadConfig): "off" | "live" | "shadow" {
-  if (!config.tool_result_compaction_enabled) return "off";
-  return config.tool_result_offload_shadow ? "shadow" : "live";
+/** How the latest logged turn ran (a request's x-offload-config may differ from the session's layer, so not the config). */
+function modeOf(data: SessionReportData): "live" | "shadow" | null {
+  return data.latest === null ? null : data.latest.shadow ? "shadow" : "live";
 }
 
 function turnView(t: LoggedTurn) {
@@ -68,14 +67,15 @@ function totalsView(data: SessionReportData) {
   };
 }
 
-export function sessionReportView(data: SessionReportData, settings: Settings) {
+export function sessionReportView(data: SessionReportData) {
   const last = data.last_turn;
   return {
     tenant: data.tenant,
     session: data.session,
     created_at: iso(data.created_at),
     last_active: iso(data.last_active),
-    mode: modeOf(effectiveConfig(settings, data.config)),
+    mode: modeOf(data),
+    last_turn_at: data.latest === null ? null : iso(data.latest.at),
     totals: totalsView(data),
     turns: data.turns.map(turnView),
     last_turn:
@@ -104,7 +104,7 @@ export function sessionReportView(data: SessionReportData, settings: Settings) {
   };
 }
 
-type SessionRow = ReturnType<typeof totalsView> & { session: string; created_at: string; last_active: string; mode: "off" | "live" | "shadow" };
+type SessionRow = ReturnType<typeof totalsView> & { session: string; created_at: string; last_active: string; mode: "live" | "shadow" | null };
 
 /** Sums over a page of sessions; the recall rate is recomputed from the sums, not averaged. */
 export function pageTotals(rows: readonly SessionRow[]) {
@@ -151,18 +151,18 @@ export const sessionReportRoutes = new Hono<AppEnv>().get("/:id/report", async (
   const ref = refOf(c);
   const data = await c.var.store.sessionReport(ref);
   if (data === null) throw new OffloadError("not_found", `no session ${JSON.stringify(ref.session)} for this tenant`, { path: "session" });
-  return c.json(sessionReportView(data, c.var.settings), 200, { "cache-control": "no-store" });
+  return c.json(sessionReportView(data), 200, { "cache-control": "no-store" });
 });
 
 export const tenantReportRoutes = new Hono<AppEnv>().get("/report", async (c) => {
   const query = validate(PageQuery, c.req.query(), "query");
-  const { store, tenant, settings } = c.var;
+  const { store, tenant } = c.var;
   const page = await store.listSessions(tenant, { limit: query.limit ?? REPORT_PAGE_DEFAULT, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) });
   const reports = await mapBounded(page.sessions, FAN_OUT, (s) => store.sessionReport({ tenant, session: s.session }, { turns: false }));
   const rows: SessionRow[] = [];
   for (const data of reports) {
     if (data === null) continue; // listed by the lagging index, gone from the authority
-    rows.push({ session: data.session, created_at: iso(data.created_at), last_active: iso(data.last_active), mode: modeOf(effectiveConfig(settings, data.config)), ...totalsView(data) });
+    rows.push({ session: data.session, created_at: iso(data.created_at), last_active: iso(data.last_active), mode: modeOf(data), ...totalsView(data) });
   }
   return c.json(
     { tenant, sessions: rows, totals: pageTotals(rows), missing: reports.length - rows.length, cursor: page.cursor, consistency: "eventual" as const },

@@ -209,7 +209,7 @@ export const ReportTotalsSchema = z.object({
   gate_declined: z.int(),
 });
 
-const ModeSchema = z.enum(["off", "live", "shadow"]).describe('The session\'s effective config now: "off" (compaction disabled), "live" or "shadow".');
+const ModeSchema = z.enum(["live", "shadow"]).nullable().describe("How the latest logged turn ran: live, or shadow (decided and recorded, request unchanged); null before the first.");
 
 export const DecisionReportSchema = z.object({
   tool_use_id: z.string(),
@@ -232,6 +232,7 @@ export const SessionReportSchema = z.object({
   created_at: z.iso.datetime(),
   last_active: z.iso.datetime(),
   mode: ModeSchema,
+  last_turn_at: z.iso.datetime().nullable().describe("When the latest logged turn was committed."),
   totals: ReportTotalsSchema,
   turns: z.array(ReportTurnSchema).describe("The last 1,000 turns, oldest first."),
   last_turn: z

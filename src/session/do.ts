@@ -16,7 +16,7 @@ import { purgeBodies } from "../store/edge.ts";
 import { KvIndex } from "../store/kv.ts";
 import type { LastTurn, LoggedTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData } from "../store/parts.ts";
 import { R2Ledger } from "../store/r2.ts";
-import { lastTurnOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
+import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, checkScope, expiresAt, indexDue, indexTtlSeconds, isExpired, medianGap, offloadsOf, parseRetention, toolStatsOf } from "./state.ts";
 
 const SCHEMA = [
@@ -226,6 +226,7 @@ export class SessionDO extends DurableObject<Env> {
       records: recordCounts(this.#allRecords(), recalls),
       recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
       totals: totalsOf(turns),
+      latest: latestOf(turns),
       turns: options.turns === false ? [] : turns,
       last_turn: last === undefined ? null : (JSON.parse(last.turn) as LastTurn),
     };

@@ -5,7 +5,7 @@
 import type { OffloadConfigPatch } from "../config.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
-import { lastTurnOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
+import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
 
 interface Row {
@@ -124,6 +124,7 @@ export class MemorySessionState implements SessionStatePort {
       records: recordCounts(row.records.values(), row.recalls),
       recalls,
       totals: totalsOf(row.turns),
+      latest: latestOf(row.turns),
       turns: options.turns === false ? [] : row.turns.map((t) => structuredClone(t)),
       last_turn: structuredClone(row.last_turn),
     };

@@ -33,6 +33,11 @@ export function lastTurnOf(log: TurnLog, decisions: readonly TurnDecision[], at:
   };
 }
 
+export function latestOf(turns: readonly LoggedTurn[]): SessionReportData["latest"] {
+  const t = turns[turns.length - 1];
+  return t === undefined ? null : { turn: t.turn, at: t.at, shadow: t.shadow };
+}
+
 export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
   const t: TurnTotals = {
     turns_logged: turns.length,

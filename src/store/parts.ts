@@ -98,6 +98,8 @@ export interface SessionReportData {
   /** Successful recalls in the session (all of them, logged turns or not). */
   recalls: number;
   totals: TurnTotals;
+  /** The latest logged turn (whether or not the per-turn lines were asked for), null before the first. */
+  latest: { turn: number; at: number; shadow: boolean } | null;
   /** Oldest first; empty when not asked for. */
   turns: LoggedTurn[];
   last_turn: LastTurn | null;

@@ -133,6 +133,7 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
         gate_declined: 2,
       });
       expect(rep.records).toEqual({ kept: 1, compacted: 0, offloaded: 2, offloaded_recalled: 1 });
+      expect(rep.latest).toEqual({ turn: 2, at: rep.turns[1]!.at, shadow: true });
       expect(rep.last_turn).toBeNull(); // no commit sent decisions
       const lean = (await s.report(r, { turns: false }))!;
       expect(lean.turns).toEqual([]);
