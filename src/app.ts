@@ -1,7 +1,8 @@
 /**
  * The HTTP service: `createApp(deps?)` builds the Hono app the Worker serves (src/index.ts). Routes are one
  * sub-app per resource (src/routes); everything under /v1 needs `Authorization: Bearer <key>`, and the key
- * names the tenant that scopes every object the request touches. One error handler turns every failure into
+ * names the tenant that scopes every object the request touches. The dashboard at / takes the same keys in a
+ * login form (src/routes/dashboard.ts). One error handler turns every failure into
  * `{"error":{"type","message","path?"}}`.
  *
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
