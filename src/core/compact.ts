@@ -122,7 +122,8 @@ export async function compact<R extends string | object>(input: CompactInput<R>)
   const { edits, decisions, report } = await turn.run(format);
   // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked shadow), but
   // the caller gets its own request back, the very same value, and no recall tool is declared. Decisions taken
-  // in shadow stay sticky: once shadow is off, they are rendered (stubs and all) like any earlier decision.
+  // in shadow stay sticky: once shadow is off, they are rendered (stubs and all) like any earlier decision, and
+  // the recall tool, recorded as declared where a live turn would have declared it, is added with them.
   if (config.tool_result_offload_shadow) return { request: input.request, changed: false, decisions, report: shadowReport(report, analysis.has_recall_tool) };
   if (edits.length === 0) return { request: input.request, changed: false, decisions, report };
   const text = splice(raw, edits);

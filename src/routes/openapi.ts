@@ -76,6 +76,30 @@ function build(): Record<string, unknown> {
     },
     security: [{ bearer: [] }],
     paths: {
+      "/": {
+        get: {
+          summary: "The savings dashboard (HTML): the login form, or with ?key= (local use) the dashboard",
+          security: [],
+          parameters: [{ name: "key", in: "query", required: false, description: "An API key; prefer the form, which keeps it out of URLs.", schema: { type: "string" } }],
+          responses: {
+            "200": { description: "The login form, or the dashboard for a valid key", content: { "text/html": { schema: { type: "string" } } } },
+            "401": { description: "The login form again: the key is unknown", content: { "text/html": { schema: { type: "string" } } } },
+          },
+        },
+        post: {
+          summary: "Sign in to the dashboard with the form's key",
+          security: [],
+          requestBody: {
+            required: true,
+            content: { "application/x-www-form-urlencoded": { schema: { type: "object", properties: { key: { type: "string" } }, required: ["key"] } } },
+          },
+          responses: {
+            "200": { description: "The dashboard (HTML)", content: { "text/html": { schema: { type: "string" } } } },
+            "401": { description: "The login form again: the key is unknown or empty", content: { "text/html": { schema: { type: "string" } } } },
+            ...errors(413),
+          },
+        },
+      },
       "/healthz": { get: { summary: "Liveness", security: [], responses: { "200": { description: "Up", content: json("Health") } } } },
       "/openapi.json": { get: { summary: "This document", security: [], responses: { "200": { description: "OpenAPI 3.1" } } } },
       "/v1/sessions": {

@@ -223,7 +223,8 @@ export class SessionDO extends DurableObject<Env> {
       calls: row.calls,
       recall_declared: row.recall_declared === 1,
       config: JSON.parse(row.config) as OffloadConfigPatch,
-      records: recordCounts(this.#allRecords(), recalls),
+      // Only the action and mem_id of each record: the stubs stay in SQLite.
+      records: recordCounts(this.#sql.exec<{ action: ResultRecord["action"]; mem_id: string | null }>("SELECT json_extract(record, '$.action') AS action, mem_id FROM records").toArray(), recalls),
       recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
       totals: totalsOf(turns),
       latest: latestOf(turns),

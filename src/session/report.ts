@@ -71,7 +71,7 @@ export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
   return t;
 }
 
-export function recordCounts(records: Iterable<ResultRecord>, recallsByMemId: ReadonlyMap<string, number>): SessionReportData["records"] {
+export function recordCounts(records: Iterable<Pick<ResultRecord, "action" | "mem_id">>, recallsByMemId: ReadonlyMap<string, number>): SessionReportData["records"] {
   const out = { kept: 0, compacted: 0, offloaded: 0, offloaded_recalled: 0 };
   for (const r of records) {
     out[r.action]++;

@@ -81,6 +81,10 @@ describe("GET /v1/sessions/:id/report", () => {
     await expectError(await call("/v1/sessions/bad%2Fid/report"), 400, "invalid_argument");
     await expectError(await call(`/v1/sessions/${session}/report`, { key: null }), 401, "unauthorized");
     await expectError(await call(`/v1/sessions/${session}/report`, { key: "wrong" }), 401, "unauthorized");
+    // A session that only has a config layer exists, with nothing logged yet.
+    const configured = sid("report-config-only");
+    await call(`/v1/sessions/${configured}/config`, { method: "PUT", body: SHADOW });
+    expect(await report(configured)).toMatchObject({ mode: null, last_turn_at: null, turns: [], last_turn: null, totals: { turns_logged: 0, recall_rate: null } });
   });
 });
 
