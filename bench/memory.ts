@@ -55,7 +55,7 @@ async function child(mode: string, requestPath: string, recordsPath: string): Pr
   const store = new NullLedgerStore();
   if (mode === "compact-steady") {
     const records = JSON.parse(readFileSync(recordsPath, "utf8")) as ResultRecord[];
-    await store.commit({ tenant: "default", session: "mem" }, { records, recall_declared: true, log: { turn: 0, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0 } });
+    await store.commit({ tenant: "default", session: "mem" }, { records, recall_declared: true, log: { turn: 0, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0 } });
   }
   const out = await compact({ request: text, session: "mem", store, config: ON });
   if (mode === "compact-first") {

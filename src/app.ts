@@ -1,7 +1,8 @@
 /**
  * The HTTP service: `createApp(deps?)` builds the Hono app the Worker serves (src/index.ts). Routes are one
  * sub-app per resource (src/routes); everything under /v1 needs `Authorization: Bearer <key>`, and the key
- * names the tenant that scopes every object the request touches. One error handler turns every failure into
+ * names the tenant that scopes every object the request touches. The dashboard at / takes the same keys in a
+ * login form (src/routes/dashboard.ts). One error handler turns every failure into
  * `{"error":{"type","message","path?"}}`.
  *
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
@@ -11,15 +12,17 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
-import { bearerKey, parseApiKeys, tenantOf } from "./http/auth.ts";
+import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
+import { dashboardRoutes } from "./routes/dashboard.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
 import { recallRoutes } from "./routes/recall.ts";
+import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { DurableSessionState } from "./session/durable.ts";
 import { indexTtlSeconds } from "./session/state.ts";
@@ -58,12 +61,10 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
 
   app.route("/", healthRoutes);
   app.route("/", openApiRoutes);
+  app.route("/", dashboardRoutes(log));
 
   app.use("/v1/*", async (c, next) => {
-    const keys = await parseApiKeys(c.env.OFFLOAD_API_KEYS, log);
-    if (keys.length === 0) throw new OffloadError("unauthorized", "this deployment has no API keys configured (OFFLOAD_API_KEYS)");
-    const tenant = await tenantOf(keys, bearerKey(c.req.header("authorization")));
-    if (tenant === null) throw new OffloadError("unauthorized", "unknown API key");
+    const tenant = await authenticate(c.env.OFFLOAD_API_KEYS, bearerKey(c.req.header("authorization")), log);
     const settings = settingsOf(c.env, deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes });
     c.set("tenant", tenant);
     c.set("settings", settings);
@@ -76,5 +77,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/v1/sessions", recallRoutes);
   app.route("/v1/sessions", configRoutes);
   app.route("/v1/sessions", memoryRoutes);
+  app.route("/v1/sessions", sessionReportRoutes);
+  app.route("/v1", tenantReportRoutes);
   return app;
 }

@@ -37,6 +37,12 @@ const fields = {
     .enum(["full", "gated"])
     .default("full")
     .describe('"gated": the gate may offload a large result on the turn it arrives (the model then sees only its stub).'),
+  tool_result_offload_shadow: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Shadow mode (needs the umbrella switch): decide, ledger bodies and record every decision as usual, but return the request unchanged (the very same bytes) and declare no recall tool, so a deployment measures what it would save at no risk. Decisions recorded in shadow stay sticky when shadow is turned off.",
+    ),
   tool_result_pricing_model: z.string().min(1).nullable().default(null).describe("Price as this model instead of the request's `model` (for proxies with custom model names)."),
 };
 

@@ -13,6 +13,7 @@ import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
 import type { AnchorSlot, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./formats/types.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
+import { gateVerdicts, shadowReport } from "./measure.ts";
 import { offloadGate } from "./gate.ts";
 import { type JsonNode, decodeString, getMember, parseJsonSpans, stringLength } from "./json/scan.ts";
 import { DEV_SECRET, bodyDigest, memIdOf } from "./memid.ts";
@@ -81,6 +82,8 @@ export interface CompactReport {
   /** Estimated dollars this request saves against sending every result full. */
   saved_usd: number;
   recall_tool: "added" | "present" | "none";
+  /** Shadow mode: the request came back unchanged; the counts, tokens and saving are what offload would have done. */
+  shadow: boolean;
   /** The advancing cache anchor (tool_result_medium_tier "cache_anchor"): whether one was placed, and why. */
   anchor: { placed: boolean; ttl: "5m" | "1h" | null; reason: string } | null;
   errors: CompactError[];
@@ -124,6 +127,11 @@ export async function compact<R extends string | object>(input: CompactInput<R>)
   const analysis = adapter.analyze(raw, root);
   const turn = new Transform({ raw, root, analysis, adapter, config, ref, store: input.store, secret: input.secret ?? DEV_SECRET, offload });
   const { edits, decisions, report } = await turn.run(format);
+  // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked shadow), but
+  // the caller gets its own request back, the very same value, and no recall tool is declared. Decisions taken
+  // in shadow stay sticky: once shadow is off, they are rendered (stubs and all) like any earlier decision, and
+  // the recall tool, recorded as declared where a live turn would have declared it, is added with them.
+  if (config.tool_result_offload_shadow) return { request: input.request, changed: false, decisions, report: shadowReport(report, analysis.has_recall_tool) };
   if (edits.length === 0) return { request: input.request, changed: false, decisions, report };
   const text = splice(raw, edits);
   const request = (typeof input.request === "string" ? text : JSON.parse(text)) as R;
@@ -148,6 +156,7 @@ function emptyReport(format: Format, enabled: boolean, offload: boolean): Compac
     saved_tokens: 0,
     saved_usd: 0,
     recall_tool: "none",
+    shadow: false,
     anchor: null,
     errors: [],
   };
@@ -263,7 +272,8 @@ class Transform {
     const toolTokens = declare && !this.analysis.has_recall_tool ? recallToolTokens(format, this.config.tool_result_recall_mode) : 0;
     const log = this.log(sites, outcomes, fresh.length, toolTokens);
     try {
-      const result = await this.store.commit(this.ref, { records: fresh.map((f) => f.record), recall_declared: declare, log });
+      const decisions = sites.map((s) => outcomes.get(s)!.decision);
+      const result = await this.store.commit(this.ref, { records: fresh.map((f) => f.record), recall_declared: declare, log, decisions });
       // First writer wins: where a concurrent turn decided a result first, render its decision instead.
       for (const f of fresh) {
         const standing = result.records.get(f.record.tool_use_id);
@@ -605,6 +615,8 @@ class Transform {
       tokens_after: t.after + toolTokens,
       saved_usd: t.saved_usd,
       errors: this.errors.length,
+      shadow: this.config.tool_result_offload_shadow,
+      ...gateVerdicts(sites.map((s) => outcomes.get(s)!.decision)),
     };
   }
 
@@ -649,6 +661,7 @@ class Transform {
       saved_tokens: log.tokens_before - log.tokens_after,
       saved_usd: log.saved_usd,
       recall_tool: recallTool,
+      shadow: false,
       anchor: this.anchor,
       errors: this.errors,
     };

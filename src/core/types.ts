@@ -98,4 +98,31 @@ export interface TurnLog {
   tokens_after: number;
   saved_usd: number;
   errors: number;
+  /**
+   * Shadow mode (`tool_result_offload_shadow`): the decisions were taken and recorded, but the request went out
+   * unchanged, so `tokens_after` and `saved_usd` are what offload would have sent and saved.
+   */
+  shadow: boolean;
+  /** The net-saving gate's verdicts this turn: how often it was consulted and fired, or declined. */
+  gate_fired: number;
+  gate_declined: number;
+}
+
+/** One result's decision on a turn, as the session report shows it (no body, no stub text). */
+export interface TurnDecision {
+  tool_use_id: string;
+  tool_name: string;
+  /** Where the result sits in the request, e.g. `messages[2].content[0]`. */
+  path: string;
+  tier: Tier;
+  action: Action;
+  mem_id: string | null;
+  chars: number;
+  tokens: number;
+  /** Tokens the result costs as rendered (or, in shadow mode, would have cost). */
+  sent_tokens: number;
+  /** Taken on an earlier turn and replayed. */
+  sticky: boolean;
+  reason: string;
+  gate?: GateResult;
 }

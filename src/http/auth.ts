@@ -77,3 +77,15 @@ export function bearerKey(header: string | undefined): string {
   if (m === null) throw new OffloadError("unauthorized", "the Authorization header must be: Bearer <key>");
   return m[1]!;
 }
+
+/**
+ * The tenant of a presented key under `OFFLOAD_API_KEYS`, or a 401: the API's Bearer header and the dashboard's
+ * login both go through here, so the two cannot disagree on who a key is.
+ */
+export async function authenticate(raw: string | undefined, presented: string, warn: (line: string) => void): Promise<string> {
+  const keys = await parseApiKeys(raw, warn);
+  if (keys.length === 0) throw new OffloadError("unauthorized", "this deployment has no API keys configured (OFFLOAD_API_KEYS)");
+  const tenant = await tenantOf(keys, presented);
+  if (tenant === null) throw new OffloadError("unauthorized", "unknown API key");
+  return tenant;
+}

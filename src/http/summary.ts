@@ -27,6 +27,10 @@ export interface Summary {
   tokens_after: number;
   saved_tokens: number;
   saved_usd: number;
+  /** Shadow mode: the request went out unchanged; what offload would have saved is in would_save_*. */
+  shadow: boolean;
+  would_save_tokens: number;
+  would_save_usd: number;
   recall_tool: "added" | "present" | "none";
   errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];
   errors_total: number;
@@ -34,6 +38,8 @@ export interface Summary {
 
 export function summaryOf(report: CompactReport, changed: boolean, notes: readonly StoreNote[]): Summary {
   const all = [...report.errors.map((e) => ({ ...e })), ...notes.map((n) => ({ ...n }))];
+  // In shadow the returned request is the one sent: nothing was saved, and the decided saving is a "would".
+  const shadow = report.shadow;
   return {
     enabled: report.enabled,
     offload: report.offload,
@@ -48,9 +54,12 @@ export function summaryOf(report: CompactReport, changed: boolean, notes: readon
     offloaded: report.offloaded,
     new_decisions: report.new_decisions,
     tokens_before: report.tokens_before,
-    tokens_after: report.tokens_after,
-    saved_tokens: report.saved_tokens,
-    saved_usd: report.saved_usd,
+    tokens_after: shadow ? report.tokens_before : report.tokens_after,
+    saved_tokens: shadow ? 0 : report.saved_tokens,
+    saved_usd: shadow ? 0 : report.saved_usd,
+    shadow,
+    would_save_tokens: shadow ? report.saved_tokens : 0,
+    would_save_usd: shadow ? report.saved_usd : 0,
     recall_tool: report.recall_tool,
     errors: all.slice(0, MAX_ERRORS).map((e) => ({ ...e, message: e.message.slice(0, 300) })),
     errors_total: all.length,
@@ -76,6 +85,9 @@ export function passThroughSummary(format: Format): Summary {
     tokens_after: 0,
     saved_tokens: 0,
     saved_usd: 0,
+    shadow: false,
+    would_save_tokens: 0,
+    would_save_usd: 0,
     recall_tool: "none",
     errors: [],
     errors_total: 0,

@@ -12,8 +12,10 @@ import {
   RecallRequestSchema,
   RecallResponseSchema,
   SessionListSchema,
+  SessionReportSchema,
   SessionResponseSchema,
   SummarySchema,
+  TenantReportSchema,
 } from "./schemas.ts";
 
 function schema(s: z.ZodType, io: "input" | "output"): Record<string, unknown> {
@@ -66,12 +68,38 @@ function build(): Record<string, unknown> {
         SessionList: schema(SessionListSchema, "output"),
         Memory: schema(MemorySchema, "output"),
         Summary: schema(SummarySchema, "output"),
+        SessionReport: schema(SessionReportSchema, "output"),
+        TenantReport: schema(TenantReportSchema, "output"),
         Health: schema(HealthSchema, "output"),
         Error: schema(ErrorSchema, "output"),
       },
     },
     security: [{ bearer: [] }],
     paths: {
+      "/": {
+        get: {
+          summary: "The savings dashboard (HTML): the login form, or with ?key= (local use) the dashboard",
+          security: [],
+          parameters: [{ name: "key", in: "query", required: false, description: "An API key; prefer the form, which keeps it out of URLs.", schema: { type: "string" } }],
+          responses: {
+            "200": { description: "The login form, or the dashboard for a valid key", content: { "text/html": { schema: { type: "string" } } } },
+            "401": { description: "The login form again: the key is unknown", content: { "text/html": { schema: { type: "string" } } } },
+          },
+        },
+        post: {
+          summary: "Sign in to the dashboard with the form's key",
+          security: [],
+          requestBody: {
+            required: true,
+            content: { "application/x-www-form-urlencoded": { schema: { type: "object", properties: { key: { type: "string" } }, required: ["key"] } } },
+          },
+          responses: {
+            "200": { description: "The dashboard (HTML)", content: { "text/html": { schema: { type: "string" } } } },
+            "401": { description: "The login form again: the key is unknown or empty", content: { "text/html": { schema: { type: "string" } } } },
+            ...errors(413),
+          },
+        },
+      },
       "/healthz": { get: { summary: "Liveness", security: [], responses: { "200": { description: "Up", content: json("Health") } } } },
       "/openapi.json": { get: { summary: "This document", security: [], responses: { "200": { description: "OpenAPI 3.1" } } } },
       "/v1/sessions": {
@@ -127,6 +155,23 @@ function build(): Record<string, unknown> {
           parameters: [sessionId, configHeader],
           requestBody: { required: true, content: json("RecallRequest") },
           responses: { "200": { description: "The answer (is_error for a model mistake)", content: json("RecallResponse") }, ...errors(400, 401, 413, 500, 503) },
+        },
+      },
+      "/v1/sessions/{session_id}/report": {
+        get: {
+          summary: "Savings per turn (live, or would-be in shadow mode), recalls, gate verdicts, the last turn's decisions",
+          parameters: [sessionId],
+          responses: { "200": { description: "The session's savings report", content: json("SessionReport") }, ...errors(400, 401, 404, 500, 503) },
+        },
+      },
+      "/v1/report": {
+        get: {
+          summary: "Savings totals for a page of the tenant's sessions (listed from KV: eventually consistent)",
+          parameters: [
+            { name: "cursor", in: "query", required: false, schema: { type: "string" } },
+            { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 50, default: 20 } },
+          ],
+          responses: { "200": { description: "A page of session totals and their sums", content: json("TenantReport") }, ...errors(400, 401, 500, 503) },
         },
       },
       "/v1/sessions/{session_id}/memories/{mem_id}": {

@@ -14,8 +14,9 @@ import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { purgeBodies } from "../store/edge.ts";
 import { KvIndex } from "../store/kv.ts";
-import type { SessionCommitResult, SessionDetail, SessionLoad } from "../store/parts.ts";
+import type { LastTurn, LoggedTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData } from "../store/parts.ts";
 import { R2Ledger } from "../store/r2.ts";
+import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, checkScope, expiresAt, indexDue, indexTtlSeconds, isExpired, medianGap, offloadsOf, parseRetention, toolStatsOf } from "./state.ts";
 
 const SCHEMA = [
@@ -31,9 +32,17 @@ const SCHEMA = [
     last_indexed INTEGER
   )`,
   `CREATE TABLE IF NOT EXISTS records (tool_use_id TEXT PRIMARY KEY, mem_id TEXT, record TEXT NOT NULL)`,
-  `CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0)`,
+  `CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0, recalls INTEGER NOT NULL DEFAULT 0)`,
   `CREATE TABLE IF NOT EXISTS recalls (mem_id TEXT PRIMARY KEY, count INTEGER NOT NULL)`,
+  // The latest turn's decisions with their gate breakdown (one row, replaced by each commit that sends them).
+  `CREATE TABLE IF NOT EXISTS last_turn (id INTEGER PRIMARY KEY CHECK (id = 1), turn TEXT NOT NULL)`,
 ];
+
+/**
+ * Columns added to tables that objects created by an earlier version already have. CREATE TABLE IF NOT EXISTS
+ * leaves an existing table as it was, so each column is added when the table's declaration lacks it.
+ */
+const ADDED_COLUMNS: { table: string; column: string; ddl: string }[] = [{ table: "turns", column: "recalls", ddl: "ALTER TABLE turns ADD COLUMN recalls INTEGER NOT NULL DEFAULT 0" }];
 
 type SessionRow = {
   tenant: string;
@@ -59,6 +68,10 @@ export class SessionDO extends DurableObject<Env> {
       const exists = sql.exec("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'session'").toArray().length > 0;
       if (!exists && !create) return null;
       for (const statement of SCHEMA) sql.exec(statement);
+      for (const c of ADDED_COLUMNS) {
+        const declared = sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?", c.table).toArray()[0]?.sql ?? "";
+        if (!new RegExp(`\\b${c.column}\\b`).test(declared)) sql.exec(c.ddl);
+      }
       this.#ready = true;
     }
     return sql;
@@ -128,7 +141,7 @@ export class SessionDO extends DurableObject<Env> {
     return new Map(this.#sql.exec<{ mem_id: string; count: number }>("SELECT mem_id, count FROM recalls ORDER BY mem_id").toArray().map((r) => [r.mem_id, r.count]));
   }
 
-  async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
+  async commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult> {
     const now = Date.now();
     this.#tables(true); // outside the transaction: a rollback must not leave #ready true without the tables
     const result = this.ctx.storage.transactionSync(() => {
@@ -144,6 +157,9 @@ export class SessionDO extends DurableObject<Env> {
       );
       this.#sql.exec("INSERT INTO turns (log, at) VALUES (?, ?)", JSON.stringify(commit.log), now);
       this.#sql.exec("DELETE FROM turns WHERE seq <= (SELECT max(seq) FROM turns) - ?", TURN_LOG_LIMIT);
+      if (commit.decisions !== undefined) {
+        this.#sql.exec("INSERT INTO last_turn (id, turn) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET turn = excluded.turn", JSON.stringify(lastTurnOf(commit.log, commit.decisions, now)));
+      }
       return { records: standing, index_due: due, offloads: offloadsOf(insert) };
     });
     await this.#schedule();
@@ -155,6 +171,8 @@ export class SessionDO extends DurableObject<Env> {
     const tool = this.ctx.storage.transactionSync(() => {
       this.#touch(ref, Date.now());
       this.#sql.exec("INSERT INTO recalls (mem_id, count) VALUES (?, 1) ON CONFLICT (mem_id) DO UPDATE SET count = count + 1", memId);
+      // The model read this back answering the latest logged turn's prompt.
+      this.#sql.exec("UPDATE turns SET recalls = recalls + 1 WHERE seq = (SELECT max(seq) FROM turns)");
       const named = this.#sql.exec<{ record: string }>("SELECT record FROM records WHERE mem_id = ? LIMIT 1", memId).toArray()[0];
       const record = named === undefined ? null : (JSON.parse(named.record) as ResultRecord);
       return record !== null && record.action === "offloaded" ? record.tool_name : null;
@@ -176,11 +194,42 @@ export class SessionDO extends DurableObject<Env> {
       recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
       tool_stats: toolStatsOf(records, recalls),
       records,
-      turns: this.#sql.exec<{ log: string }>("SELECT log FROM turns ORDER BY seq").toArray().map((r) => JSON.parse(r.log) as TurnLog),
+      turns: this.#turns(),
       config: JSON.parse(row.config) as OffloadConfigPatch,
       created_at: row.created_at,
       last_active: row.last_active,
       recalls_by_mem_id: Object.fromEntries(recalls),
+    };
+  }
+
+  #turns(): LoggedTurn[] {
+    return this.#sql
+      .exec<{ log: string; at: number; recalls: number }>("SELECT log, at, recalls FROM turns ORDER BY seq")
+      .toArray()
+      .map((r) => loggedTurn(JSON.parse(r.log) as TurnLog, r.at, r.recalls));
+  }
+
+  report(ref: SessionRef, options: { turns?: boolean } = {}): SessionReportData | null {
+    const row = this.#row(ref);
+    if (row === null) return null;
+    const recalls = this.#recalls();
+    const turns = this.#turns();
+    const last = this.#sql.exec<{ turn: string }>("SELECT turn FROM last_turn WHERE id = 1").toArray()[0];
+    return {
+      tenant: row.tenant,
+      session: row.session,
+      created_at: row.created_at,
+      last_active: row.last_active,
+      calls: row.calls,
+      recall_declared: row.recall_declared === 1,
+      config: JSON.parse(row.config) as OffloadConfigPatch,
+      // Only the action and mem_id of each record: the stubs stay in SQLite.
+      records: recordCounts(this.#sql.exec<{ action: ResultRecord["action"]; mem_id: string | null }>("SELECT json_extract(record, '$.action') AS action, mem_id FROM records").toArray(), recalls),
+      recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
+      totals: totalsOf(turns),
+      latest: latestOf(turns),
+      turns: options.turns === false ? [] : turns,
+      last_turn: last === undefined ? null : (JSON.parse(last.turn) as LastTurn),
     };
   }
 

@@ -1,7 +1,7 @@
 /** The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC. */
 import type { OffloadConfigPatch } from "../config.ts";
-import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
-import type { SessionCommitResult, SessionDetail, SessionLoad, SessionStatePort } from "../store/parts.ts";
+import type { SessionRef } from "../core/types.ts";
+import type { SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
 import type { SessionDO } from "./do.ts";
 import { sessionObjectName } from "./state.ts";
 
@@ -21,7 +21,7 @@ export class DurableSessionState implements SessionStatePort {
     return (await this.stub(ref).load(ref, toolUseIds, toolNames)) as SessionLoad;
   }
 
-  async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
+  async commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult> {
     return (await this.stub(ref).commit(ref, commit)) as SessionCommitResult;
   }
 
@@ -31,6 +31,10 @@ export class DurableSessionState implements SessionStatePort {
 
   async describe(ref: SessionRef): Promise<SessionDetail | null> {
     return (await this.stub(ref).describe(ref)) as SessionDetail | null;
+  }
+
+  async report(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
+    return (await this.stub(ref).report(ref, options)) as SessionReportData | null;
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {

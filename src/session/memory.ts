@@ -3,13 +3,15 @@
  * the way in and out, as RPC would.
  */
 import type { OffloadConfigPatch } from "../config.ts";
-import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
-import type { SessionCommitResult, SessionDetail, SessionLoad, SessionStatePort } from "../store/parts.ts";
+import type { ResultRecord, SessionRef } from "../core/types.ts";
+import type { LastTurn, LoggedTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
+import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
 
 interface Row {
   records: Map<string, ResultRecord>;
-  turns: TurnLog[];
+  turns: LoggedTurn[];
+  last_turn: LastTurn | null;
   recall_declared: boolean;
   calls: number;
   recalls: Map<string, number>;
@@ -38,7 +40,7 @@ export class MemorySessionState implements SessionStatePort {
     let row = this.#rows.get(key);
     const now = this.#now();
     if (row === undefined) {
-      row = { records: new Map(), turns: [], recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
+      row = { records: new Map(), turns: [], last_turn: null, recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
       this.#rows.set(key, row);
     }
     row.last_active = now;
@@ -60,13 +62,14 @@ export class MemorySessionState implements SessionStatePort {
     };
   }
 
-  async commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult> {
+  async commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult> {
     const row = this.#row(ref);
     const { insert, standing } = applyCommit(row.records, commit.records);
     for (const r of insert) row.records.set(r.tool_use_id, structuredClone(r));
     row.recall_declared ||= commit.recall_declared;
     row.calls++;
-    row.turns.push(structuredClone(commit.log));
+    row.turns.push(loggedTurn(structuredClone(commit.log), this.#now(), 0));
+    if (commit.decisions !== undefined) row.last_turn = lastTurnOf(commit.log, structuredClone(commit.decisions), this.#now());
     if (row.turns.length > TURN_LOG_LIMIT) row.turns.splice(0, row.turns.length - TURN_LOG_LIMIT);
     const due = indexDue(this.#now(), row.last_indexed);
     if (due) row.last_indexed = this.#now();
@@ -78,6 +81,8 @@ export class MemorySessionState implements SessionStatePort {
   async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
     const row = this.#row(ref);
     row.recalls.set(memId, (row.recalls.get(memId) ?? 0) + 1);
+    const latest = row.turns[row.turns.length - 1];
+    if (latest !== undefined) latest.recalls++;
     for (const r of row.records.values()) if (r.mem_id === memId && r.action === "offloaded") return r.tool_name;
     return null;
   }
@@ -100,6 +105,28 @@ export class MemorySessionState implements SessionStatePort {
       created_at: row.created_at,
       last_active: row.last_active,
       recalls_by_mem_id: Object.fromEntries(row.recalls),
+    };
+  }
+
+  async report(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
+    const row = this.#rows.get(this.#key(ref));
+    if (row === undefined) return null;
+    let recalls = 0;
+    for (const n of row.recalls.values()) recalls += n;
+    return {
+      tenant: ref.tenant,
+      session: ref.session,
+      created_at: row.created_at,
+      last_active: row.last_active,
+      calls: row.calls,
+      recall_declared: row.recall_declared,
+      config: structuredClone(row.config),
+      records: recordCounts(row.records.values(), row.recalls),
+      recalls,
+      totals: totalsOf(row.turns),
+      latest: latestOf(row.turns),
+      turns: options.turns === false ? [] : row.turns.map((t) => structuredClone(t)),
+      last_turn: structuredClone(row.last_turn),
     };
   }
 

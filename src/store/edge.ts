@@ -12,7 +12,7 @@ import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { OffloadError, isOffloadError } from "../errors.ts";
 import type { CommitResult, LoadedState, OffloadStore, TurnCommit } from "./port.ts";
-import { type BodyLedgerPort, type IndexPort, type IndexedSession, type SessionDetail, type SessionStatePort, type TenantStatsPort, ledgerKey } from "./parts.ts";
+import { type BodyLedgerPort, type IndexPort, type IndexedSession, type SessionDetail, type SessionReportData, type SessionStatePort, type TenantStatsPort, ledgerKey } from "./parts.ts";
 
 export interface StoreNote {
   type: "index_error" | "stats_error";
@@ -107,7 +107,8 @@ export class EdgeStore implements OffloadStore {
     const result = await this.#guard("saving the session state", () => this.sessions.commit(ref, commit));
     if (result.index_due) await this.#soft("the session index write", () => this.index.putSession(ref, { session: ref.session, created_at: this.#now() }));
     const offloads = Object.entries(result.offloads ?? {});
-    if (this.tenants !== undefined && offloads.length > 0) {
+    // A shadow turn's offloads were never shown to the model as stubs: they would only teach "never recalled".
+    if (this.tenants !== undefined && offloads.length > 0 && !commit.log.shadow) {
       const tenants = this.tenants;
       await this.#soft("the tenant statistics write", () => tenants.add(ref.tenant, Object.fromEntries(offloads.map(([tool, n]) => [tool, { offloaded: n }]))), undefined, "stats_error");
     }
@@ -135,6 +136,11 @@ export class EdgeStore implements OffloadStore {
 
   async describeSession(ref: SessionRef): Promise<SessionDetail | null> {
     return this.#guard("reading the session state", () => this.sessions.describe(ref));
+  }
+
+  /** The savings report's data from the session state (null: unknown session). */
+  async sessionReport(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
+    return this.#guard("reading the session report", () => this.sessions.report(ref, options));
   }
 
   /** Session state first (the authority: afterwards the session reads as unknown and no record names a missing body). */

@@ -107,7 +107,8 @@ export class MemoryStore implements OffloadStore {
         data.records.set(record.tool_use_id, structuredClone(record));
         if (record.action === "offloaded") {
           bump(data.toolStats, record.tool_name, "offloaded");
-          bump(this.#tenant(ref.tenant), record.tool_name, "offloaded");
+          // A shadow turn's offloads were never shown as stubs, so they cannot be recalled: not tenant evidence.
+          if (!commit.log.shadow) bump(this.#tenant(ref.tenant), record.tool_name, "offloaded");
         }
       }
       standing.set(record.tool_use_id, structuredClone(existing ?? record));

@@ -9,7 +9,7 @@
  * three into the core's `OffloadStore`.
  */
 import type { OffloadConfigPatch } from "../config.ts";
-import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
+import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
 import type { SessionSummary, ToolStats } from "./port.ts";
 
 export interface SessionCommitResult {
@@ -19,6 +19,13 @@ export interface SessionCommitResult {
   index_due: boolean;
   /** Offloaded records this commit inserted, per tool name (for the tenant's learning statistics). */
   offloads: Record<string, number>;
+}
+
+export interface SessionCommit {
+  records: readonly ResultRecord[];
+  recall_declared: boolean;
+  log: TurnLog;
+  decisions?: readonly TurnDecision[];
 }
 
 export interface SessionLoad {
@@ -40,12 +47,73 @@ export interface SessionDetail extends SessionSummary {
   recalls_by_mem_id: Record<string, number>;
 }
 
+/** A turn as the session logged it: the core's line, when it was committed, and the recalls that followed it. */
+export interface LoggedTurn extends TurnLog {
+  /** Commit time, epoch milliseconds. */
+  at: number;
+  /**
+   * Successful recalls counted after this turn's compact call and before the next one's: the model, answering
+   * this turn's prompt, read these back.
+   */
+  recalls: number;
+}
+
+/** The decisions of the session's latest turn (at most LAST_DECISIONS_LIMIT of them, the last in request order). */
+export interface LastTurn {
+  at: number;
+  turn: number;
+  shadow: boolean;
+  decisions: TurnDecision[];
+  /** How many results the turn decided (more than `decisions` holds when it was cut). */
+  decisions_total: number;
+}
+
+/** Sums over the logged turns (the last TURN_LOG_LIMIT); live and shadow savings apart. */
+export interface TurnTotals {
+  turns_logged: number;
+  shadow_turns: number;
+  tokens_before: number;
+  tokens_after: number;
+  /** Live turns: what offload saved. */
+  saved_tokens: number;
+  saved_usd: number;
+  /** Shadow turns: what offload would have saved. */
+  would_save_tokens: number;
+  would_save_usd: number;
+  gate_fired: number;
+  gate_declined: number;
+}
+
+/** What the savings report needs, computed where the state lives (no record bodies or stubs travel). */
+export interface SessionReportData {
+  tenant: string;
+  session: string;
+  created_at: number;
+  last_active: number;
+  calls: number;
+  recall_declared: boolean;
+  config: OffloadConfigPatch;
+  /** The sticky decisions by action; `offloaded_recalled`: offloaded results recalled at least once. */
+  records: { kept: number; compacted: number; offloaded: number; offloaded_recalled: number };
+  /** Successful recalls in the session (all of them, logged turns or not). */
+  recalls: number;
+  totals: TurnTotals;
+  /** The latest logged turn (whether or not the per-turn lines were asked for), null before the first. */
+  latest: { turn: number; at: number; shadow: boolean } | null;
+  /** Oldest first; empty when not asked for. */
+  turns: LoggedTurn[];
+  last_turn: LastTurn | null;
+}
+
 export interface SessionStatePort {
   load(ref: SessionRef, toolUseIds: readonly string[], toolNames?: readonly string[]): Promise<SessionLoad>;
-  commit(ref: SessionRef, commit: { records: readonly ResultRecord[]; recall_declared: boolean; log: TurnLog }): Promise<SessionCommitResult>;
-  /** Counts a recall; returns the tool name of the mem_id's result when a record names it. */
+  /** `decisions` (optional): kept as the session's last turn, replacing the previous one's. */
+  commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult>;
+  /** Counts a recall (also for the latest logged turn); returns the tool name of the mem_id's result when a record names it. */
   noteRecall(ref: SessionRef, memId: string): Promise<string | null>;
   describe(ref: SessionRef): Promise<SessionDetail | null>;
+  /** The savings report's data, null for an unknown session; `turns: false` leaves out the per-turn lines. */
+  report(ref: SessionRef, options?: { turns?: boolean }): Promise<SessionReportData | null>;
   getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
   /** Replaces the session's config layer (`{}` clears it). */
   setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;

@@ -7,9 +7,12 @@
  * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two turns of
  *   one session racing each other render the same bytes;
  * - everything is scoped by tenant and session: another scope's mem_id reads exactly like an unknown one;
- * - values come back as copies: a caller mutating what it got changes nothing stored.
+ * - values come back as copies: a caller mutating what it got changes nothing stored;
+ * - a shadow turn's offloads (`log.shadow`) do not count in the tenant's learning statistics: the model saw
+ *   those results full, so it could not recall them, and counting them would teach live sessions that nobody
+ *   recalls.
  */
-import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
+import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
 
 /** Offloads and recalls of one tool's results: what the adaptive gate learns its recall rate from. */
 export interface ToolStats {
@@ -34,6 +37,11 @@ export interface TurnCommit {
   records: readonly ResultRecord[];
   recall_declared: boolean;
   log: TurnLog;
+  /**
+   * Every result's decision on this turn, for the session report's "last turn" (a store may keep only the
+   * latest turn's, or none: nothing reads them back to decide).
+   */
+  decisions?: readonly TurnDecision[];
 }
 
 export interface CommitResult {

@@ -3,7 +3,8 @@
  * config, scoping, and that destroy forgets everything and names the mem_ids it held.
  */
 import { describe, expect, it } from "vitest";
-import type { SessionRef, TurnLog } from "../../src/core/types.ts";
+import type { GateResult, SessionRef, TurnDecision, TurnLog } from "../../src/core/types.ts";
+import { LAST_DECISIONS_LIMIT } from "../../src/session/report.ts";
 import type { SessionStatePort } from "../../src/store/parts.ts";
 import { record } from "./store.contract.ts";
 
@@ -13,8 +14,12 @@ function ref(tenant = "t1"): SessionRef {
   return { tenant, session: `state-${Date.now().toString(36)}-${n}` };
 }
 
-function log(turn: number): TurnLog {
-  return { turn, results: 1, kept: 1, compacted: 0, offloaded: 0, new_decisions: 1, tokens_before: 10, tokens_after: 10, saved_usd: 0, errors: 0 };
+function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
+  return { turn, results: 1, kept: 1, compacted: 0, offloaded: 0, new_decisions: 1, tokens_before: 10, tokens_after: 10, saved_usd: 0, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0, ...over };
+}
+
+function decision(id: string, over: Partial<TurnDecision> = {}): TurnDecision {
+  return { tool_use_id: id, tool_name: "bash", path: "messages[2].content[0]", tier: "large", action: "offloaded", mem_id: MEM("a"), chars: 70_000, tokens: 20_000, sent_tokens: 200, sticky: false, reason: "large: test", ...over };
 }
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
@@ -79,7 +84,7 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       expect(d.recalls_by_mem_id).toEqual({ [MEM("a")]: 2, [MEM("b")]: 1 });
       expect(d.calls).toBe(1);
       expect(d.recall_declared).toBe(true);
-      expect(d.turns).toEqual([log(1)]);
+      expect(d.turns).toEqual([{ ...log(1), at: expect.any(Number), recalls: 3 }]);
       expect(d.last_active).toBeGreaterThanOrEqual(d.created_at);
     });
 
@@ -99,6 +104,62 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       expect((await s.describe(r))?.tool_stats).toEqual({ bash: { offloaded: 2, recalls: 1 }, read: { offloaded: 1, recalls: 0 } });
     });
 
+    it("reports per turn: commit time, the recalls that followed, live and shadow savings apart, gate verdicts", async () => {
+      const s = await make();
+      const r = ref();
+      expect(await s.report(r)).toBeNull();
+      await s.commit(r, { records: [record("a", { mem_id: MEM("a") }), record("k", { action: "kept", mem_id: null, rendered: null })], recall_declared: true, log: log(1, { tokens_before: 100, tokens_after: 10, saved_usd: 0.01, gate_fired: 1 }) });
+      await s.noteRecall(r, MEM("a"));
+      await s.noteRecall(r, MEM("a"));
+      await s.commit(r, { records: [record("b", { mem_id: MEM("b") })], recall_declared: true, log: log(2, { tokens_before: 200, tokens_after: 50, saved_usd: 0.02, shadow: true, gate_fired: 1, gate_declined: 2 }) });
+      await s.noteRecall(r, MEM("z"));
+      const rep = (await s.report(r))!;
+      expect(rep).toMatchObject({ tenant: r.tenant, session: r.session, calls: 2, recall_declared: true, config: {}, recalls: 3 });
+      expect(rep.turns.map((t) => [t.turn, t.shadow, t.recalls, t.gate_fired, t.gate_declined])).toEqual([
+        [1, false, 2, 1, 0],
+        [2, true, 1, 1, 2],
+      ]);
+      expect(rep.turns[1]!.at).toBeGreaterThanOrEqual(rep.turns[0]!.at);
+      expect(rep.totals).toEqual({
+        turns_logged: 2,
+        shadow_turns: 1,
+        tokens_before: 300,
+        tokens_after: 60,
+        saved_tokens: 90,
+        saved_usd: 0.01,
+        would_save_tokens: 150,
+        would_save_usd: 0.02,
+        gate_fired: 2,
+        gate_declined: 2,
+      });
+      expect(rep.records).toEqual({ kept: 1, compacted: 0, offloaded: 2, offloaded_recalled: 1 });
+      expect(rep.latest).toEqual({ turn: 2, at: rep.turns[1]!.at, shadow: true });
+      expect(rep.last_turn).toBeNull(); // no commit sent decisions
+      const lean = (await s.report(r, { turns: false }))!;
+      expect(lean.turns).toEqual([]);
+      expect(lean.totals).toEqual(rep.totals);
+    });
+
+    it("keeps the latest turn's decisions with their gate breakdown, replaced by each commit that sends them", async () => {
+      const s = await make();
+      const r = ref();
+      const gate = { fire: true, net_usd: 0.12, reprefill_saving_usd: 0.2, stub_carry_cost_usd: 0.01, invalidation_cost_usd: 0, expected_recall_hop_cost_usd: 0.07, tool_declaration_cost_usd: 0, reason: "net +$0.12", model: "claude-opus-4-5" } as GateResult;
+      await s.commit(r, { records: [], recall_declared: false, log: log(1), decisions: [decision("a", { gate })] });
+      await s.commit(r, { records: [], recall_declared: false, log: log(2, { shadow: true }), decisions: [decision("a", { sticky: true, gate }), decision("b", { action: "kept", mem_id: null, tier: "hot" })] });
+      const last = (await s.report(r))!.last_turn!;
+      expect(last).toMatchObject({ turn: 2, shadow: true, decisions_total: 2 });
+      expect(last.at).toBeGreaterThan(0);
+      expect(last.decisions).toEqual([decision("a", { sticky: true, gate }), decision("b", { action: "kept", mem_id: null, tier: "hot" })]);
+      // A commit without decisions leaves them; a huge turn keeps the last LAST_DECISIONS_LIMIT.
+      await s.commit(r, { records: [], recall_declared: false, log: log(3) });
+      expect((await s.report(r))!.last_turn?.turn).toBe(2);
+      const many = Array.from({ length: LAST_DECISIONS_LIMIT + 5 }, (_, i) => decision(`m${i}`));
+      await s.commit(r, { records: [], recall_declared: false, log: log(4), decisions: many });
+      const big = (await s.report(r))!.last_turn!;
+      expect(big.decisions_total).toBe(LAST_DECISIONS_LIMIT + 5);
+      expect(big.decisions.map((d) => d.tool_use_id)).toEqual(many.slice(5).map((d) => d.tool_use_id));
+    });
+
     it("scopes by tenant and session", async () => {
       const s = await make();
       const mine = ref("tenant-a");
@@ -108,6 +169,7 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
         expect((await s.load(other, ["x"])).records).toEqual([]);
         expect(await s.getConfig(other)).toEqual({});
         expect(await s.describe(other)).toBeNull();
+        expect(await s.report(other)).toBeNull();
       }
     });
 
@@ -119,6 +181,7 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       await s.commit(keep, { records: [record("a")], recall_declared: false, log: log(1) });
       expect(await s.destroy(r)).toEqual([MEM("a")]);
       expect(await s.describe(r)).toBeNull();
+      expect(await s.report(r)).toBeNull();
       expect((await s.load(r, ["a"])).records).toEqual([]);
       expect(await s.getConfig(r)).toEqual({});
       expect(await s.describe(keep)).not.toBeNull();

@@ -33,8 +33,8 @@ export function record(id: string, overrides: Partial<ResultRecord> = {}): Resul
   };
 }
 
-function log(turn: number): TurnLog {
-  return { turn, results: 1, kept: 0, compacted: 0, offloaded: 1, new_decisions: 1, tokens_before: 100, tokens_after: 10, saved_usd: 0.01, errors: 0 };
+function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
+  return { turn, results: 1, kept: 0, compacted: 0, offloaded: 1, new_decisions: 1, tokens_before: 100, tokens_after: 10, saved_usd: 0.01, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0, ...over };
 }
 
 function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
@@ -181,6 +181,21 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       expect((await store.load(other, [], ["bash"])).tool_stats).toEqual({});
       expect((await store.load(a, [])).session_tool_stats).toEqual({});
       expect((await store.describeSession(a))?.tool_stats).toEqual({ bash: { offloaded: 1, recalls: 2 } });
+    });
+
+    it("keeps a shadow turn's offloads out of the tenant's learning statistics, and takes the turn's decisions", async () => {
+      const store = await make();
+      const r = ref("shadow-learning");
+      const decisions = [{ tool_use_id: "s1", tool_name: "bash", path: "messages[2].content[0]", tier: "large" as const, action: "offloaded" as const, mem_id: MEM("5"), chars: 70_000, tokens: 20_000, sent_tokens: 200, sticky: false, reason: "large: test" }];
+      await store.commit(r, { records: [record("s1", { tool_name: "bash", mem_id: MEM("5") })], recall_declared: true, log: log(1, { shadow: true, gate_fired: 1 }), decisions });
+      const state = await store.load(r, ["s1"], ["bash"]);
+      expect(state.records.get("s1")?.action).toBe("offloaded"); // recorded exactly as a live turn would
+      expect(state.tool_stats?.bash?.offloaded ?? 0).toBe(0);
+      expect(state.session_tool_stats?.bash?.offloaded).toBe(1);
+      // The same offload on a live turn does count.
+      await store.commit(r, { records: [record("s2", { tool_name: "bash", mem_id: MEM("6") })], recall_declared: true, log: log(2) });
+      expect((await store.load(r, [], ["bash"])).tool_stats?.bash?.offloaded).toBe(1);
+      expect((await store.describeSession(r))?.turns.map((t) => t.shadow)).toEqual([true, false]);
     });
 
     it("measures the gap between a session's turns", async () => {

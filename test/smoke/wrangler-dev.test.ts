@@ -2,112 +2,25 @@
  * Starts the real `wrangler dev` (what `npm start` runs) on 127.0.0.1 and talks HTTP to it: compact twice,
  * recall, delete. workerd there applies production's rules (no eval, no `new Function`, no wasm from bytes),
  * which vitest's pool relaxes, so this catches what the workerd tests cannot. Own ports, own state directory,
- * and the whole process group is killed at the end.
+ * and the whole process group is killed at the end (dev-server.ts).
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DevServer, startDevServer } from "./dev-server.ts";
 
 const KEY = "sk-smoke-test";
 const HEADERS = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
 const ON = JSON.stringify({ tool_result_compaction_enabled: true, tool_result_offload_enabled: true });
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
-    });
-  });
-}
-
-let child: ChildProcess | undefined;
-let state: string | undefined;
+let server: DevServer | undefined;
 let base = "";
-let output = "";
-
-async function waitReady(timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (child?.exitCode !== null) throw new Error(`wrangler dev exited (${child?.exitCode}):\n${output}`);
-    try {
-      // Any answer means it listens; whether the answer is right is the test's business.
-      await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
-      return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  throw new Error(`wrangler dev not ready after ${timeoutMs} ms:\n${output}`);
-}
-
-function stop(): Promise<void> {
-  const proc = child;
-  if (proc === undefined || proc.pid === undefined || proc.exitCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const pid = proc.pid!;
-    const hard = setTimeout(() => {
-      try {
-        process.kill(-pid, "SIGKILL");
-      } catch {
-        // already gone
-      }
-    }, 5000);
-    proc.once("exit", () => {
-      clearTimeout(hard);
-      resolve();
-    });
-    try {
-      process.kill(-pid, "SIGTERM"); // the group: wrangler and the workerd it spawned
-    } catch {
-      resolve();
-    }
-  });
-}
 
 beforeAll(async () => {
-  const [port, inspector] = [await freePort(), await freePort()];
-  state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
-  base = `http://127.0.0.1:${port}`;
-  child = spawn(
-    process.execPath,
-    [
-      "node_modules/wrangler/bin/wrangler.js",
-      "dev",
-      "--local",
-      "--ip",
-      "127.0.0.1",
-      "--port",
-      String(port),
-      "--inspector-port",
-      String(inspector),
-      "--persist-to",
-      state,
-      "--show-interactive-dev-session=false",
-      "--var",
-      `OFFLOAD_API_KEYS:smoke:${KEY}`,
-      "--var",
-      "OFFLOAD_SECRET:smoke-test-secret-0123456789abcdef",
-    ],
-    { cwd: process.cwd(), detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } },
-  );
-  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-  process.once("exit", () => {
-    if (child?.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
-  });
-  await waitReady(90_000);
+  server = await startDevServer({ OFFLOAD_API_KEYS: `smoke:${KEY}`, OFFLOAD_SECRET: "smoke-test-secret-0123456789abcdef" });
+  base = server.base;
 });
 
 afterAll(async () => {
-  await stop();
-  if (state !== undefined) rmSync(state, { recursive: true, force: true });
+  await server?.stop();
 });
 
 function conversation(extra: object[] = []): object {
@@ -165,6 +78,6 @@ describe("wrangler dev (production runtime rules)", () => {
 
     expect((await fetch(`${base}/v1/sessions/${session}`, { method: "DELETE", headers: HEADERS })).status).toBe(204);
     expect((await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })).status).toBe(404);
-    expect(output).not.toContain(KEY);
+    expect(server!.output()).not.toContain(KEY);
   });
 });

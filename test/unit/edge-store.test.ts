@@ -78,7 +78,7 @@ describe("EdgeStore", () => {
     const store = new EdgeStore({ sessions, ledger, index, log: quiet });
     const ids = Array.from({ length: 250 }, (_, i) => `trm_${i.toString(16).padStart(24, "0")}`);
     for (const id of ids) await store.putBody(ref, "body", { ...meta, mem_id: id });
-    await store.commit(ref, { records: [], recall_declared: true, log: { turn: 1, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0 } });
+    await store.commit(ref, { records: [], recall_declared: true, log: { turn: 1, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0 } });
     let calls = 0;
     const flaky: IndexPort = {
       putBody: (r, e) => index.putBody(r, e),

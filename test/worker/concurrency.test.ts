@@ -32,6 +32,7 @@ function racingApp(parties: number) {
           commit: (ref, c) => sessions.commit(ref, c),
           noteRecall: (ref, m) => sessions.noteRecall(ref, m),
           describe: (ref) => sessions.describe(ref),
+          report: (ref, o) => sessions.report(ref, o),
           getConfig: (ref) => sessions.getConfig(ref),
           setConfig: (ref, p) => sessions.setConfig(ref, p),
           destroy: (ref) => sessions.destroy(ref),

@@ -101,7 +101,7 @@ describe("fault injection", () => {
         throw new Error("Network connection lost.");
       };
       void real;
-      return { load: fail, commit: fail, noteRecall: fail, describe: fail, getConfig: fail, setConfig: fail, destroy: fail };
+      return { load: fail, commit: fail, noteRecall: fail, describe: fail, report: fail, getConfig: fail, setConfig: fail, destroy: fail };
     };
     const app = appWith({}, down);
     const body = JSON.stringify(conversation());
@@ -115,6 +115,18 @@ describe("fault injection", () => {
     await expectError(await send(app, `/v1/sessions/${session}/recall`, { body: { mem_id: `trm_${"a".repeat(24)}` } }), 503, "storage_error");
     await expectError(await send(app, `/v1/sessions/${session}/config`, { method: "PUT", body: ON }), 503, "storage_error");
     await expectError(await send(app, `/v1/sessions/${session}`, { method: "DELETE" }), 503, "storage_error");
+    expect((await expectError(await send(app, `/v1/sessions/${session}/report`), 503, "storage_error")).error.message).toBe("reading the session report failed");
+  });
+
+  it("an unreachable DO makes the tenant summary a 503 once the index lists a session", async () => {
+    await call(compactPath(sid("summary-do-down")), { body: conversation(), config: ON });
+    const app = appWith({}, (real) => ({
+      ...bound(real),
+      report: async () => {
+        throw new Error("Network connection lost.");
+      },
+    }));
+    await expectError(await send(app, "/v1/report"), 503, "storage_error");
   });
 
   it("a DO that fails only to load: the core passes the turn through and says why", async () => {
@@ -158,6 +170,7 @@ function bound(port: SessionStatePort): SessionStatePort {
     commit: (...a) => port.commit(...a),
     noteRecall: (...a) => port.noteRecall(...a),
     describe: (...a) => port.describe(...a),
+    report: (...a) => port.report(...a),
     getConfig: (...a) => port.getConfig(...a),
     setConfig: (...a) => port.setConfig(...a),
     destroy: (...a) => port.destroy(...a),

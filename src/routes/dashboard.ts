@@ -1,0 +1,63 @@
+/**
+ * GET / and POST / — the savings dashboard, behind the API's own keys. Without a key, GET / is the login form;
+ * the form posts the key (it stays out of URLs), and `GET /?key=` is accepted for local use. A valid key gets
+ * the dashboard page, whose script calls the /v1 report routes with that key as its Bearer token; a wrong one
+ * gets the form again with a 401. The key is never logged, and nothing here may be cached (`no-store`).
+ */
+import { Hono } from "hono";
+import { dashboardPage, loginPage } from "../dashboard/page.ts";
+import { isOffloadError } from "../errors.ts";
+import { authenticate } from "../http/auth.ts";
+import { readText } from "../http/body.ts";
+import type { AppEnv } from "../http/context.ts";
+
+/** A login form is a key and a field name: anything larger is not one. */
+const LOGIN_BODY_BYTES = 64 * 1024;
+
+function nonce(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return btoa(String.fromCharCode(...bytes));
+}
+
+function html(body: string, status: number, scriptNonce: string): Response {
+  return new Response(body, {
+    status,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "cache-control": "no-store",
+      // Only this response's own inline script and style run; the page talks to this origin only.
+      "content-security-policy": `default-src 'none'; script-src 'nonce-${scriptNonce}'; style-src 'nonce-${scriptNonce}'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`,
+      "referrer-policy": "no-referrer",
+      "x-content-type-options": "nosniff",
+      "x-frame-options": "DENY",
+    },
+  });
+}
+
+export function dashboardRoutes(log: (line: string) => void): Hono<AppEnv> {
+  const signIn = async (raw: string | undefined, key: string): Promise<Response> => {
+    const n = nonce();
+    if (key === "") return html(loginPage(n, "Enter an API key."), 401, n);
+    try {
+      const tenant = await authenticate(raw, key, log);
+      return html(dashboardPage(n, { tenant, key }), 200, n);
+    } catch (e) {
+      if (!isOffloadError(e) || e.type !== "unauthorized") throw e;
+      return html(loginPage(n, e.message === "unknown API key" ? "Unknown API key." : "This deployment has no API keys configured (OFFLOAD_API_KEYS)."), 401, n);
+    }
+  };
+
+  return new Hono<AppEnv>()
+    .get("/", (c) => {
+      const key = c.req.query("key");
+      if (key === undefined) {
+        const n = nonce();
+        return html(loginPage(n), 200, n);
+      }
+      return signIn(c.env.OFFLOAD_API_KEYS, key);
+    })
+    .post("/", async (c) => {
+      const form = new URLSearchParams(await readText(c.req.raw, LOGIN_BODY_BYTES));
+      return signIn(c.env.OFFLOAD_API_KEYS, (form.get("key") ?? "").trim());
+    });
+}

@@ -1,0 +1,81 @@
+/**
+ * The savings report's rules, free of storage and clocks: the SessionDO and its in-memory twin both build their
+ * report with these, so the two agree on what a turn saved, what counts as a shadow saving and what the last
+ * turn keeps.
+ */
+import type { ResultRecord, TurnDecision, TurnLog } from "../core/types.ts";
+import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/parts.ts";
+
+/**
+ * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a decision with its
+ * gate breakdown is under 1 KB, so this stays far below; a turn with more results keeps the last ones in request
+ * order (the freshest, where new decisions are taken).
+ */
+export const LAST_DECISIONS_LIMIT = 200;
+
+const roundUsd = (x: number): number => Math.round(x * 1e9) / 1e9;
+
+/**
+ * A stored turn line with its commit time and recall count. Lines logged before shadow mode and gate counts
+ * existed lack those fields: they read as live turns whose gate was not counted.
+ */
+export function loggedTurn(log: Partial<TurnLog> & Omit<TurnLog, "shadow" | "gate_fired" | "gate_declined">, at: number, recalls: number): LoggedTurn {
+  return { ...log, shadow: log.shadow === true, gate_fired: log.gate_fired ?? 0, gate_declined: log.gate_declined ?? 0, at, recalls };
+}
+
+export function lastTurnOf(log: TurnLog, decisions: readonly TurnDecision[], at: number): LastTurn {
+  return {
+    at,
+    turn: log.turn,
+    shadow: log.shadow,
+    decisions: decisions.slice(-LAST_DECISIONS_LIMIT).map((d) => ({ ...d })),
+    decisions_total: decisions.length,
+  };
+}
+
+export function latestOf(turns: readonly LoggedTurn[]): SessionReportData["latest"] {
+  const t = turns[turns.length - 1];
+  return t === undefined ? null : { turn: t.turn, at: t.at, shadow: t.shadow };
+}
+
+export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
+  const t: TurnTotals = {
+    turns_logged: turns.length,
+    shadow_turns: 0,
+    tokens_before: 0,
+    tokens_after: 0,
+    saved_tokens: 0,
+    saved_usd: 0,
+    would_save_tokens: 0,
+    would_save_usd: 0,
+    gate_fired: 0,
+    gate_declined: 0,
+  };
+  for (const turn of turns) {
+    t.tokens_before += turn.tokens_before;
+    t.tokens_after += turn.tokens_after;
+    t.gate_fired += turn.gate_fired;
+    t.gate_declined += turn.gate_declined;
+    const saved = turn.tokens_before - turn.tokens_after;
+    if (turn.shadow) {
+      t.shadow_turns++;
+      t.would_save_tokens += saved;
+      t.would_save_usd += turn.saved_usd;
+    } else {
+      t.saved_tokens += saved;
+      t.saved_usd += turn.saved_usd;
+    }
+  }
+  t.saved_usd = roundUsd(t.saved_usd);
+  t.would_save_usd = roundUsd(t.would_save_usd);
+  return t;
+}
+
+export function recordCounts(records: Iterable<Pick<ResultRecord, "action" | "mem_id">>, recallsByMemId: ReadonlyMap<string, number>): SessionReportData["records"] {
+  const out = { kept: 0, compacted: 0, offloaded: 0, offloaded_recalled: 0 };
+  for (const r of records) {
+    out[r.action]++;
+    if (r.action === "offloaded" && r.mem_id !== null && (recallsByMemId.get(r.mem_id) ?? 0) > 0) out.offloaded_recalled++;
+  }
+  return out;
+}

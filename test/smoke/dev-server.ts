@@ -1,0 +1,100 @@
+/**
+ * Starts the real `wrangler dev` (what `npm start` runs) on 127.0.0.1 with its own ports and state directory,
+ * for the smoke tests. `stop()` kills the whole process group (wrangler and the workerd it spawned).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export interface DevServer {
+  base: string;
+  /** Everything wrangler and workerd printed so far. */
+  output(): string;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+/** `vars` become `--var NAME:value` (secrets included: they never reach a file). */
+export async function startDevServer(vars: Record<string, string>, timeoutMs = 90_000): Promise<DevServer> {
+  const [port, inspector] = [await freePort(), await freePort()];
+  const state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
+  const base = `http://127.0.0.1:${port}`;
+  let output = "";
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      "node_modules/wrangler/bin/wrangler.js",
+      "dev",
+      "--local",
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspector),
+      "--persist-to",
+      state,
+      "--show-interactive-dev-session=false",
+      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+    ],
+    { cwd: process.cwd(), detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } },
+  );
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const kill = () => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGKILL");
+  };
+  process.once("exit", kill);
+
+  const stop = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const pid = child.pid;
+      if (pid === undefined || child.exitCode !== null) return resolve();
+      const hard = setTimeout(() => {
+        try {
+          process.kill(-pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 5000);
+      child.once("exit", () => {
+        clearTimeout(hard);
+        resolve();
+      });
+      try {
+        process.kill(-pid, "SIGTERM"); // the group: wrangler and the workerd it spawned
+      } catch {
+        resolve();
+      }
+    }).finally(() => {
+      process.removeListener("exit", kill);
+      rmSync(state, { recursive: true, force: true });
+    });
+
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+    try {
+      // Any answer means it listens; whether the answer is right is the test's business.
+      await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
+      return { base, output: () => output, stop };
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await stop();
+  throw new Error(`wrangler dev not ready after ${timeoutMs} ms:\n${output}`);
+}
