@@ -5,17 +5,21 @@
  * `{"error":{"type","message","path?"}}`.
  *
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
- * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines.
+ * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines,
+ * `extract` replaces the attachment extractor (a test's spy, or an extractor with OCR plugged in).
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
+import type { Extractor } from "./extract/cache.ts";
+import { extractText } from "./extract/extract.ts";
 import { bearerKey, parseApiKeys, tenantOf } from "./http/auth.ts";
 import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
+import { extractRoutes } from "./routes/extract.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
@@ -27,6 +31,7 @@ import { DurableTenantStats } from "./session/tenant-stats.ts";
 import { EdgeStore } from "./store/edge.ts";
 import { KvIndex } from "./store/kv.ts";
 import { R2Ledger } from "./store/r2.ts";
+import { R2ExtractionCache } from "./store/r2-extractions.ts";
 
 // Production Workers forbid `new Function`; zod would only probe for it, but the probe is not worth a failure.
 z.config({ jitless: true });
@@ -35,6 +40,7 @@ export interface AppDeps {
   store?: (env: Env, settings: Settings, log: (line: string) => void) => EdgeStore;
   maxBodyBytes?: number;
   log?: (line: string) => void;
+  extract?: Extractor;
 }
 
 /** The production store: session state in the SessionDO, bodies in R2, the index in KV. */
@@ -44,6 +50,7 @@ export function defaultStore(env: Env, settings: Settings, log: (line: string) =
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
     tenants: new DurableTenantStats(env.TENANTS),
+    extractions: new R2ExtractionCache(env.LEDGER),
     log,
   });
 }
@@ -51,6 +58,7 @@ export function defaultStore(env: Env, settings: Settings, log: (line: string) =
 export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   const log = deps.log ?? ((line: string) => console.error(line));
   const makeStore = deps.store ?? defaultStore;
+  const extract = deps.extract ?? extractText;
   const app = new Hono<AppEnv>();
 
   app.onError((err) => errorResponse(toOffloadError(err, log)));
@@ -68,6 +76,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     c.set("tenant", tenant);
     c.set("settings", settings);
     c.set("store", makeStore(c.env, settings, log));
+    c.set("extract", extract);
     await next();
   });
 
@@ -76,5 +85,6 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/v1/sessions", recallRoutes);
   app.route("/v1/sessions", configRoutes);
   app.route("/v1/sessions", memoryRoutes);
+  app.route("/v1/extract", extractRoutes);
   return app;
 }
