@@ -28,7 +28,7 @@ export const RecallResponseSchema = z
   })
   .describe("A recall answer.");
 
-const Tier = z.enum(["hot", "small", "medium", "large"]);
+const Tier = z.enum(["hot", "small", "medium", "large", "attachment"]);
 const Action = z.enum(["kept", "compacted", "offloaded"]);
 
 export const TurnLogSchema = z.object({
@@ -86,6 +86,23 @@ export const SessionResponseSchema = z.object({
   effective_config: OffloadConfigSchema.describe("Defaults ← deployment ← session."),
   totals: SessionTotalsSchema,
   tool_results: z.array(ToolResultSchema),
+  attachments: z
+    .array(
+      z.object({
+        id: z.string().describe("att_…: the block's id (its place and its bytes)."),
+        kind: z.enum(["document", "image"]),
+        action: z.enum(["replaced", "native"]),
+        format: z.string(),
+        bytes: z.int(),
+        arrived: z.int().describe("The turn the block arrived on."),
+        native_tokens: z.int().nullable(),
+        sent_tokens: z.int(),
+        turn: z.int().describe("Turn on which the decision was taken (sticky from then on)."),
+        reason: z.string(),
+        error: z.object({ type: z.string(), reason: z.string().optional(), message: z.string() }).optional(),
+      }),
+    )
+    .describe("Sticky attachment decisions (attachment_policy)."),
   turns: z.array(TurnLogSchema).describe("The last 1,000 turns, oldest first."),
 });
 
@@ -140,6 +157,22 @@ export const SummarySchema = z.object({
   saved_tokens: z.int(),
   saved_usd: z.number().describe("Estimated dollars this request saves against sending every result full."),
   recall_tool: z.enum(["added", "present", "none"]),
+  attachments: z
+    .object({
+      policy: z.enum(["extract", "extract_after_first"]),
+      blocks: z.int(),
+      replaced: z.int(),
+      native: z.int(),
+      failed: z.int().describe("Blocks left native because their extraction failed (why: failures)."),
+      extracted: z.int().describe("Files parsed this turn (not read from the extraction cache)."),
+      native_tokens: z.int().describe("Estimated tokens of the counted blocks sent natively (images ≈ w×h/750, PDFs ≈ 1,600 per page + text)."),
+      sent_tokens: z.int(),
+      saved_tokens: z.int(),
+      saved_usd: z.number(),
+      failures: z.array(z.object({ path: z.string(), type: z.string(), reason: z.string().optional(), message: z.string() })),
+    })
+    .nullable()
+    .describe("The attachment policy's effect on this request (null when attachment_policy is native)."),
   errors: z.array(z.object({ type: z.string(), message: z.string(), tool_use_id: z.string().optional(), mem_id: z.string().optional() })),
   errors_total: z.int(),
 });
