@@ -173,7 +173,7 @@ describe("wrangler dev (production runtime rules)", () => {
   it("serves POST /v1/extract (pdf.js, ZIP and XML code under production rules) and replaces a PDF in a turn", async () => {
     const post = (file: string, query = "", key = KEY) => {
       const f = fixture(file);
-      return fetch(`${base}/v1/extract${query}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": f.media_type, "x-filename": file }, body: f.build() });
+      return fetch(`${base}/v1/extract${query}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": f.media_type, "x-filename": file }, body: f.build() as Uint8Array<ArrayBuffer> });
     };
     const first = await post("multipage.pdf", "?max_pages=2");
     expect(first.status).toBe(200);
@@ -193,7 +193,7 @@ describe("wrangler dev (production runtime rules)", () => {
     expect((await post("table.csv", "", "wrong-key")).status).toBe(401);
 
     const form = new FormData();
-    for (const file of ["text.pdf", "image.webp"]) form.append(file, new File([fixture(file).build()], file, { type: fixture(file).media_type }));
+    for (const file of ["text.pdf", "image.webp"]) form.append(file, new File([fixture(file).build() as Uint8Array<ArrayBuffer>], file, { type: fixture(file).media_type }));
     const many = await fetch(`${base}/v1/extract`, { method: "POST", headers: { authorization: `Bearer ${KEY}` }, body: form });
     expect(((await many.json()) as { results: { ok: boolean }[] }).results.map((r) => r.ok)).toEqual([true, false]);
 
