@@ -4,6 +4,8 @@ import { SELF, createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp, defaultStore, type AppDeps } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
+import type { Extractor } from "../../src/extract/cache.ts";
+import { extractText } from "../../src/extract/extract.ts";
 import { SessionResponseSchema } from "../../src/routes/schemas.ts";
 import { fixture } from "../fixtures/build.ts";
 import { png } from "../fixtures/image-writer.ts";
@@ -109,6 +111,24 @@ describe("attachment policy through POST …/compact", () => {
     // Another tenant has its own cache.
     const other = await SELF.fetch(request(compactPath(sid("att-other")), { body: conversation(doc), config: EXTRACT, key: KEYS.globex }));
     expect(summary(other).attachments).toMatchObject({ replaced: 1, extracted: 1 });
+  });
+
+  it("runs the extractor once per file and tenant: not again next turn, not again in another session", async () => {
+    const calls: string[] = [];
+    const spy: Extractor = async (a, o) => {
+      calls.push("pdf");
+      return extractText(a, o);
+    };
+    const app = createApp({ extract: spy, log: () => {} });
+    const send = (session: string, body: Req) => Promise.resolve(app.fetch(request(compactPath(session), { body, config: EXTRACT }), env, createExecutionContext()));
+    const doc = pdf(2);
+    const session = sid("att-once");
+    await send(session, conversation(doc));
+    const t1 = await send(session, conversation(doc, 1));
+    const t0b = await send(sid("att-once-b"), conversation(doc));
+    expect(calls).toEqual(["pdf"]);
+    expect(summary(t1).attachments).toMatchObject({ replaced: 1, extracted: 0 });
+    expect(summary(t0b).attachments).toMatchObject({ replaced: 1, extracted: 0 });
   });
 
   it("a failed extraction leaves the block native and says why in the summary", async () => {
