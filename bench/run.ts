@@ -20,6 +20,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   memory: () => benchMemory(),
   toolkit: () => script("toolkit.ts"),
   extract: () => script("extract.ts"),
+  attachments: () => script("attachments.ts"),
   replay: () => benchReplay({ markdown: true }),
 };
 

@@ -6,18 +6,22 @@
  * `{"error":{"type","message","path?"}}`.
  *
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
- * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines.
+ * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines,
+ * `extract` replaces the attachment extractor (a test's spy, or an extractor with OCR plugged in).
  */
 import { Hono } from "hono";
 import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
+import type { Extractor } from "./extract/cache.ts";
+import { extractText } from "./extract/extract.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
 import { dashboardRoutes } from "./routes/dashboard.ts";
+import { extractRoutes } from "./routes/extract.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
@@ -30,6 +34,7 @@ import { DurableTenantStats } from "./session/tenant-stats.ts";
 import { EdgeStore } from "./store/edge.ts";
 import { KvIndex } from "./store/kv.ts";
 import { R2Ledger } from "./store/r2.ts";
+import { R2ExtractionCache } from "./store/r2-extractions.ts";
 
 // Production Workers forbid `new Function`; zod would only probe for it, but the probe is not worth a failure.
 z.config({ jitless: true });
@@ -38,6 +43,7 @@ export interface AppDeps {
   store?: (env: Env, settings: Settings, log: (line: string) => void) => EdgeStore;
   maxBodyBytes?: number;
   log?: (line: string) => void;
+  extract?: Extractor;
 }
 
 /** The production store: session state in the SessionDO, bodies in R2, the index in KV. */
@@ -47,6 +53,7 @@ export function defaultStore(env: Env, settings: Settings, log: (line: string) =
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
     tenants: new DurableTenantStats(env.TENANTS),
+    extractions: new R2ExtractionCache(env.LEDGER),
     log,
   });
 }
@@ -54,6 +61,7 @@ export function defaultStore(env: Env, settings: Settings, log: (line: string) =
 export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   const log = deps.log ?? ((line: string) => console.error(line));
   const makeStore = deps.store ?? defaultStore;
+  const extract = deps.extract ?? extractText;
   const app = new Hono<AppEnv>();
 
   app.onError((err) => errorResponse(toOffloadError(err, log)));
@@ -69,6 +77,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     c.set("tenant", tenant);
     c.set("settings", settings);
     c.set("store", makeStore(c.env, settings, log));
+    c.set("extract", extract);
     await next();
   });
 
@@ -79,5 +88,6 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/v1/sessions", memoryRoutes);
   app.route("/v1/sessions", sessionReportRoutes);
   app.route("/v1", tenantReportRoutes);
+  app.route("/v1/extract", extractRoutes);
   return app;
 }

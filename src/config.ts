@@ -44,6 +44,15 @@ const fields = {
       "Shadow mode (needs the umbrella switch): decide, ledger bodies and record every decision as usual, but return the request unchanged (the very same bytes) and declare no recall tool, so a deployment measures what it would save at no risk. Decisions recorded in shadow stay sticky when shadow is turned off.",
     ),
   tool_result_pricing_model: z.string().min(1).nullable().default(null).describe("Price as this model instead of the request's `model` (for proxies with custom model names)."),
+  attachment_policy: z
+    .enum(["native", "extract", "extract_after_first"])
+    .default("native")
+    .describe(
+      'Document and image blocks (Anthropic): "native" sends them as they are; "extract" replaces a document by its extracted text from the turn it arrives; "extract_after_first" sends it natively on that turn and as text from the next. In both extract policies an image becomes a short placeholder once it is no longer hot. Needs the umbrella switch.',
+    ),
+  attachment_image_hot_turns: z.int().min(1).max(1000).default(1).describe("Turns an image stays native, counting the one it arrives on (extract policies)."),
+  attachment_max_pages: z.int().min(1).max(1000).default(100).describe("PDF pages read for a replacement; a longer document stays native (nothing is dropped). Bounds the CPU a turn spends."),
+  attachment_max_chars: z.int().min(1000).max(2_000_000).default(400_000).describe("Longest extracted text that replaces a document; a longer one stays native."),
 };
 
 export const OffloadConfigSchema = z.strictObject(fields);

@@ -4,6 +4,8 @@
  */
 export { compact, splice } from "./core/compact.ts";
 export type { CompactInput, CompactOutput, CompactReport, CompactError, Decision } from "./core/compact.ts";
+export type { AttachmentOptions, AttachmentReport, AttachmentDecision } from "./core/attachments.ts";
+export { imageTokens, documentTokens, NATIVE_ESTIMATE } from "./core/attachment-text.ts";
 export { recall, normalizeJsonPath } from "./core/recall.ts";
 export type { RecallInput, RecallArguments, RecallAnswer, RecallAnswerMode } from "./core/recall.ts";
 export { offloadGate, RECALL_TOKENS_DEFAULT, RECALL_OUTPUT_TOKENS_DEFAULT } from "./core/gate.ts";
@@ -54,6 +56,8 @@ export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./e
 export type { OcrEngine, OcrImage, OcrModelSource, OcrOptions, ModelBucket } from "./extract/ocr.ts";
 export { normalizeAttachment, attachmentDigest, decodeBase64 } from "./extract/input.ts";
 export type { NormalizedAttachment } from "./extract/input.ts";
+export { extractCached, extractionCacheKey, isCacheableFailure } from "./extract/cache.ts";
+export type { CachedExtraction, ExtractionCache, Extractor, CachedExtractInput, CachedExtractOutput } from "./extract/cache.ts";
 export { imageInfo } from "./extract/image.ts";
 export type { ImageInfo } from "./extract/image.ts";
 export { htmlToText } from "./extract/html.ts";

@@ -14,6 +14,7 @@ import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
 import type { AnchorSlot, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./formats/types.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
 import { gateVerdicts, shadowReport } from "./measure.ts";
+import { type AttachmentOptions, type AttachmentReport, AttachmentTurn } from "./attachments.ts";
 import { offloadGate } from "./gate.ts";
 import { type JsonNode, decodeString, getMember, parseJsonSpans, stringLength } from "./json/scan.ts";
 import { DEV_SECRET, bodyDigest, memIdOf } from "./memid.ts";
@@ -36,6 +37,8 @@ export interface CompactInput<R extends string | object> {
   store: OffloadStore;
   /** Deployment secret that keys mem_ids. */
   secret?: string;
+  /** The attachment policy's extractor and OCR (config `attachment_policy`; see attachments.ts). */
+  attachments?: AttachmentOptions;
 }
 
 export interface Decision {
@@ -86,6 +89,8 @@ export interface CompactReport {
   shadow: boolean;
   /** The advancing cache anchor (tool_result_medium_tier "cache_anchor"): whether one was placed, and why. */
   anchor: { placed: boolean; ttl: "5m" | "1h" | null; reason: string } | null;
+  /** Document and image blocks under the attachment policy (null when it is "native"); counted in the totals above. */
+  attachments: AttachmentReport | null;
   errors: CompactError[];
 }
 
@@ -125,7 +130,7 @@ export async function compact<R extends string | object>(input: CompactInput<R>)
   if (typeof raw !== "string") throw new OffloadError("invalid_request", "the request must be a JSON object or its text");
   const root = parseJsonSpans(raw);
   const analysis = adapter.analyze(raw, root);
-  const turn = new Transform({ raw, root, analysis, adapter, config, ref, store: input.store, secret: input.secret ?? DEV_SECRET, offload });
+  const turn = new Transform({ raw, root, analysis, adapter, config, ref, store: input.store, secret: input.secret ?? DEV_SECRET, offload, attachments: input.attachments ?? {} });
   const { edits, decisions, report } = await turn.run(format);
   // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked shadow), but
   // the caller gets its own request back, the very same value, and no recall tool is declared. Decisions taken
@@ -158,6 +163,7 @@ function emptyReport(format: Format, enabled: boolean, offload: boolean): Compac
     recall_tool: "none",
     shadow: false,
     anchor: null,
+    attachments: null,
     errors: [],
   };
 }
@@ -192,6 +198,7 @@ interface TurnContext {
   store: OffloadStore;
   secret: string;
   offload: boolean;
+  attachments: AttachmentOptions;
 }
 
 /** One turn's work; a class only to share the request's context between the steps. */
@@ -211,6 +218,8 @@ class Transform {
   toolDeclared = false;
   loaded: LoadedState = { records: new Map(), recall_declared: false };
   anchor: CompactReport["anchor"] = null;
+  /** Document and image blocks under the attachment policy (inert when it is "native"). */
+  readonly media: AttachmentTurn;
 
   constructor(ctx: TurnContext) {
     this.raw = ctx.raw;
@@ -223,6 +232,7 @@ class Transform {
     this.secret = ctx.secret;
     this.offload = ctx.offload;
     this.price = resolveModel(ctx.config.tool_result_pricing_model ?? ctx.analysis.model);
+    this.media = new AttachmentTurn({ ...ctx, price: this.price, options: ctx.attachments, errors: this.errors });
   }
 
   async run(format: Format): Promise<{ edits: Edit[]; decisions: Decision[]; report: CompactReport }> {
@@ -231,7 +241,7 @@ class Transform {
     const toolNames = this.config.tool_result_offload_adaptive ? [...new Set(sites.map((s) => s.tool_name))] : [];
     let loaded: LoadedState;
     try {
-      loaded = await this.store.load(this.ref, ids, toolNames);
+      loaded = await this.store.load(this.ref, [...ids, ...(await this.media.identify())], toolNames);
       this.loaded = loaded;
     } catch (cause) {
       // Without the sticky decisions any change could contradict an earlier turn: pass the request through.
@@ -268,21 +278,25 @@ class Transform {
       }
     }
 
+    await this.media.decide(loaded.records);
+
     const declare = this.toolDeclared && (this.offload || loaded.recall_declared);
     const toolTokens = declare && !this.analysis.has_recall_tool ? recallToolTokens(format, this.config.tool_result_recall_mode) : 0;
     const log = this.log(sites, outcomes, fresh.length, toolTokens);
     try {
       const decisions = sites.map((s) => outcomes.get(s)!.decision);
-      const result = await this.store.commit(this.ref, { records: fresh.map((f) => f.record), recall_declared: declare, log, decisions });
+      const result = await this.store.commit(this.ref, { records: [...fresh.map((f) => f.record), ...this.media.records()], recall_declared: declare, log, decisions });
       // First writer wins: where a concurrent turn decided a result first, render its decision instead.
       for (const f of fresh) {
         const standing = result.records.get(f.record.tool_use_id);
         if (standing !== undefined && !sameDecision(standing, f.record)) outcomes.set(f.site, await this.replay(f.site, standing));
       }
+      await this.media.settle(result.records);
     } catch (cause) {
       // Unsaved decisions would not be sticky: keep those results full this turn (a later turn decides again).
       this.errors.push({ type: "storage_error", message: `decisions could not be saved; new results kept full (${describe(cause)})` });
       for (const f of fresh) outcomes.set(f.site, this.pending(f.site, false, "kept full: the decision could not be saved"));
+      this.media.unsaved();
     }
 
     const edits: Edit[] = [];
@@ -290,9 +304,10 @@ class Transform {
       const o = outcomes.get(site)!;
       if (o.replacement !== undefined) {
         if (site.content === undefined) continue;
-        edits.push({ start: site.content.start, end: site.content.end, text: this.adapter.renderContent(this.raw, site, o.replacement) });
+        edits.push({ start: site.content.start, end: site.content.end, text: this.adapter.renderContent(this.raw, site, o.replacement, this.media.overridesIn(site.index)) });
       }
     }
+    edits.push(...this.media.edits((i) => outcomes.get(sites[i]!)!.replacement !== undefined && sites[i]!.content !== undefined));
     let recallTool: CompactReport["recall_tool"] = this.analysis.has_recall_tool ? "present" : "none";
     if (declare && !this.analysis.has_recall_tool) {
       edits.push(this.adapter.declareRecallTool(this.raw, this.root, this.config.tool_result_recall_mode));
@@ -300,7 +315,7 @@ class Transform {
     }
     if (this.config.tool_result_medium_tier === "cache_anchor") {
       const anchor = this.placeAnchor(sites, outcomes);
-      if (anchor !== null) edits.push(anchor);
+      if (anchor !== null && !this.media.absorb(anchor)) edits.push(anchor);
     }
     const decisions = sites.map((s) => outcomes.get(s)!.decision);
     return { edits, decisions, report: this.report(format, decisions, fresh.length, recallTool, this.log(sites, outcomes, fresh.length, toolTokens)) };
@@ -639,8 +654,11 @@ class Transform {
         savedUsd += usd(d.tokens - d.sent_tokens, cached ? rates.cache_read : rates.input);
       }
     }
-    const otherTokens = Math.round(Math.max(0, other) / REQUEST_CHARS_PER_TOKEN);
-    return { count, before: otherTokens + full, after: otherTokens + sent, saved_usd: Math.round(savedUsd * 1e9) / 1e9 };
+    // Attachments are counted at their estimated native cost, not as the chars of their base64.
+    const media = this.media.tally();
+    const otherTokens = Math.round(Math.max(0, other - media.outside_chars) / REQUEST_CHARS_PER_TOKEN);
+    savedUsd += media.saved_usd;
+    return { count, before: otherTokens + full + media.native, after: otherTokens + sent + media.sent, saved_usd: Math.round(savedUsd * 1e9) / 1e9 };
   }
 
   report(format: Format, decisions: Decision[], fresh: number, recallTool: CompactReport["recall_tool"], log: TurnLog): CompactReport {
@@ -663,6 +681,7 @@ class Transform {
       recall_tool: recallTool,
       shadow: false,
       anchor: this.anchor,
+      attachments: this.media.report(),
       errors: this.errors,
     };
   }

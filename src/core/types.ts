@@ -10,7 +10,8 @@ export interface SessionRef {
   readonly session: string;
 }
 
-export type Tier = "hot" | "small" | "medium" | "large";
+/** "attachment": a record of the attachment policy (a document or image block), not of a tool result. */
+export type Tier = "hot" | "small" | "medium" | "large" | "attachment";
 export type Action = "kept" | "compacted" | "offloaded";
 
 export interface GateResult {
@@ -67,6 +68,29 @@ export interface ResultRecord {
   turn: number;
   reason: string;
   gate: GateResult | null;
+  /** Set on attachment records (tier "attachment"): what the block was and what it costs natively. */
+  attachment?: AttachmentInfo;
+}
+
+/**
+ * An attachment record is keyed by the block's id (`att_…`, from its place and its bytes), `action` is
+ * "compacted" when the block is replaced and "kept" when it stays native for good (a failed extraction, no
+ * saving); `rendered` holds a short replacement, or `mem_id` names the ledger body holding a long one.
+ */
+export interface AttachmentInfo {
+  kind: "document" | "image";
+  /** Detected format (pdf, png…), or the declared media type when it could not be read. */
+  format: string;
+  bytes: number;
+  /** The turn the block arrived on. */
+  arrived: number;
+  pages?: number;
+  width?: number;
+  height?: number;
+  /** Estimated tokens of the block sent natively (null when it could not be read, e.g. an encrypted PDF). */
+  native_tokens: number | null;
+  /** Why a sticky native decision was taken, when extraction failed. */
+  failed?: { type: string; reason?: string; message: string };
 }
 
 export interface BodyMeta {

@@ -47,9 +47,10 @@ function mapPdfError(error: unknown): ExtractionFailedError {
 
 export async function extractPdf(bytes: Uint8Array, options: ResolvedExtractOptions): Promise<ExtractResult> {
   const { getDocument } = await loadPdfJs();
-  // pdf.js transfers (detaches) the buffer it is given: hand it a copy so the caller's bytes stay intact.
+  // pdf.js transfers (detaches) the buffer it is given: hand it a copy so the caller's bytes stay intact. A
+  // plain Uint8Array: pdf.js refuses a Node Buffer, and a Buffer's slice() is a view, not a copy.
   const task = getDocument({
-    data: bytes.slice(),
+    data: new Uint8Array(bytes),
     // No wasm compiled from bytes, no eval, no font loading: production Workers forbid the first two and
     // text extraction needs none of them.
     useWasm: false,

@@ -49,6 +49,32 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
   return out;
 }
 
+/**
+ * The body as a stream under the same limit, for parsers that read a stream themselves (multipart): the
+ * bytes are never all held here as well. `error()` is the limit's error once the stream was cut off, so the
+ * caller can answer 413 whatever the parser made of the cut.
+ */
+export function limitedBody(request: Request, limit: number): { stream: ReadableStream<Uint8Array>; error(): OffloadError | undefined } {
+  const it = chunks(request, limit);
+  let failure: OffloadError | undefined;
+  const stream = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done, value } = await it.next();
+        if (done) controller.close();
+        else controller.enqueue(value);
+      } catch (e) {
+        if (e instanceof OffloadError) failure = e;
+        controller.error(e);
+      }
+    },
+    async cancel() {
+      await it.return(undefined);
+    },
+  });
+  return { stream, error: () => failure };
+}
+
 /** UTF-8 text exactly as sent (a byte-order mark is kept, not stripped); invalid UTF-8 is a 400. */
 export async function readText(request: Request, limit: number): Promise<string> {
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -2,6 +2,7 @@
 import { type OffloadConfig, type OffloadConfigPatch, parseConfigPatch, resolveConfig } from "../config.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
+import type { Extractor } from "../extract/cache.ts";
 import type { EdgeStore } from "../store/edge.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./body.ts";
 import { parseRetention } from "../session/state.ts";
@@ -19,7 +20,8 @@ export interface Settings {
 
 export type AppEnv = {
   Bindings: Env;
-  Variables: { tenant: string; store: EdgeStore; settings: Settings };
+  /** `extract`: the attachment extractor (extractText unless createApp was given another, e.g. a test's spy). */
+  Variables: { tenant: string; store: EdgeStore; settings: Settings; extract: Extractor };
 };
 
 const CONTROL_BODY_BYTES = 1024 * 1024;

@@ -32,8 +32,32 @@ export interface Summary {
   would_save_tokens: number;
   would_save_usd: number;
   recall_tool: "added" | "present" | "none";
+  /** The attachment policy's effect (null when it is "native"); its tokens and dollars are in the totals above. */
+  attachments: AttachmentSummary | null;
   errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];
   errors_total: number;
+}
+
+export interface AttachmentSummary {
+  policy: string;
+  blocks: number;
+  replaced: number;
+  native: number;
+  failed: number;
+  extracted: number;
+  native_tokens: number;
+  sent_tokens: number;
+  saved_tokens: number;
+  saved_usd: number;
+  /** Why blocks stayed native after a failed extraction (at most 8). */
+  failures: { path: string; type: string; reason?: string; message: string }[];
+}
+
+function attachmentSummary(report: CompactReport["attachments"]): AttachmentSummary | null {
+  if (report === null) return null;
+  const { items, estimate: _estimate, new_decisions: _n, ...counts } = report;
+  const failures = items.flatMap((d) => (d.error === undefined ? [] : [{ path: d.path, type: d.error.type, ...(d.error.reason === undefined ? {} : { reason: d.error.reason }), message: d.error.message.slice(0, 200) }]));
+  return { ...counts, failures: failures.slice(0, MAX_ERRORS) };
 }
 
 export function summaryOf(report: CompactReport, changed: boolean, notes: readonly StoreNote[]): Summary {
@@ -61,6 +85,7 @@ export function summaryOf(report: CompactReport, changed: boolean, notes: readon
     would_save_tokens: shadow ? report.saved_tokens : 0,
     would_save_usd: shadow ? report.saved_usd : 0,
     recall_tool: report.recall_tool,
+    attachments: attachmentSummary(report.attachments),
     errors: all.slice(0, MAX_ERRORS).map((e) => ({ ...e, message: e.message.slice(0, 300) })),
     errors_total: all.length,
   };
@@ -89,6 +114,7 @@ export function passThroughSummary(format: Format): Summary {
     would_save_tokens: 0,
     would_save_usd: 0,
     recall_tool: "none",
+    attachments: null,
     errors: [],
     errors_total: 0,
   };

@@ -51,6 +51,6 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
 
   const secret = secretOf(settings.secret);
   const text = await readText(c.req.raw, settings.maxBodyBytes);
-  const out = await compact({ format, request: text, session: ref, config, store, secret });
+  const out = await compact({ format, request: text, session: ref, config, store, secret, attachments: { extract: c.var.extract } });
   return new Response(out.request, { headers: { ...headers, "x-offload-summary": summaryHeader(summaryOf(out.report, out.changed, store.notes)) } });
 });

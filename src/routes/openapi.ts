@@ -2,11 +2,15 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { OffloadConfigPatchSchema, OffloadConfigSchema } from "../config.ts";
+import { ExtractLimitsSchema } from "../extract/options.ts";
 import type { AppEnv } from "../http/context.ts";
 import pkg from "../../package.json" with { type: "json" };
 import {
   ConfigResponseSchema,
   ErrorSchema,
+  ExtractBatchSchema,
+  ExtractFailureSchema,
+  ExtractSuccessSchema,
   HealthSchema,
   MemorySchema,
   RecallRequestSchema,
@@ -37,6 +41,19 @@ function errors(...statuses: number[]): Record<string, unknown> {
     503: "A storage backend failed; safe to retry.",
   };
   return Object.fromEntries(statuses.map((s) => [String(s), { description: why[s], content: json("Error") }]));
+}
+
+/** The extraction limits as query parameters, from the schema the route validates them with. */
+function extractQuery(): Record<string, unknown>[] {
+  const limits = Object.entries(ExtractLimitsSchema.shape).map(([name, field]) => ({
+    name,
+    in: "query",
+    required: false,
+    description: field.description,
+    schema: schema(field, "input"),
+  }));
+  const onError = { name: "on_error", in: "query", required: false, description: "multipart: warn = one result per file; raise = the first failure as 422.", schema: { type: "string", enum: ["warn", "raise"], default: "warn" } };
+  return [...limits, onError];
 }
 
 const sessionId = { name: "session_id", in: "path", required: true, schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" } };
@@ -71,6 +88,9 @@ function build(): Record<string, unknown> {
         SessionReport: schema(SessionReportSchema, "output"),
         TenantReport: schema(TenantReportSchema, "output"),
         Health: schema(HealthSchema, "output"),
+        ExtractSuccess: schema(ExtractSuccessSchema, "output"),
+        ExtractFailure: schema(ExtractFailureSchema, "output"),
+        ExtractBatch: schema(ExtractBatchSchema, "output"),
         Error: schema(ErrorSchema, "output"),
       },
     },
@@ -172,6 +192,35 @@ function build(): Record<string, unknown> {
             { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 50, default: 20 } },
           ],
           responses: { "200": { description: "A page of session totals and their sums", content: json("TenantReport") }, ...errors(400, 401, 500, 503) },
+        },
+      },
+      "/v1/extract": {
+        post: {
+          summary: "Extract the text of an attachment (cached per tenant by content hash)",
+          description:
+            "Raw body: the file, with its Content-Type and an optional x-filename (percent-encoded if not ASCII). multipart/form-data: several files, one result each. " +
+            "An extraction is cached in the ledger under the file's SHA-256, so the same file is parsed once per tenant (x-extract-cache: hit|miss). " +
+            "CPU: a PDF page costs about 3-6 ms; max_pages bounds a request's work.",
+          parameters: [
+            ...extractQuery(),
+            { name: "x-filename", in: "header", required: false, description: "The file's name (raw body); helps tell generic types apart.", schema: { type: "string" } },
+          ],
+          requestBody: {
+            required: true,
+            content: {
+              "application/octet-stream": { schema: { type: "string", format: "binary" } },
+              "multipart/form-data": { schema: { type: "object", additionalProperties: { type: "string", format: "binary" } } },
+            },
+          },
+          responses: {
+            "200": {
+              description: "The text (raw body), or one result per file (multipart)",
+              headers: { "x-extract-cache": { description: "hit: served from the tenant's cache; miss: parsed now.", schema: { type: "string", enum: ["hit", "miss"] } } },
+              content: { "application/json": { schema: { oneOf: [ref("ExtractSuccess"), ref("ExtractBatch")] } } },
+            },
+            "422": { description: "The file cannot be extracted: send it natively (fallback).", content: json("ExtractFailure") },
+            ...errors(400, 401, 413, 500),
+          },
         },
       },
       "/v1/sessions/{session_id}/memories/{mem_id}": {

@@ -28,7 +28,7 @@ export const RecallResponseSchema = z
   })
   .describe("A recall answer.");
 
-const Tier = z.enum(["hot", "small", "medium", "large"]);
+const Tier = z.enum(["hot", "small", "medium", "large", "attachment"]);
 const Action = z.enum(["kept", "compacted", "offloaded"]);
 
 export const TurnLogSchema = z.object({
@@ -91,6 +91,23 @@ export const SessionResponseSchema = z.object({
   effective_config: OffloadConfigSchema.describe("Defaults ← deployment ← session."),
   totals: SessionTotalsSchema,
   tool_results: z.array(ToolResultSchema),
+  attachments: z
+    .array(
+      z.object({
+        id: z.string().describe("att_…: the block's id (its place and its bytes)."),
+        kind: z.enum(["document", "image"]),
+        action: z.enum(["replaced", "native"]),
+        format: z.string(),
+        bytes: z.int(),
+        arrived: z.int().describe("The turn the block arrived on."),
+        native_tokens: z.int().nullable(),
+        sent_tokens: z.int(),
+        turn: z.int().describe("Turn on which the decision was taken (sticky from then on)."),
+        reason: z.string(),
+        error: z.object({ type: z.string(), reason: z.string().optional(), message: z.string() }).optional(),
+      }),
+    )
+    .describe("Sticky attachment decisions (attachment_policy)."),
   turns: z.array(TurnLogSchema).describe("The last 1,000 turns, oldest first."),
 });
 
@@ -148,6 +165,22 @@ export const SummarySchema = z.object({
   would_save_tokens: z.int().describe("Shadow mode: the tokens offload would have saved (0 otherwise)."),
   would_save_usd: z.number().describe("Shadow mode: the dollars offload would have saved (0 otherwise)."),
   recall_tool: z.enum(["added", "present", "none"]),
+  attachments: z
+    .object({
+      policy: z.enum(["extract", "extract_after_first"]),
+      blocks: z.int(),
+      replaced: z.int(),
+      native: z.int(),
+      failed: z.int().describe("Blocks left native because their extraction failed (why: failures)."),
+      extracted: z.int().describe("Files parsed this turn (not read from the extraction cache)."),
+      native_tokens: z.int().describe("Estimated tokens of the counted blocks sent natively (images ≈ w×h/750, PDFs ≈ 1,600 per page + text)."),
+      sent_tokens: z.int(),
+      saved_tokens: z.int(),
+      saved_usd: z.number(),
+      failures: z.array(z.object({ path: z.string(), type: z.string(), reason: z.string().optional(), message: z.string() })),
+    })
+    .nullable()
+    .describe("The attachment policy's effect on this request (null when attachment_policy is native)."),
   errors: z.array(z.object({ type: z.string(), message: z.string(), tool_use_id: z.string().optional(), mem_id: z.string().optional() })),
   errors_total: z.int(),
 });
@@ -264,3 +297,58 @@ export const TenantReportSchema = z.object({
   cursor: z.string().nullable().describe("Pass as ?cursor= for the next page."),
   consistency: z.literal("eventual").describe("Sessions are listed from KV: one created in the last minute may be missing."),
 });
+
+const ExtractedFormat = z.enum(["pdf", "docx", "xlsx", "text", "csv", "tsv", "json", "html", "markdown", "xml", "png", "jpeg", "gif", "webp", "bmp", "tiff", "heic", "avif"]);
+
+const ExtractCacheFields = {
+  cached: z.boolean().describe("The outcome came from the tenant's extraction cache (keyed by the file's SHA-256): nothing was parsed."),
+  cache_error: z.enum(["read", "write"]).optional().describe("The cache could not be read or written; the outcome is still right (the file was extracted)."),
+};
+
+export const ExtractSuccessSchema = z
+  .object({
+    ok: z.literal(true),
+    format: ExtractedFormat,
+    text: z.string(),
+    pages: z.int().optional().describe("PDF: pages in the document."),
+    pages_extracted: z.int().optional().describe("PDF: pages read (at most max_pages)."),
+    sheets: z.int().optional().describe("XLSX: worksheets in the workbook."),
+    width: z.int().optional(),
+    height: z.int().optional(),
+    truncated: z.boolean().describe("A cap (max_pages, max_chars, max_rows, max_cells, max_sheets) cut the text short."),
+    truncated_by: z.enum(["max_pages", "max_chars", "max_rows", "max_cells", "max_sheets"]).optional(),
+    digest: z.string().describe("SHA-256 of the file's bytes (hex)."),
+    ...ExtractCacheFields,
+  })
+  .describe("The extracted text.");
+
+export const AttachmentErrorBodySchema = z.object({
+  type: z.enum(["unsupported_attachment", "extraction_dependency_missing", "extraction_failed", "internal"]),
+  message: z.string(),
+  format: z.string().optional().describe("What the bytes were detected as (pdf, doc, webp, unknown…)."),
+  reason: z.enum(["corrupt", "encrypted", "empty", "too_large"]).optional().describe("extraction_failed only."),
+  dependency: z.enum(["ocr_engine", "ocr_model", "pdf_engine"]).optional().describe("extraction_dependency_missing only."),
+  index: z.int().optional().describe("Position of the file in a multipart request (on_error=raise)."),
+});
+
+export const ExtractFailureSchema = z
+  .object({
+    ok: z.literal(false),
+    error: AttachmentErrorBodySchema,
+    fallback: z.literal("native").describe("Send the file natively instead."),
+    digest: z.string().nullable().optional(),
+    ...ExtractCacheFields,
+  })
+  .describe("The file could not be extracted: send it natively.");
+
+const BatchItemFields = {
+  index: z.int().describe("Position among the request's files."),
+  field: z.string().describe("The multipart field name."),
+  filename: z.string().optional(),
+};
+
+export const ExtractBatchSchema = z
+  .object({
+    results: z.array(z.union([ExtractSuccessSchema.extend(BatchItemFields), ExtractFailureSchema.extend(BatchItemFields)])),
+  })
+  .describe("One result per file, in order (on_error=warn).");

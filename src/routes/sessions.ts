@@ -18,7 +18,26 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function sessionView(detail: SessionDetail, settings: Settings) {
   const count = { kept: 0, compacted: 0, offloaded: 0 };
   let offloadedChars = 0;
-  const toolResults = detail.records.map((r) => {
+  const attachments = detail.records.flatMap((r) =>
+    r.attachment === undefined
+      ? []
+      : [
+          {
+            id: r.tool_use_id,
+            kind: r.attachment.kind,
+            action: r.action === "kept" ? ("native" as const) : ("replaced" as const),
+            format: r.attachment.format,
+            bytes: r.attachment.bytes,
+            arrived: r.attachment.arrived,
+            native_tokens: r.attachment.native_tokens,
+            sent_tokens: r.action === "kept" ? (r.attachment.native_tokens ?? 0) : r.rendered_tokens,
+            turn: r.turn,
+            reason: r.reason,
+            ...(r.attachment.failed === undefined ? {} : { error: r.attachment.failed }),
+          },
+        ],
+  );
+  const toolResults = detail.records.filter((r) => r.attachment === undefined).map((r) => {
     count[r.action]++;
     if (r.action !== "kept") offloadedChars += r.chars;
     return {
@@ -63,6 +82,7 @@ export function sessionView(detail: SessionDetail, settings: Settings) {
       saved_usd: Math.round(sum((t) => t.saved_usd) * 1e9) / 1e9,
     },
     tool_results: toolResults,
+    attachments,
     turns: detail.turns,
   };
 }

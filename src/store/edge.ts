@@ -11,8 +11,19 @@ import type { OffloadConfigPatch } from "../config.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { OffloadError, isOffloadError } from "../errors.ts";
+import type { CachedExtraction } from "../extract/cache.ts";
 import type { CommitResult, LoadedState, OffloadStore, TurnCommit } from "./port.ts";
-import { type BodyLedgerPort, type IndexPort, type IndexedSession, type SessionDetail, type SessionReportData, type SessionStatePort, type TenantStatsPort, ledgerKey } from "./parts.ts";
+import {
+  type BodyLedgerPort,
+  type ExtractionCachePort,
+  type IndexPort,
+  type IndexedSession,
+  type SessionDetail,
+  type SessionReportData,
+  type SessionStatePort,
+  type TenantStatsPort,
+  ledgerKey,
+} from "./parts.ts";
 
 export interface StoreNote {
   type: "index_error" | "stats_error";
@@ -26,6 +37,8 @@ export interface EdgeStoreParts {
   index: IndexPort;
   /** The tenant's learning statistics (adaptive gate); without it the gate learns from the session alone. */
   tenants?: TenantStatsPort;
+  /** The tenant's extraction cache (attachments); without it every extraction runs. */
+  extractions?: ExtractionCachePort;
   now?: () => number;
   /** Where backend failures are reported for operators (never bodies or keys). */
   log?: (line: string) => void;
@@ -44,6 +57,7 @@ export class EdgeStore implements OffloadStore {
   readonly ledger: BodyLedgerPort;
   readonly index: IndexPort;
   readonly tenants: TenantStatsPort | undefined;
+  readonly extractions: ExtractionCachePort | undefined;
   readonly #now: () => number;
   readonly #log: (line: string) => void;
 
@@ -52,6 +66,7 @@ export class EdgeStore implements OffloadStore {
     this.ledger = parts.ledger;
     this.index = parts.index;
     this.tenants = parts.tenants;
+    this.extractions = parts.extractions;
     this.#now = parts.now ?? Date.now;
     this.#log = parts.log ?? ((line) => console.error(line));
   }
@@ -147,6 +162,19 @@ export class EdgeStore implements OffloadStore {
   async deleteSession(ref: SessionRef): Promise<void> {
     const named = await this.#guard("deleting the session state", () => this.sessions.destroy(ref));
     await this.#guard("deleting the session's bodies", () => purgeBodies(ref, named, this.ledger, this.index));
+  }
+
+  /** A cached extraction of the tenant, or null (also when this store has no cache). */
+  async getExtraction(tenant: string, key: string): Promise<CachedExtraction | null> {
+    const cache = this.extractions;
+    if (cache === undefined) return null;
+    return this.#guard("reading the extraction cache", () => cache.getExtraction(tenant, key));
+  }
+
+  async putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void> {
+    const cache = this.extractions;
+    if (cache === undefined) return;
+    await this.#guard("writing the extraction cache", () => cache.putExtraction(tenant, key, value));
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {

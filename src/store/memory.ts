@@ -3,6 +3,7 @@
  * is written against. Values are cloned on the way in and out, as a serializing store would.
  */
 import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
+import type { CachedExtraction } from "../extract/cache.ts";
 import type { CommitResult, LoadedState, OffloadStore, SessionSummary, ToolStats, TurnCommit } from "./port.ts";
 
 interface SessionData {
@@ -52,6 +53,7 @@ export function medianGap(times: readonly number[]): number | null {
 export class MemoryStore implements OffloadStore {
   readonly #sessions = new Map<string, SessionData>();
   readonly #tenantTools = new Map<string, Map<string, ToolStats>>();
+  readonly #extractions = new Map<string, CachedExtraction>();
   readonly #now: () => number;
 
   constructor(options: MemoryStoreOptions = {}) {
@@ -160,5 +162,14 @@ export class MemoryStore implements OffloadStore {
 
   async deleteSession(ref: SessionRef): Promise<void> {
     this.#sessions.delete(this.#key(ref));
+  }
+
+  async getExtraction(tenant: string, key: string): Promise<CachedExtraction | null> {
+    const hit = this.#extractions.get(JSON.stringify([tenant, key]));
+    return hit === undefined ? null : structuredClone(hit);
+  }
+
+  async putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void> {
+    this.#extractions.set(JSON.stringify([tenant, key]), structuredClone(value));
   }
 }

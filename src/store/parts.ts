@@ -5,11 +5,13 @@
  * - `BodyLedgerPort`: full bodies, one object per mem_id (R2). Strongly consistent: recall reads here.
  * - `IndexPort`: lookups that may lag (KV): mem_id → location and structural index, tenant → sessions.
  *   Nothing may depend on reading a write back; a miss falls back to the session state or the ledger.
+ * - `ExtractionCachePort`: attachment extractions per tenant, keyed by content hash (R2, `extracts/<tenant>/…`).
  * Each port has an in-memory twin and its own contract suite in test/contract; `EdgeStore` composes the
  * three into the core's `OffloadStore`.
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
+import type { ExtractionCache } from "../extract/cache.ts";
 import type { SessionSummary, ToolStats } from "./port.ts";
 
 export interface SessionCommitResult {
@@ -162,6 +164,19 @@ export interface IndexPort {
   /** Removes the session's entry, and any mem_id entries of it that a listing still shows. */
   deleteSession(ref: SessionRef): Promise<void>;
 }
+
+/**
+ * The tenant's extraction cache (src/extract/cache.ts). Keys are content hashes, not session-scoped: entries
+ * outlive sessions (an R2 lifecycle rule on `extracts/` bounds them). Strongly consistent, like the ledger.
+ */
+export type ExtractionCachePort = ExtractionCache;
+
+/** R2 key of a cached extraction: the tenant first; the key is `<sha256>/<format>/<variant>`. */
+export function extractionKey(tenant: string, key: string): string {
+  return `${EXTRACTS_PREFIX}${tenant}/${key}`;
+}
+
+export const EXTRACTS_PREFIX = "extracts/";
 
 /** The ledger key of a body: tenant and session first, so a session's bodies share one listable prefix. */
 export function ledgerKey(ref: SessionRef, memId: string): string {

@@ -13,6 +13,7 @@
  *   recalls.
  */
 import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
+import type { CachedExtraction } from "../extract/cache.ts";
 
 /** Offloads and recalls of one tool's results: what the adaptive gate learns its recall rate from. */
 export interface ToolStats {
@@ -75,4 +76,11 @@ export interface OffloadStore {
   describeSession(ref: SessionRef): Promise<SessionSummary | null>;
   /** Removes the session's state and bodies; deleting an unknown session is not an error. */
   deleteSession(ref: SessionRef): Promise<void>;
+  /**
+   * Optional: the tenant's cache of attachment extractions (src/extract/cache.ts), keyed by content hash, so a
+   * file is extracted once per tenant whatever the session. Not scoped by session and not removed with one.
+   * A store without it makes the attachment policy extract again whenever a decision needs the text.
+   */
+  getExtraction?(tenant: string, key: string): Promise<CachedExtraction | null>;
+  putExtraction?(tenant: string, key: string, value: CachedExtraction): Promise<void>;
 }

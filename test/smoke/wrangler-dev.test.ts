@@ -1,10 +1,12 @@
 /**
  * Starts the real `wrangler dev` (what `npm start` runs) on 127.0.0.1 and talks HTTP to it: compact twice,
- * recall, delete. workerd there applies production's rules (no eval, no `new Function`, no wasm from bytes),
+ * recall, delete; the extraction route (raw, cache hit, 422, multipart) and a turn with a PDF replaced by its
+ * text (pdf.js loaded in the service's own bundle). workerd there applies production's rules (no eval, no `new Function`, no wasm from bytes),
  * which vitest's pool relaxes, so this catches what the workerd tests cannot. Own ports, own state directory,
  * and the whole process group is killed at the end (dev-server.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { fixture } from "../fixtures/build.ts";
 import { type DevServer, startDevServer } from "./dev-server.ts";
 
 const KEY = "sk-smoke-test";
@@ -79,5 +81,44 @@ describe("wrangler dev (production runtime rules)", () => {
     expect((await fetch(`${base}/v1/sessions/${session}`, { method: "DELETE", headers: HEADERS })).status).toBe(204);
     expect((await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })).status).toBe(404);
     expect(server!.output()).not.toContain(KEY);
+  });
+
+  it("serves POST /v1/extract (pdf.js, ZIP and XML code under production rules) and replaces a PDF in a turn", async () => {
+    const post = (file: string, query = "", key = KEY) => {
+      const f = fixture(file);
+      return fetch(`${base}/v1/extract${query}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": f.media_type, "x-filename": file }, body: f.build() as Uint8Array<ArrayBuffer> });
+    };
+    const first = await post("multipage.pdf", "?max_pages=2");
+    expect(first.status).toBe(200);
+    expect(first.headers.get("x-extract-cache")).toBe("miss");
+    const body = (await first.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ ok: true, format: "pdf", pages: 5, pages_extracted: 2, truncated: true, cached: false });
+    expect(body.text).toContain("Body text of page 2.");
+    const again = await post("multipage.pdf", "?max_pages=2");
+    expect(again.headers.get("x-extract-cache")).toBe("hit");
+    expect(await again.json()).toEqual({ ...body, cached: true });
+
+    const enc = await post("encrypted.pdf");
+    expect(enc.status).toBe(422);
+    expect(await enc.json()).toMatchObject({ ok: false, error: { type: "extraction_failed", reason: "encrypted", format: "pdf" }, fallback: "native" });
+    expect((await post("report.docx")).status).toBe(200);
+    expect(((await (await post("workbook.xlsx")).json()) as { text: string }).text).toContain("# Sheet: Second");
+    expect((await post("table.csv", "", "wrong-key")).status).toBe(401);
+
+    const form = new FormData();
+    for (const file of ["text.pdf", "image.webp"]) form.append(file, new File([fixture(file).build() as Uint8Array<ArrayBuffer>], file, { type: fixture(file).media_type }));
+    const many = await fetch(`${base}/v1/extract`, { method: "POST", headers: { authorization: `Bearer ${KEY}` }, body: form });
+    expect(((await many.json()) as { results: { ok: boolean }[] }).results.map((r) => r.ok)).toEqual([true, false]);
+
+    const pdf = Buffer.from(fixture("multipage.pdf").build()).toString("base64");
+    const turn = {
+      model: "claude-opus-4-5",
+      max_tokens: 256,
+      messages: [{ role: "user", content: [{ type: "text", text: "Summarise." }, { type: "document", source: { type: "base64", media_type: "application/pdf", data: pdf } }] }],
+    };
+    const config = JSON.stringify({ tool_result_compaction_enabled: true, attachment_policy: "extract" });
+    const res = await fetch(`${base}/v1/sessions/smoke-att-${Date.now().toString(36)}/compact`, { method: "POST", headers: { ...HEADERS, "x-offload-config": config }, body: JSON.stringify(turn) });
+    expect(JSON.parse(res.headers.get("x-offload-summary")!)).toMatchObject({ attachments: { replaced: 1, failed: 0 } });
+    expect(await res.text()).toContain("Body text of page 5.");
   });
 });

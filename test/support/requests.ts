@@ -76,7 +76,7 @@ export function untouchableStore(): OffloadStore & { calls: string[] } {
 /** Wrap a store so chosen methods fail (storage fault injection). */
 export function faultyStore(inner: OffloadStore, failing: Partial<Record<keyof OffloadStore, boolean>>): OffloadStore {
   const wrap = <K extends keyof OffloadStore>(name: K): OffloadStore[K] =>
-    (failing[name] ? async () => Promise.reject(new Error(`injected ${name} fault`)) : inner[name].bind(inner)) as OffloadStore[K];
+    (failing[name] ? async () => Promise.reject(new Error(`injected ${name} fault`)) : (inner[name] as (...args: never[]) => unknown).bind(inner)) as OffloadStore[K];
   return {
     load: wrap("load"),
     commit: wrap("commit"),
@@ -85,6 +85,7 @@ export function faultyStore(inner: OffloadStore, failing: Partial<Record<keyof O
     noteRecall: wrap("noteRecall"),
     describeSession: wrap("describeSession"),
     deleteSession: wrap("deleteSession"),
+    ...(inner.getExtraction === undefined ? {} : { getExtraction: wrap("getExtraction"), putExtraction: wrap("putExtraction") }),
   };
 }
 

@@ -10,6 +10,9 @@ import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
 import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
+import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
+import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
 
 const quiet = () => {};
 
@@ -17,6 +20,9 @@ runSessionStateContract("MemorySessionState", () => new MemorySessionState());
 runTenantStatsContract("MemoryTenantStats", () => new MemoryTenantStats());
 runLedgerContract("MemoryLedger", () => new MemoryLedger());
 runIndexContract("MemoryIndex", () => new MemoryIndex());
+runExtractionCacheContract("MemoryExtractionCache", () => new MemoryExtractionCache());
+runExtractionCacheContract("MemoryStore", () => new MemoryStore());
+runExtractionCacheContract("EdgeStore over the in-memory twins", () => new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), extractions: new MemoryExtractionCache(), log: quiet }));
 runStoreContract("EdgeStore over the in-memory twins", () => new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), tenants: new MemoryTenantStats(), log: quiet }));
 // KV may not show a write for about a minute: nothing in the store may depend on reading one back.
 runStoreContract("EdgeStore with an index that never shows a write", () => new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex({ lagging: true }), tenants: new MemoryTenantStats(), log: quiet }));
@@ -99,5 +105,22 @@ describe("EdgeStore", () => {
     await first.deleteSession(ref);
     expect(ledger.size).toBe(0);
     expect(index.keys()).toEqual([]);
+  });
+});
+
+describe("EdgeStore's extraction cache", () => {
+  it("without a cache part: every lookup misses and a write is a no-op", async () => {
+    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), log: quiet });
+    await store.putExtraction("t", "k", { ok: true, result: { text: "x", format: "text", truncated: false } });
+    expect(await store.getExtraction("t", "k")).toBeNull();
+  });
+
+  it("a failing cache is a storage_error, logged without internals", async () => {
+    const lines: string[] = [];
+    const broken = { getExtraction: async () => Promise.reject(new Error("R2 down")), putExtraction: async () => Promise.reject(new Error("R2 down")) };
+    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), extractions: broken, log: (l) => lines.push(l) });
+    await expect(store.getExtraction("t", "k")).rejects.toMatchObject({ type: "storage_error", message: "reading the extraction cache failed" });
+    await expect(store.putExtraction("t", "k", { ok: true, result: { text: "x", format: "text", truncated: false } })).rejects.toMatchObject({ type: "storage_error" });
+    expect(lines).toHaveLength(2);
   });
 });

@@ -23,6 +23,14 @@ describe("PDF extraction", () => {
     });
   });
 
+  it("reads a Node Buffer (what fs.readFile gives) and leaves it intact", async () => {
+    const bytes = Buffer.from(textPdf([["From a Buffer"]]));
+    const before = Buffer.from(bytes);
+    const r = await extractText(pdf(bytes));
+    expect(r.text).toBe("From a Buffer");
+    expect(bytes.equals(before)).toBe(true);
+  });
+
   it("separates pages by a blank line and reads them all under the page cap", async () => {
     const r = await extractText(loadFixture("multipage.pdf"));
     expect(r.pages).toBe(5);

@@ -11,9 +11,13 @@ import { runLedgerContract } from "../contract/ledger.contract.ts";
 import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
+import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
+import { R2ExtractionCache } from "../../src/store/r2-extractions.ts";
 
 runSessionStateContract("SessionDO (SQLite)", () => new DurableSessionState(env.SESSIONS));
 runTenantStatsContract("TenantDO (SQLite)", () => new DurableTenantStats(env.TENANTS));
 runLedgerContract("R2Ledger", () => new R2Ledger(env.LEDGER));
 runIndexContract("KvIndex", () => new KvIndex(env.INDEX));
+runExtractionCacheContract("R2ExtractionCache", () => new R2ExtractionCache(env.LEDGER));
+runExtractionCacheContract("EdgeStore (R2 extraction cache)", () => defaultStore(env, settingsOf(env), () => {}));
 runStoreContract("EdgeStore (SessionDO + R2 + KV)", () => defaultStore(env, settingsOf(env), () => {}));

@@ -6,9 +6,10 @@
  */
 import type { RecallMode } from "../../config.ts";
 import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember } from "../json/scan.ts";
+import { attachmentIdIn } from "../attachment-text.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { type Path, appendTool, expectObject, renderTextContent, shapeError, stringMember } from "./shape.ts";
-import type { AnchorSlot, Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { AnchorSlot, Breakpoint, Edit, FormatAdapter, MediaSite, ReplacedMediaSite, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 function ttlOf(raw: string, marker: JsonNode, path: Path): "5m" | "1h" {
   const obj = expectObject(marker, path, "cache_control");
@@ -57,6 +58,10 @@ export const anthropicAdapter: FormatAdapter = {
     }
 
     const sites: ToolResultSite[] = [];
+    // Document and image blocks (user messages and tool results) for the attachment policy, and the
+    // replacements of earlier turns the client sent back.
+    const media: MediaSite[] = [];
+    const replaced: ReplacedMediaSite[] = [];
     // tool_use id → [name, input] for the previous assistant message only (results answer the message before).
     let calls = new Map<string, { name: string; input: JsonNode | undefined }>();
     let assistantTurns = 0;
@@ -91,7 +96,7 @@ export const anthropicAdapter: FormatAdapter = {
             calls.delete(id); // a second result for the same call is as invalid as an unpaired one
             const isError = getMember(obj, "is_error");
             if (isError !== undefined && isError.kind !== "true" && isError.kind !== "false") shapeError('"is_error" must be a boolean', [...bpath, "is_error"]);
-            const site = resultSite(raw, obj, bpath, sites.length, id, call, m, m < lastAssistant, messagesBase + block.start);
+            const site = resultSite(raw, obj, bpath, sites.length, id, call, m, m < lastAssistant, messagesBase + block.start, { media, replaced, turn: assistantTurns, base: messagesBase });
             if (site.content?.kind === "array") {
               site.content.items.forEach((item, i) => {
                 const inner = getMember(item as JsonObject, "cache_control");
@@ -99,6 +104,12 @@ export const anthropicAdapter: FormatAdapter = {
               });
             }
             sites.push(site);
+          } else if (role === "user" && (type === "document" || type === "image")) {
+            media.push(mediaSite(raw, obj, type, formatPath(bpath), `m${m}.b${b}`, { message_index: m, turn: assistantTurns, settled: m < lastAssistant, position: messagesBase + block.start }));
+          } else if (role === "user" && type === "text") {
+            const text = getMember(obj, "text");
+            const id = text?.kind === "string" ? attachmentIdIn(raw, text) : null;
+            if (id !== null) replaced.push({ id, path: formatPath(bpath), position: messagesBase + block.start, start: block.start, end: block.end });
           }
         });
       }
@@ -123,6 +134,8 @@ export const anthropicAdapter: FormatAdapter = {
       auto_cache: auto !== undefined && auto.kind !== "null",
       last_message_position: lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
       anchor_slots: anchorSlots,
+      media,
+      replaced_media: replaced,
     };
   },
 
@@ -135,9 +148,14 @@ export const anthropicAdapter: FormatAdapter = {
     return { start: slot.insert_at, end: slot.insert_at, text: `,${marker}` };
   },
 
-  renderContent(raw: string, site: ToolResultSite, text: string): string {
-    // Media blocks stay in place; the text blocks collapse into one carrying the last one's cache_control.
-    return renderTextContent(raw, site.content, text, "text", "cache_control");
+  renderContent(raw: string, site: ToolResultSite, text: string, media?: ReadonlyMap<number, string>): string {
+    // Media blocks stay in place (or take their attachment replacement), as do replacements of earlier turns;
+    // the text blocks collapse into one carrying the last one's cache_control.
+    return renderTextContent(raw, site.content, text, "text", "cache_control", { overrides: media, keepText: (block) => isReplacement(raw, block) });
+  },
+
+  renderMedia(_raw: string, site: MediaSite, text: string): string {
+    return `{"type":"text","text":${JSON.stringify(text)}${site.cache_control === undefined ? "" : `,"cache_control":${site.cache_control}`}}`;
   },
 
   declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
@@ -172,6 +190,54 @@ function anchorSlotsOf(raw: string, messages: JsonArray, base: number, sites: re
   return slots;
 }
 
+/** A text block that replaced an attachment (its marker names the record): not the tool's own text. */
+function isReplacement(raw: string, block: JsonObject): boolean {
+  const text = getMember(block, "text");
+  return text?.kind === "string" && attachmentIdIn(raw, text) !== null;
+}
+
+interface MediaPlace {
+  message_index: number;
+  turn: number;
+  settled: boolean;
+  position: number;
+  result?: number;
+}
+
+/** A document/image block as the attachment policy sees it. Never throws: a malformed block is left alone. */
+function mediaSite(raw: string, block: JsonObject, kind: "document" | "image", path: string, locator: string, place: MediaPlace): MediaSite {
+  const source = getMember(block, "source");
+  let sourceType = "invalid";
+  let mediaType: string | undefined;
+  let data: JsonString | undefined;
+  if (source?.kind === "object") {
+    const t = getMember(source, "type");
+    if (t?.kind === "string") sourceType = decodeString(raw, t);
+    const mt = getMember(source, "media_type");
+    if (mt?.kind === "string") mediaType = decodeString(raw, mt);
+    const d = getMember(source, "data");
+    if (d?.kind === "string") data = d;
+  }
+  const title = getMember(block, "title");
+  const citations = getMember(block, "citations");
+  const enabled = citations?.kind === "object" ? getMember(citations, "enabled") : undefined;
+  const cc = getMember(block, "cache_control");
+  return {
+    kind,
+    path,
+    locator,
+    ...place,
+    start: block.start,
+    end: block.end,
+    source_type: sourceType,
+    ...(mediaType === undefined ? {} : { media_type: mediaType }),
+    ...(data === undefined ? {} : { data }),
+    ...(title?.kind === "string" ? { title: decodeString(raw, title) } : {}),
+    citations: enabled?.kind === "true",
+    ...(cc === undefined || cc.kind === "null" ? {} : { cache_control: raw.slice(cc.start, cc.end) }),
+  };
+}
+
 function lastIndexOfRole(raw: string, messages: JsonArray): number {
   for (let i = messages.items.length - 1; i >= 0; i--) {
     const msg = messages.items[i];
@@ -192,10 +258,13 @@ function resultSite(
   messageIndex: number,
   settled: boolean,
   position: number,
+  collect: { media: MediaSite[]; replaced: ReplacedMediaSite[]; turn: number; base: number },
 ): ToolResultSite {
   const content = getMember(block, "content");
   const texts: JsonString[] = [];
   let hasMedia = false;
+  // Media blocks and attachment replacements are counted together: a replacement takes its block's place.
+  let ordinal = 0;
   if (content !== undefined) {
     if (content.kind === "string") texts.push(content);
     else if (content.kind === "array") {
@@ -206,8 +275,22 @@ function resultSite(
         if (type === "text") {
           const text = getMember(obj, "text");
           if (text?.kind !== "string") shapeError('a text block needs a string "text"', [...ipath, "text"]);
-          texts.push(text);
-        } else hasMedia = true; // image, document, search_result…: kept in place, never measured
+          const replacedId = attachmentIdIn(raw, text);
+          if (replacedId === null) texts.push(text);
+          else {
+            // An attachment's replacement from an earlier turn: media, not the tool's text (invariant 10).
+            hasMedia = true;
+            collect.replaced.push({ id: replacedId, path: formatPath(ipath), position: collect.base + item.start, start: item.start, end: item.end, result: index });
+            ordinal++;
+          }
+        } else {
+          hasMedia = true; // image, document, search_result…: kept in place, never measured
+          if (type === "image" || type === "document") {
+            const place = { message_index: messageIndex, turn: collect.turn, settled, position: collect.base + item.start, result: index };
+            collect.media.push(mediaSite(raw, obj, type, formatPath(ipath), `r${id}.${ordinal}`, place));
+          }
+          ordinal++;
+        }
       });
     } else if (content.kind !== "null") shapeError('tool_result "content" must be a string or an array of blocks', [...path, "content"]);
   }

@@ -70,20 +70,27 @@ export function resultTexts(raw: string, content: JsonNode, path: Path, textType
  * the text parts collapse into one at the first one's place (media parts stay where they are), carrying the
  * last text part's cache marker (`markerKey`) so a client's breakpoint is not lost.
  */
-export function renderTextContent(raw: string, content: JsonNode | undefined, text: string, textType: string, markerKey: string): string {
+export interface RenderExtras {
+  /** Replacement bytes for other parts, by their start offset (attachment replacements). */
+  overrides?: ReadonlyMap<number, string> | undefined;
+  /** Text parts that are not the tool's own text and stay in place (earlier attachment replacements). */
+  keepText?: (part: JsonObject) => boolean;
+}
+
+export function renderTextContent(raw: string, content: JsonNode | undefined, text: string, textType: string, markerKey: string, extras: RenderExtras = {}): string {
   if (content === undefined || content.kind !== "array") return JSON.stringify(text);
   const parts: string[] = [];
   let placed = false;
   let marker: string | undefined;
   for (const part of content.items) {
-    if (part.kind === "object" && typeOf(raw, part) === textType) {
+    if (part.kind === "object" && typeOf(raw, part) === textType && extras.keepText?.(part) !== true) {
       const m = getMember(part, markerKey);
       if (m !== undefined) marker = raw.slice(m.start, m.end);
       if (!placed) {
         parts.push("");
         placed = true;
       }
-    } else parts.push(raw.slice(part.start, part.end));
+    } else parts.push(extras.overrides?.get(part.start) ?? raw.slice(part.start, part.end));
   }
   const textPart = `{"type":${JSON.stringify(textType)},"text":${JSON.stringify(text)}${marker === undefined ? "" : `,${JSON.stringify(markerKey)}:${marker}`}}`;
   const at = parts.indexOf("");

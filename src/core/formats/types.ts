@@ -34,6 +34,52 @@ export interface ToolResultSite {
   position: number;
 }
 
+/** A document or image block the attachment policy may replace: in a user message, or inside a tool result. */
+export interface MediaSite {
+  kind: "document" | "image";
+  /** Where it is, for reports: `messages[3].content[1]`, `messages[2].content[0].content[1]`. */
+  path: string;
+  /**
+   * Its place, stable across turns whichever history the client sends back: `m<message>.b<block>` in a user
+   * message, `r<tool_use_id>.<n>` for the n-th media block of a tool result (a stubbed result collapses its
+   * text blocks, never its media blocks, so block indexes there are not stable but this ordinal is).
+   */
+  locator: string;
+  message_index: number;
+  /** The block's span in the raw text: what a replacement rewrites. */
+  start: number;
+  end: number;
+  /** Index (ToolResultSite.index) of the tool result that holds it. */
+  result?: number;
+  /** Assistant messages before it: the turn it arrived on (the report's `turn` of the request that brought it). */
+  turn: number;
+  /** A later assistant message exists: the model has answered after seeing it. */
+  settled: boolean;
+  /** Offset in prompt order (for pricing against the cache breakpoints). */
+  position: number;
+  /** `base64`, `text`, `url`, `file`, … or "invalid" when the block has no usable source. */
+  source_type: string;
+  media_type?: string;
+  /** The source's data string (base64 or text): what the block's id is hashed from. */
+  data?: JsonString;
+  title?: string;
+  /** Citations are enabled on the document: its text must stay a document for them to work. */
+  citations: boolean;
+  /** The block's own cache_control value (raw JSON), carried over to its replacement. */
+  cache_control?: string;
+}
+
+/** A text block this project rendered for an attachment on an earlier turn (the client sent it back). */
+export interface ReplacedMediaSite {
+  /** The id in its marker (`att_…`). */
+  id: string;
+  path: string;
+  position: number;
+  start: number;
+  end: number;
+  result?: number;
+}
+
 export interface Breakpoint {
   /** Prompt-order offset of the end of the cached block. */
   position: number;
@@ -77,6 +123,10 @@ export interface RequestAnalysis {
   last_message_position: number;
   /** Where an anchor could go (formats with explicit breakpoints only); empty when none can. */
   anchor_slots: AnchorSlot[];
+  /** Document and image blocks, in request order (formats with media blocks only). */
+  media?: MediaSite[];
+  /** Attachment replacements sent back by the client (counted in the report, never edited). */
+  replaced_media?: ReplacedMediaSite[];
 }
 
 export interface Edit {
@@ -88,8 +138,13 @@ export interface Edit {
 export interface FormatAdapter {
   readonly format: string;
   analyze(raw: string, root: JsonNode): RequestAnalysis;
-  /** The JSON text that replaces `site.content` so the result reads `text` (media blocks kept in place). */
-  renderContent(raw: string, site: ToolResultSite, text: string): string;
+  /**
+   * The JSON text that replaces `site.content` so the result reads `text` (media blocks kept in place, or
+   * replaced by `media[block start]` when the attachment policy replaces them this turn).
+   */
+  renderContent(raw: string, site: ToolResultSite, text: string, media?: ReadonlyMap<number, string>): string;
+  /** The JSON block that replaces a media block by `text` (keeping the block's cache_control). */
+  renderMedia?(raw: string, site: MediaSite, text: string): string;
   /** The edit that declares the recall tool at the end of `tools`. */
   declareRecallTool(raw: string, root: JsonNode, mode: RecallMode): Edit;
   /** The edit that puts a cache breakpoint on `slot` (formats with explicit breakpoints). */

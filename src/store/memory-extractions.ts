@@ -1,0 +1,21 @@
+/** The in-memory twin of the R2 extraction cache (values cloned in and out, as a serializing store would). */
+import type { CachedExtraction } from "../extract/cache.ts";
+import { type ExtractionCachePort, extractionKey } from "./parts.ts";
+
+export class MemoryExtractionCache implements ExtractionCachePort {
+  readonly #entries = new Map<string, CachedExtraction>();
+
+  async getExtraction(tenant: string, key: string): Promise<CachedExtraction | null> {
+    const hit = this.#entries.get(extractionKey(tenant, key));
+    return hit === undefined ? null : structuredClone(hit);
+  }
+
+  async putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void> {
+    this.#entries.set(extractionKey(tenant, key), structuredClone(value));
+  }
+
+  /** Number of cached extractions (tests). */
+  get size(): number {
+    return this.#entries.size;
+  }
+}
