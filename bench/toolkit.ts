@@ -176,3 +176,31 @@ for (const { id } of MODELS) {
 }
 
 if (process.argv.includes("--json")) console.log(JSON.stringify({ rows: ROWS, turns: TURNS, dump_tokens: dumpTokens, page_tokens: pageTokens, results }, null, 2));
+
+// Cross-check with the cost replay (src/replay): the same two sessions as real messages, priced by the replay's
+// own cache simulation, also under edge-offload (whose first-delivery row is what offload can do about a dump).
+{
+  const { replay } = await import("../src/replay/run.ts");
+  const { policyByName } = await import("../src/replay/policies/index.ts");
+  const filler = (n: number) => "x ".repeat(n * 2).trim(); // ~n tokens of prose-like text
+  const asSession = (id: string, toolName: string, results: string[]): import("../src/replay/types.ts").ReplaySession => {
+    const messages: import("../src/replay/types.ts").Message[] = [{ role: "user", content: `Find a good desk lamp. ${filler(USER_TOKENS)}` }];
+    results.forEach((content, i) => {
+      messages.push({ role: "assistant", content: [{ type: "tool_use", id: `${id}_${i}`, name: toolName, input: { query: "", offset: i * 20 } }] });
+      messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `${id}_${i}`, content }] });
+    });
+    messages.push({ role: "assistant", content: [{ type: "text", text: filler(ANSWER_TOKENS) }] });
+    for (let t = 0; t < TURNS; t++) messages.push({ role: "user", content: filler(USER_TOKENS) }, { role: "assistant", content: [{ type: "text", text: filler(ANSWER_TOKENS) }] });
+    return { id, system: filler(SYSTEM_TOKENS), messages, calls: messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])) };
+  };
+  const sessions = { dump: asSession("dump", "list_products", [dumpAnswer.content]), paged: asSession("paged", "search_products", pageAnswers.map((a) => a.content)) };
+  console.log(`\nCross-check with the replay (src/replay, its own cache simulation), Sonnet 4.6:`);
+  console.log(`${pad("session", 10)}${pad("client", 10)}${lpad("none", 11)}${lpad("edge-offload", 14)}${lpad("+first-delivery", 17)}${lpad("prompt tokens", 15)}`);
+  for (const client of ["cached", "uncached"] as const) {
+    for (const [name, s] of Object.entries(sessions)) {
+      const r = await replay([s], { model: "claude-sonnet-4-6", client, policies: ["none", "edge-offload", "edge-offload+first-delivery"].map((n) => policyByName(n)!) });
+      const [none, ours, first] = r.policies;
+      console.log(`${pad(name, 10)}${pad(client, 10)}${lpad(money(none!.total_usd), 11)}${lpad(money(ours!.total_usd), 14)}${lpad(money(first!.total_usd), 17)}${lpad(formatInt(none!.prompt_tokens), 15)}`);
+    }
+  }
+}
