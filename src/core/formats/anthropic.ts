@@ -8,7 +8,7 @@ import type { RecallMode } from "../../config.ts";
 import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { attachmentIdIn } from "../attachment-text.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { type Path, appendTool, expectObject, renderTextContent, shapeError, stringMember } from "./shape.ts";
+import { type Path, appendTool, lastAssistantIndex, expectObject, renderTextContent, shapeError, stringMember } from "./shape.ts";
 import type { AnchorSlot, Breakpoint, Edit, FormatAdapter, MediaSite, ReplacedMediaSite, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 function ttlOf(raw: string, marker: JsonNode, path: Path): "5m" | "1h" {
@@ -65,7 +65,7 @@ export const anthropicAdapter: FormatAdapter = {
     // tool_use id → [name, input] for the previous assistant message only (results answer the message before).
     let calls = new Map<string, { name: string; input: JsonNode | undefined }>();
     let assistantTurns = 0;
-    const lastAssistant = lastIndexOfRole(raw, messages);
+    const lastAssistant = lastAssistantIndex(raw, messages);
 
     messages.items.forEach((message, m) => {
       const path: Path = ["messages", m];
@@ -236,16 +236,6 @@ function mediaSite(raw: string, block: JsonObject, kind: "document" | "image", p
     citations: enabled?.kind === "true",
     ...(cc === undefined || cc.kind === "null" ? {} : { cache_control: raw.slice(cc.start, cc.end) }),
   };
-}
-
-function lastIndexOfRole(raw: string, messages: JsonArray): number {
-  for (let i = messages.items.length - 1; i >= 0; i--) {
-    const msg = messages.items[i];
-    if (msg?.kind !== "object") continue;
-    const role = getMember(msg, "role");
-    if (role?.kind === "string" && decodeString(raw, role) === "assistant") return i;
-  }
-  return -1;
 }
 
 function resultSite(

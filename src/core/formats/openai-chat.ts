@@ -12,7 +12,7 @@ import type { RecallMode } from "../../config.ts";
 import { type JsonArray, type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { cacheOptionsOf, openaiCaching, partBreakpoint } from "./openai-cache.ts";
-import { type Path, appendTool, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf } from "./shape.ts";
+import { type Path, appendTool, lastAssistantIndex, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf } from "./shape.ts";
 import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 interface Call {
@@ -62,7 +62,7 @@ export const openaiChatAdapter: FormatAdapter = {
     let assistantTurns = 0;
     let lastRunStart = -1;
     let previousRole = "";
-    const lastAssistant = lastIndexOfRole(raw, messages);
+    const lastAssistant = lastAssistantIndex(raw, messages);
 
     messages.items.forEach((message, m) => {
       const path: Path = ["messages", m];
@@ -164,12 +164,3 @@ function callsOf(raw: string, msg: JsonObject, path: Path): Map<string, Call> {
   return calls;
 }
 
-function lastIndexOfRole(raw: string, messages: JsonArray): number {
-  for (let i = messages.items.length - 1; i >= 0; i--) {
-    const msg = messages.items[i];
-    if (msg?.kind !== "object") continue;
-    const role = getMember(msg, "role");
-    if (role?.kind === "string" && decodeString(raw, role) === "assistant") return i;
-  }
-  return -1;
-}

@@ -125,3 +125,14 @@ export function appendTool(root: JsonObject, tool: string): { start: number; end
   const at = root.end - 1;
   return { start: at, end: at, text: `${root.keys.length > 0 ? "," : ""}"tools":[${tool}]` };
 }
+
+/** Index of the last assistant message (results before it are settled), or -1. */
+export function lastAssistantIndex(raw: string, messages: JsonArray): number {
+  for (let i = messages.items.length - 1; i >= 0; i--) {
+    const msg = messages.items[i];
+    if (msg?.kind !== "object") continue;
+    const role = getMember(msg, "role");
+    if (role?.kind === "string" && decodeString(raw, role) === "assistant") return i;
+  }
+  return -1;
+}
