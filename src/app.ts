@@ -5,7 +5,8 @@
  * `{"error":{"type","message","path?"}}`.
  *
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
- * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines.
+ * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines,
+ * `fetch` makes the proxy routes' provider calls.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -19,6 +20,7 @@ import { configRoutes } from "./routes/config.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
+import { proxyRoutes } from "./routes/proxy.ts";
 import { recallRoutes } from "./routes/recall.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { DurableSessionState } from "./session/durable.ts";
@@ -35,6 +37,8 @@ export interface AppDeps {
   store?: (env: Env, settings: Settings, log: (line: string) => void) => EdgeStore;
   maxBodyBytes?: number;
   log?: (line: string) => void;
+  /** The proxy routes' provider calls (default: the runtime's fetch). */
+  fetch?: typeof fetch;
 }
 
 /** The production store: session state in the SessionDO, bodies in R2, the index in KV. */
@@ -58,6 +62,8 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
 
   app.route("/", healthRoutes);
   app.route("/", openApiRoutes);
+  // The proxy authenticates with x-offload-key: Authorization belongs to the provider and travels on untouched.
+  app.route("/", proxyRoutes({ store: makeStore, log, ...(deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes }), ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }) }));
 
   app.use("/v1/*", async (c, next) => {
     const keys = await parseApiKeys(c.env.OFFLOAD_API_KEYS, log);

@@ -98,4 +98,16 @@ export interface TurnLog {
   tokens_after: number;
   saved_usd: number;
   errors: number;
+  /** Set by the proxy routes once the provider has answered: recall hops it ran for this call. */
+  proxy?: ProxyTurnNote;
+}
+
+/** What the proxy adds to a turn's log line: the extra provider calls it made to answer recalls. */
+export interface ProxyTurnNote {
+  /** Extra provider calls (0: the first answer needed no recall). */
+  hops: number;
+  /** recall_tool_result calls the proxy executed (in hops and in mixed answers). */
+  recalls: number;
+  /** The hop limit stopped the loop while the model still asked for recalls. */
+  exhausted: boolean;
 }

@@ -42,6 +42,10 @@ export const TurnLogSchema = z.object({
   tokens_after: z.int().describe("Estimated prompt tokens as returned."),
   saved_usd: z.number(),
   errors: z.int(),
+  proxy: z
+    .object({ hops: z.int(), recalls: z.int(), exhausted: z.boolean() })
+    .optional()
+    .describe("Proxied calls with recalls: the extra provider calls (hops) and the recalls the proxy ran."),
 });
 
 export const ToolResultSchema = z.object({
@@ -73,6 +77,7 @@ export const SessionTotalsSchema = z.object({
   tokens_after: z.int().describe("Sum over logged turns."),
   saved_tokens: z.int(),
   saved_usd: z.number(),
+  proxy_hops: z.int().describe("Extra provider calls the proxy made to answer recalls, over logged turns."),
 });
 
 export const SessionResponseSchema = z.object({
@@ -142,6 +147,17 @@ export const SummarySchema = z.object({
   recall_tool: z.enum(["added", "present", "none"]),
   errors: z.array(z.object({ type: z.string(), message: z.string(), tool_use_id: z.string().optional(), mem_id: z.string().optional() })),
   errors_total: z.int(),
+  proxy: z
+    .object({
+      stream: z.boolean().describe("The answer is an event stream: hops are reported in its last comment line and the turn log."),
+      spliced: z.int().describe("Remembered recall calls (of mixed turns) spliced back into this request."),
+      hops: z.int().optional().describe("Extra provider calls made to answer recall_tool_result."),
+      recalls: z.int().optional().describe("recall_tool_result calls the proxy executed."),
+      ending: z.enum(["done", "mixed", "exhausted"]).optional(),
+      memos: z.int().optional().describe("Records kept for later requests of the session (mixed turns, response aliases)."),
+    })
+    .optional()
+    .describe("Proxy routes only."),
 });
 
 export const HealthSchema = z.object({ ok: z.literal(true) });

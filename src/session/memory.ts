@@ -4,12 +4,15 @@
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
-import type { SessionCommitResult, SessionDetail, SessionLoad, SessionStatePort } from "../store/parts.ts";
-import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
+import type { ProxyMemo, ProxyState, ProxyTurn, SessionCommitResult, SessionDetail, SessionLoad, SessionStatePort } from "../store/parts.ts";
+import { GAP_WINDOW, MEMO_LIMIT, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
 
 interface Row {
   records: Map<string, ResultRecord>;
-  turns: TurnLog[];
+  /** Turn log lines with the sequence number their commit returned. */
+  turns: { seq: number; log: TurnLog }[];
+  seq: number;
+  memos: ProxyMemo[];
   recall_declared: boolean;
   calls: number;
   recalls: Map<string, number>;
@@ -38,7 +41,7 @@ export class MemorySessionState implements SessionStatePort {
     let row = this.#rows.get(key);
     const now = this.#now();
     if (row === undefined) {
-      row = { records: new Map(), turns: [], recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
+      row = { records: new Map(), turns: [], seq: 0, memos: [], recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
       this.#rows.set(key, row);
     }
     row.last_active = now;
@@ -66,13 +69,14 @@ export class MemorySessionState implements SessionStatePort {
     for (const r of insert) row.records.set(r.tool_use_id, structuredClone(r));
     row.recall_declared ||= commit.recall_declared;
     row.calls++;
-    row.turns.push(structuredClone(commit.log));
+    row.seq++;
+    row.turns.push({ seq: row.seq, log: structuredClone(commit.log) });
     if (row.turns.length > TURN_LOG_LIMIT) row.turns.splice(0, row.turns.length - TURN_LOG_LIMIT);
     const due = indexDue(this.#now(), row.last_indexed);
     if (due) row.last_indexed = this.#now();
     row.times.push(this.#now());
     if (row.times.length > GAP_WINDOW + 1) row.times.splice(0, row.times.length - GAP_WINDOW - 1);
-    return { records: standing.map((r) => structuredClone(r)), index_due: due, offloads: offloadsOf(insert) };
+    return { records: standing.map((r) => structuredClone(r)), index_due: due, offloads: offloadsOf(insert), turn_seq: row.seq };
   }
 
   async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
@@ -95,7 +99,7 @@ export class MemorySessionState implements SessionStatePort {
       recalls,
       tool_stats: toolStatsOf(row.records.values(), row.recalls),
       records: [...row.records.values()].map((r) => structuredClone(r)),
-      turns: row.turns.map((t) => structuredClone(t)),
+      turns: row.turns.map((t) => structuredClone(t.log)),
       config: structuredClone(row.config),
       created_at: row.created_at,
       last_active: row.last_active,
@@ -109,6 +113,19 @@ export class MemorySessionState implements SessionStatePort {
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
     this.#row(ref).config = structuredClone(patch);
+  }
+
+  async proxyState(ref: SessionRef): Promise<ProxyState> {
+    const row = this.#rows.get(this.#key(ref));
+    return structuredClone({ config: row?.config ?? {}, memos: row?.memos ?? [] });
+  }
+
+  async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
+    const row = this.#row(ref);
+    const line = turn.turn_seq === null ? undefined : row.turns.find((t) => t.seq === turn.turn_seq);
+    if (line !== undefined) line.log = { ...line.log, proxy: { ...turn.note } };
+    row.memos.push(...structuredClone([...turn.memos]));
+    if (row.memos.length > MEMO_LIMIT) row.memos.splice(0, row.memos.length - MEMO_LIMIT);
   }
 
   async destroy(ref: SessionRef): Promise<string[]> {
