@@ -142,6 +142,7 @@ class AnthropicStream implements StreamMerger {
   deltaUsage: unknown = null;
   holding = false;
   stopped = false;
+  errored = false;
 
   constructor(maxHops: number) {
     this.maxHops = maxHops;
@@ -233,6 +234,9 @@ class AnthropicStream implements StreamMerger {
       case "message_stop":
         this.stopped = true;
         return this.holding ? "" : ev.raw;
+      case "error":
+        this.errored = true;
+        return ev.raw;
       default:
         return ev.raw;
     }
@@ -263,7 +267,7 @@ class AnthropicStream implements StreamMerger {
   result(): StreamResult {
     const content = [...this.blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b);
     const answer: Answer = { ...this.message, content, stop_reason: this.delta.stop_reason ?? null, stop_sequence: this.delta.stop_sequence ?? null, usage: this.hopUsage() };
-    return { answer, inspection: inspect(answer), complete: this.stopped };
+    return { answer, inspection: inspect(answer), complete: this.stopped, errored: this.errored };
   }
 
   finish(ending: Ending): string {

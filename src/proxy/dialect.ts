@@ -43,6 +43,8 @@ export interface StreamResult {
   inspection: Inspection;
   /** The stream reached its end event (message_stop, [DONE], response.completed…). */
   complete: boolean;
+  /** The provider sent an error event (already forwarded to the client). */
+  errored: boolean;
 }
 
 /** Turns the upstream event streams of every hop into the one stream the client reads. */

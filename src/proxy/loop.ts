@@ -66,6 +66,15 @@ export async function proxyCall(call: ProxyCall): Promise<Response> {
   return buffered(call, res);
 }
 
+/** A hop is another request: a client's idempotency key would make the provider replay the first answer. */
+function hopHeaders(headers: Headers, hop: number): Headers {
+  const key = headers.get("idempotency-key");
+  if (key === null) return headers;
+  const out = new Headers(headers);
+  out.set("idempotency-key", `${key}.hop${hop}`);
+  return out;
+}
+
 /** Which way the loop goes after an answer. */
 function decide(ins: Inspection, hops: number, maxHops: number): Ending | "hop" {
   if (ins.recalls.length === 0) return "done";
@@ -102,7 +111,7 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     const results = await execute(call, inspection.recalls);
     recalls += results.length;
     hops.push({ answer: answers[answers.length - 1]!, results });
-    const sent = await send(call.fetcher, call.url, call.headers, call.dialect.nextRequest(call.request, hops));
+    const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, hops.length), call.dialect.nextRequest(call.request, hops));
     if (!sent.ok) return droppedResponse(call.dialect, sent.reason, withProxy(call.summary, { hops: hops.length, recalls, ending: "done", memos: [] }, false));
     last = sent.response;
     const body = await last.text();
@@ -167,22 +176,25 @@ async function* hopStream(call: ProxyCall, first: Response, state: StreamState):
     }
     const result = merger.result();
     if (!result.complete) {
-      yield merger.error("the provider's stream ended before its last event");
+      // The provider's own error event already reached the client; otherwise say that the stream stopped short.
+      if (!result.errored) yield merger.error("the provider's stream ended before its last event");
       return;
     }
     state.answers.push(result.answer);
     const next = decide(result.inspection, state.hops.length, call.maxHops);
     if (next !== "hop") {
-      if (next === "mixed") state.recalls += (await execute(call, result.inspection.recalls)).length;
       const memos = call.dialect.memos({ answers: state.answers, inspection: result.inspection, ending: next, params: call.params, request: call.request });
       state.outcome = { hops: state.hops.length, recalls: state.recalls, ending: next, memos };
       yield merger.finish(next);
+      // A mixed turn's recalls run after the client has its answer: here they are only counted (the answer is
+      // replayed when the next request is spliced).
+      if (next === "mixed") state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
       return;
     }
     const results = await execute(call, result.inspection.recalls);
     state.recalls += results.length;
     state.hops.push({ answer: result.answer, results });
-    const sent = await send(call.fetcher, call.url, call.headers, call.dialect.nextRequest(call.request, state.hops));
+    const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, state.hops.length), call.dialect.nextRequest(call.request, state.hops));
     if (!sent.ok) {
       yield merger.error(`edge-offload could not reach the provider: ${sent.reason}`);
       return;

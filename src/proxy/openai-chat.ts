@@ -169,6 +169,7 @@ class ChatStream implements StreamMerger {
   usageHeld = false;
   holding = false;
   ended = false;
+  errored = false;
   chunkId: unknown = undefined;
 
   constructor(maxHops: number) {
@@ -208,7 +209,11 @@ class ChatStream implements StreamMerger {
     } catch {
       return ev.raw;
     }
-    if (!isRecord(chunk) || isRecord(chunk.error)) return ev.raw;
+    if (!isRecord(chunk)) return ev.raw;
+    if (isRecord(chunk.error)) {
+      this.errored = true;
+      return ev.raw;
+    }
     if (this.id === undefined) {
       this.id = chunk.id;
       this.created = chunk.created;
@@ -288,7 +293,7 @@ class ChatStream implements StreamMerger {
     const calls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => (c.type === "function" ? { id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } } : { id: c.id, type: c.type, [c.type]: { name: c.name, input: c.arguments } }));
     const message = { role: "assistant", content: this.content === "" ? null : this.content, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
     const answer: Answer = { ...this.template, id: this.chunkId, object: "chat.completion", choices: [{ index: 0, message, finish_reason: this.finishReason }], usage: this.usage };
-    return { answer, inspection: inspect(answer), complete: this.ended || this.finishReason !== null };
+    return { answer, inspection: inspect(answer), complete: this.ended || this.finishReason !== null, errored: this.errored };
   }
 
   chunk(fields: Record<string, unknown>): string {

@@ -212,6 +212,7 @@ class ResponsesStream implements StreamMerger {
   held: { index: number; events: { ev: SseEvent; d: Record<string, unknown> }[] } | null = null;
   completed: Answer | null = null;
   holding = false;
+  errored = false;
 
   constructor(maxHops: number) {
     this.maxHops = maxHops;
@@ -325,12 +326,13 @@ class ResponsesStream implements StreamMerger {
       return this.itemEvent(ev, d, to);
     }
     // Anything else (an error, a keep-alive): the held reasoning goes first, so sequence numbers stay in order.
+    if (type === "error") this.errored = true;
     return this.flush() + this.send(ev, d);
   }
 
   result(): StreamResult {
     const answer = this.completed ?? { output: [] };
-    return { answer, inspection: inspect(answer), complete: this.completed !== null };
+    return { answer, inspection: inspect(answer), complete: this.completed !== null, errored: this.errored };
   }
 
   finish(ending: Ending): string {

@@ -71,8 +71,13 @@ function sessionOf(tenant: string, id: string | undefined): SessionRef {
 
 /** Replays the recall answers the session remembers for anchors this request carries, and splices them in. */
 async function spliceMemos(dialect: Dialect, text: string, memos: readonly ProxyMemo[], store: EdgeStore, ref: SessionRef, log: (line: string) => void): Promise<{ text: string; spliced: number }> {
-  // A plain substring test first: most requests carry no anchor, and need no scan.
-  const candidates = memos.filter((m) => m.format === dialect.format && (m.kind === "recall" ? m.anchors : [m.from]).some((id) => text.includes(id)));
+  const mine = memos.filter((m) => m.format === dialect.format);
+  if (mine.length === 0) return { text, spliced: 0 };
+  // One regex pass collects the ids the request names, whatever the number of memos; only a request that
+  // carries an anchor is scanned and spliced.
+  const ids = new Set<string>();
+  for (const m of text.matchAll(/"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g)) ids.add(m[1]!);
+  const candidates = mine.filter((m) => (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)));
   if (candidates.length === 0) return { text, spliced: 0 };
   const answers = new Map<string, RecallResult>();
   for (const memo of candidates) {

@@ -332,6 +332,22 @@ describe("openai (Responses) through the proxy", () => {
     expect(new Set(seqs).size).toBe(seqs.length);
   });
 
+  it("a streamed mixed turn: the client gets its own call; the next request carries ours, spliced", async () => {
+    const from = fake.received.length;
+    const client = openai(session("r-mixed"));
+    const req = responsesRequest() as unknown as OpenAI.Responses.ResponseCreateParamsStreaming;
+    fake.reply((r) => ({ events: responseEvents(response("resp_x", [{ reasoning: "both" }, { call: RECALL_NAME, id: "call_rx", input: recallArgs(r) }, { call: "status", id: "call_cx", input: {} }], { input: 50, output: 9 }, { store: false })) }));
+    const got = await client.responses.stream(req).finalResponse();
+    expect(got.output.map((i) => (i.type === "function_call" ? i.call_id : i.type))).toEqual(["call_cx"]);
+    expect(JSON.stringify(got)).not.toContain(RECALL_NAME);
+
+    fake.reply({ json: response("resp_y", [{ text: "green" }], { input: 60, output: 1 }, { store: false }) });
+    await client.responses.create({ ...req, stream: false, input: [...(req.input as OpenAI.Responses.ResponseInputItem[]), ...(got.output as OpenAI.Responses.ResponseInputItem[]), { type: "function_call_output", call_id: "call_cx", output: "green" }] });
+    const input = fake.since(from)[1]!.json.input as { type: string; call_id?: string; output?: string }[];
+    expect(input.slice(-4).map((i) => `${i.type}:${i.call_id}`)).toEqual(["function_call:call_cx", "function_call:call_rx", "function_call_output:call_cx", "function_call_output:call_rx"]);
+    expect(input.at(-1)!.output).toContain("item-1499");
+  });
+
   it("with stored history, the client's next turn chains off the last hop's response", async () => {
     const from = fake.received.length;
     const client = openai(session("r-chain"));

@@ -171,6 +171,15 @@ describe("proxy: provider errors reach the client as the provider sent them", ()
     expect(((await b.json()) as { error: { type: string; code: string } }).error).toMatchObject({ type: "server_error", code: "upstream_error" });
   });
 
+  it("the provider's own error event mid-stream reaches the client once", async () => {
+    const [start] = anthropicEvents(anthropicMessage("msg_e", [{ text: "x" }], { input: 1, output: 1 }));
+    const overloaded = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
+    mockProvider(sseReply([start!, overloaded]));
+    const { events } = await readEvents(await proxy(MESSAGES, { ...anthropicRequest(), stream: true }, { session: sid("err-ev"), config: ON }));
+    expect(events.map((e) => e.event)).toEqual(["message_start", "error"]);
+    expect(JSON.parse(events[1]!.data).error.type).toBe("overloaded_error");
+  });
+
   it("a stream cut mid-way ends with the provider's error event", async () => {
     const events = anthropicEvents(anthropicMessage("msg_cut", [{ text: "Partial answer here." }], { input: 5, output: 5 }));
     mockProvider(sseReply(events, { cut: 4 }));
@@ -189,9 +198,11 @@ describe("proxy: recall hops", () => {
       (s) => jsonReply(anthropicMessage("msg_1", [{ text: "Let me look." }, { call: RECALL_NAME, id: "toolu_r1", input: recallArgs(stubbed(s)) }], { input: 1000, output: 20, cache_read: 100 })),
       jsonReply(anthropicMessage("msg_2", [{ text: "item-1499 is the most expensive." }], { input: 1200, output: 30, cache_read: 900, cache_write: 50 })),
     );
-    const res = await proxy(MESSAGES, anthropicRequest(), { session, config: ON });
+    const res = await proxy(MESSAGES, anthropicRequest(), { session, config: ON, headers: { "idempotency-key": "idem-1" } });
     expect(res.status).toBe(200);
     const out = (await res.json()) as { id: string; content: { type: string; text?: string }[]; stop_reason: string; usage: Record<string, number> };
+    // A hop is a new request: the client's idempotency key would make the provider replay the first answer.
+    expect(seen.map((s) => s.headers.get("idempotency-key"))).toEqual(["idem-1", "idem-1.hop1"]);
     expect(out.id).toBe("msg_1");
     expect(out.content).toEqual([
       { type: "text", text: "Let me look." },
