@@ -5,8 +5,7 @@
  * the hop count goes into the summary and onto the session's turn log line.
  */
 import type { SessionRef } from "../core/types.ts";
-import type { Summary } from "../http/summary.ts";
-import { summaryHeader } from "../http/summary.ts";
+import { type Summary, summaryHeader } from "../http/summary.ts";
 import type { EdgeStore } from "../store/edge.ts";
 import type { ProxyMemo, RecallParams } from "../store/parts.ts";
 import type { Answer, Dialect, Ending, Hop, Inspection } from "./dialect.ts";
@@ -29,7 +28,6 @@ export interface ProxyCall {
   ref: SessionRef;
   params: RecallParams;
   summary: Summary;
-  log: (line: string) => void;
 }
 
 interface TurnOutcome {
@@ -112,11 +110,21 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     recalls += results.length;
     hops.push({ answer: answers[answers.length - 1]!, results });
     const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, hops.length), call.dialect.nextRequest(call.request, hops));
-    if (!sent.ok) return droppedResponse(call.dialect, sent.reason, withProxy(call.summary, { hops: hops.length, recalls, ending: "done", memos: [] }, false));
+    // The hops that ran are logged even when one fails.
+    const failed: TurnOutcome = { hops: hops.length, recalls, ending: "done", memos: [] };
+    if (!sent.ok) {
+      const summary = withProxy(call.summary, failed, false);
+      await finishTurn(call, failed, summary);
+      return droppedResponse(call.dialect, sent.reason, summary);
+    }
     last = sent.response;
     const body = await last.text();
     // A hop the provider refuses (a 429, a 500…) is the client's answer: retrying the call retries it all.
-    if (!last.ok) return new Response(body, { status: last.status, headers: responseHeaders(last, withProxy(call.summary, { hops: hops.length, recalls, ending: "done", memos: [] }, false)) });
+    if (!last.ok) {
+      const summary = withProxy(call.summary, failed, false);
+      await finishTurn(call, failed, summary);
+      return new Response(body, { status: last.status, headers: responseHeaders(last, summary) });
+    }
     try {
       answers.push(JSON.parse(body) as Answer);
     } catch {

@@ -49,7 +49,7 @@ function inspect(answer: Answer): Inspection {
 
 type HistoryMode = "conversation" | "stored" | "stateless";
 
-function modeOf(raw: string, root: JsonNode): HistoryMode {
+function modeOf(root: JsonNode): HistoryMode {
   if (root.kind !== "object") return "stored";
   const conversation = getMember(root, "conversation");
   if (conversation !== undefined && conversation.kind !== "null") return "conversation";
@@ -80,7 +80,7 @@ function nextRequest(request: string, hops: readonly Hop[]): string {
   const root = parseJsonSpans(request);
   if (root.kind !== "object") return request;
   const last = hops[hops.length - 1]!;
-  const mode = modeOf(request, root);
+  const mode = modeOf(root);
   const edits: Edit[] = [];
   const input = getMember(root, "input");
   let items: string[];
@@ -133,7 +133,7 @@ function memos(input: MemoInput): ProxyMemo[] {
   const out: ProxyMemo[] = [];
   if (input.ending === "mixed") out.push({ kind: "recall", format: "openai-responses", anchors: input.inspection.client_calls, calls: input.inspection.recalls, params: input.params });
   const root = parseJsonSpans(input.request);
-  if (modeOf(input.request, root) !== "stored") return out;
+  if (modeOf(root) !== "stored") return out;
   const first = input.answers[0]!;
   const last = input.answers[input.answers.length - 1]!;
   // The provider holds the last hop's response, possibly with recall calls the hop limit left unanswered.

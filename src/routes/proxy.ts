@@ -147,7 +147,6 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     ref,
     params: { mode: config.tool_result_recall_mode, max_chars: config.tool_result_recall_max_chars, window: config.tool_result_recall_window_chars },
     summary: { ...summaryOf(out.report, out.changed, store.notes), proxy: { stream: false, spliced: spliced.spliced } },
-    log,
   });
 }
 

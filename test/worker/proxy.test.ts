@@ -160,6 +160,19 @@ describe("proxy: provider errors reach the client as the provider sent them", ()
     expect(c.headers.get("x-offload-error")).toBeNull();
   });
 
+  it("a recall hop the provider refuses is the client's answer, and the hop that ran is still logged", async () => {
+    const session = sid("hop-429");
+    const limited = { type: "error", error: { type: "rate_limit_error", message: "slow down" } };
+    mockProvider((s) => jsonReply(anthropicMessage("m", [{ call: RECALL_NAME, id: "toolu_h", input: recallArgs(stubbed(s)) }], { input: 1, output: 1 })), jsonReply(limited, 429, { "retry-after": "4" }));
+    const res = await proxy(MESSAGES, anthropicRequest(), { session, config: ON });
+    expect(res.status).toBe(429);
+    expect(res.headers.get("retry-after")).toBe("4");
+    expect(await res.json()).toEqual(limited);
+    expect(proxySummary(res).proxy).toMatchObject({ hops: 1, recalls: 1 });
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { turns: { proxy?: unknown }[] };
+    expect(view.turns.at(-1)!.proxy).toEqual({ hops: 1, recalls: 1, exhausted: false });
+  });
+
   it("a connection that cannot be made is a 502 in the provider's shape", async () => {
     mockProvider(new TypeError("Network connection lost."), new TypeError("connect ECONNREFUSED"));
     const a = await proxy(MESSAGES, anthropicRequest(), { session: sid("drop") });
