@@ -7,8 +7,9 @@ const TEST_SECRETS = {
   OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
 };
 
-// Three projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
-// and a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it.
+// Four projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
+// a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
+// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1.
 export default defineConfig({
   test: {
     projects: [
@@ -32,6 +33,15 @@ export default defineConfig({
           include: ["test/smoke/**/*.test.ts"],
           environment: "node",
           testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "clients",
+          include: ["test/clients/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 30_000,
           hookTimeout: 120_000,
         },
       },

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { benchFormats } from "./formats.ts";
 import { benchMemory } from "./memory.ts";
+import { benchProxy } from "./proxy.ts";
 import { benchReplay } from "./replay.ts";
 import { benchTransform } from "./transform.ts";
 
@@ -18,6 +19,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   transform: () => benchTransform(),
   formats: () => benchFormats(),
   memory: () => benchMemory(),
+  proxy: () => benchProxy(),
   toolkit: () => script("toolkit.ts"),
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),

@@ -8,6 +8,7 @@
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
  * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines,
  * `extract` replaces the attachment extractor (a test's spy, or an extractor with OCR plugged in).
+ * `fetch` makes the proxy routes' provider calls.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -25,6 +26,7 @@ import { extractRoutes } from "./routes/extract.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
+import { proxyRoutes } from "./routes/proxy.ts";
 import { recallRoutes } from "./routes/recall.ts";
 import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
@@ -44,6 +46,8 @@ export interface AppDeps {
   maxBodyBytes?: number;
   log?: (line: string) => void;
   extract?: Extractor;
+  /** The proxy routes' provider calls (default: the runtime's fetch). */
+  fetch?: typeof fetch;
 }
 
 /** The production store: session state in the SessionDO, bodies in R2, the index in KV. */
@@ -70,6 +74,8 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/", healthRoutes);
   app.route("/", openApiRoutes);
   app.route("/", dashboardRoutes(log));
+  // The proxy authenticates with x-offload-key: Authorization belongs to the provider and travels on untouched.
+  app.route("/", proxyRoutes({ store: makeStore, log, ...(deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes }), ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }) }));
 
   app.use("/v1/*", async (c, next) => {
     const tenant = await authenticate(c.env.OFFLOAD_API_KEYS, bearerKey(c.req.header("authorization")), log);

@@ -21,4 +21,9 @@ export interface Env {
   OFFLOAD_MAX_BODY_BYTES?: string;
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
+  /** Proxy upstreams, as the official SDKs mean them (defaults: https://api.anthropic.com, https://api.openai.com/v1). */
+  ANTHROPIC_BASE_URL?: string;
+  OPENAI_BASE_URL?: string;
+  /** Extra provider calls one proxied call may make to answer recall_tool_result (default 3). */
+  OFFLOAD_PROXY_MAX_HOPS?: string;
 }

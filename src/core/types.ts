@@ -130,6 +130,18 @@ export interface TurnLog {
   /** The net-saving gate's verdicts this turn: how often it was consulted and fired, or declined. */
   gate_fired: number;
   gate_declined: number;
+  /** Set by the proxy routes once the provider has answered: recall hops it ran for this call. */
+  proxy?: ProxyTurnNote;
+}
+
+/** What the proxy adds to a turn's log line: the extra provider calls it made to answer recalls. */
+export interface ProxyTurnNote {
+  /** Extra provider calls (0: the first answer needed no recall). */
+  hops: number;
+  /** recall_tool_result calls the proxy executed (in hops and in mixed answers). */
+  recalls: number;
+  /** The hop limit stopped the loop while the model still asked for recalls. */
+  exhausted: boolean;
 }
 
 /** One result's decision on a turn, as the session report shows it (no body, no stub text). */

@@ -24,7 +24,7 @@ export function formatOf(value: string | undefined): Format {
 }
 
 /** Deployments must key mem_ids with their own secret; a shared default would make them guessable across deployments. */
-function secretOf(secret: string | undefined): string {
+export function secretOf(secret: string | undefined): string {
   if (secret === undefined || secret.length < 16) throw new OffloadError("internal", "service misconfigured: OFFLOAD_SECRET is missing or shorter than 16 characters");
   return secret;
 }

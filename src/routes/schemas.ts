@@ -47,6 +47,10 @@ export const TurnLogSchema = z.object({
   gate_declined: z.int().describe("Decisions taken this turn for which the gate declined."),
   at: z.number().describe("Commit time, epoch milliseconds."),
   recalls: z.int().describe("Successful recalls after this turn (the model answering this prompt read them back)."),
+  proxy: z
+    .object({ hops: z.int(), recalls: z.int(), exhausted: z.boolean() })
+    .optional()
+    .describe("Proxied calls with recalls: the extra provider calls (hops) and the recalls the proxy ran."),
 });
 
 export const ToolResultSchema = z.object({
@@ -78,6 +82,7 @@ export const SessionTotalsSchema = z.object({
   tokens_after: z.int().describe("Sum over logged turns."),
   saved_tokens: z.int(),
   saved_usd: z.number(),
+  proxy_hops: z.int().describe("Extra provider calls the proxy made to answer recalls, over logged turns."),
 });
 
 export const SessionResponseSchema = z.object({
@@ -183,6 +188,17 @@ export const SummarySchema = z.object({
     .describe("The attachment policy's effect on this request (null when attachment_policy is native)."),
   errors: z.array(z.object({ type: z.string(), message: z.string(), tool_use_id: z.string().optional(), mem_id: z.string().optional() })),
   errors_total: z.int(),
+  proxy: z
+    .object({
+      stream: z.boolean().describe("The answer is an event stream: hops are reported in its last comment line and the turn log."),
+      spliced: z.int().describe("Remembered recall calls (of mixed turns) spliced back into this request."),
+      hops: z.int().optional().describe("Extra provider calls made to answer recall_tool_result."),
+      recalls: z.int().optional().describe("recall_tool_result calls the proxy executed."),
+      ending: z.enum(["done", "mixed", "exhausted"]).optional(),
+      memos: z.int().optional().describe("Records kept for later requests of the session (mixed turns, response aliases)."),
+    })
+    .optional()
+    .describe("Proxy routes only."),
 });
 
 export const HealthSchema = z.object({ ok: z.literal(true) });

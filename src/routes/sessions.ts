@@ -80,6 +80,7 @@ export function sessionView(detail: SessionDetail, settings: Settings) {
       tokens_after: after,
       saved_tokens: before - after,
       saved_usd: Math.round(sum((t) => t.saved_usd) * 1e9) / 1e9,
+      proxy_hops: sum((t) => t.proxy?.hops ?? 0),
     },
     tool_results: toolResults,
     attachments,

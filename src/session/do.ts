@@ -10,14 +10,14 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { OffloadConfigPatch } from "../config.ts";
-import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
+import type { ProxyTurnNote, ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { purgeBodies } from "../store/edge.ts";
 import { KvIndex } from "../store/kv.ts";
-import type { LastTurn, LoggedTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData } from "../store/parts.ts";
+import type { LastTurn, LoggedTurn, ProxyMemo, ProxyState, ProxyTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData } from "../store/parts.ts";
 import { R2Ledger } from "../store/r2.ts";
 import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
-import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, checkScope, expiresAt, indexDue, indexTtlSeconds, isExpired, medianGap, offloadsOf, parseRetention, toolStatsOf } from "./state.ts";
+import { GAP_WINDOW, MEMO_LIMIT, TURN_LOG_LIMIT, applyCommit, checkScope, expiresAt, indexDue, indexTtlSeconds, isExpired, medianGap, offloadsOf, parseRetention, toolStatsOf } from "./state.ts";
 
 const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS session (
@@ -34,6 +34,7 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS records (tool_use_id TEXT PRIMARY KEY, mem_id TEXT, record TEXT NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0, recalls INTEGER NOT NULL DEFAULT 0)`,
   `CREATE TABLE IF NOT EXISTS recalls (mem_id TEXT PRIMARY KEY, count INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS memos (seq INTEGER PRIMARY KEY AUTOINCREMENT, memo TEXT NOT NULL)`,
   // The latest turn's decisions with their gate breakdown (one row, replaced by each commit that sends them).
   `CREATE TABLE IF NOT EXISTS last_turn (id INTEGER PRIMARY KEY CHECK (id = 1), turn TEXT NOT NULL)`,
 ];
@@ -155,12 +156,12 @@ export class SessionDO extends DurableObject<Env> {
         commit.recall_declared ? 1 : 0,
         due ? now : row.last_indexed,
       );
-      this.#sql.exec("INSERT INTO turns (log, at) VALUES (?, ?)", JSON.stringify(commit.log), now);
+      const seq = this.#sql.exec<{ seq: number }>("INSERT INTO turns (log, at) VALUES (?, ?) RETURNING seq", JSON.stringify(commit.log), now).one().seq;
       this.#sql.exec("DELETE FROM turns WHERE seq <= (SELECT max(seq) FROM turns) - ?", TURN_LOG_LIMIT);
       if (commit.decisions !== undefined) {
         this.#sql.exec("INSERT INTO last_turn (id, turn) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET turn = excluded.turn", JSON.stringify(lastTurnOf(commit.log, commit.decisions, now)));
       }
-      return { records: standing, index_due: due, offloads: offloadsOf(insert) };
+      return { records: standing, index_due: due, offloads: offloadsOf(insert), turn_seq: seq };
     });
     await this.#schedule();
     return result;
@@ -248,6 +249,30 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   /** Forget everything; returns the mem_ids the records named, for the caller to clean the index. */
+  proxyState(ref: SessionRef): ProxyState {
+    const row = this.#row(ref);
+    if (row === null) return { config: {}, memos: [] };
+    const memos = this.#sql.exec<{ memo: string }>("SELECT memo FROM memos ORDER BY seq").toArray().map((r) => JSON.parse(r.memo) as ProxyMemo);
+    return { config: JSON.parse(row.config) as OffloadConfigPatch, memos };
+  }
+
+  async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
+    this.#tables(true);
+    this.ctx.storage.transactionSync(() => {
+      this.#touch(ref, Date.now());
+      if (turn.turn_seq !== null) {
+        const line = this.#sql.exec<{ log: string }>("SELECT log FROM turns WHERE seq = ?", turn.turn_seq).toArray()[0];
+        if (line !== undefined) {
+          const note: ProxyTurnNote = { hops: turn.note.hops, recalls: turn.note.recalls, exhausted: turn.note.exhausted };
+          this.#sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify({ ...(JSON.parse(line.log) as TurnLog), proxy: note }), turn.turn_seq);
+        }
+      }
+      for (const memo of turn.memos) this.#sql.exec("INSERT INTO memos (memo) VALUES (?)", JSON.stringify(memo));
+      if (turn.memos.length > 0) this.#sql.exec("DELETE FROM memos WHERE seq <= (SELECT max(seq) FROM memos) - ?", MEMO_LIMIT);
+    });
+    await this.#schedule();
+  }
+
   async destroy(ref: SessionRef): Promise<string[]> {
     const row = this.#row(ref);
     const named = row === null ? [] : this.#memIds();

@@ -1,7 +1,7 @@
 /** The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC. */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { SessionRef } from "../core/types.ts";
-import type { SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
+import type { ProxyState, ProxyTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
 import type { SessionDO } from "./do.ts";
 import { sessionObjectName } from "./state.ts";
 
@@ -43,6 +43,14 @@ export class DurableSessionState implements SessionStatePort {
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
     await this.stub(ref).setConfig(ref, patch);
+  }
+
+  async proxyState(ref: SessionRef): Promise<ProxyState> {
+    return (await this.stub(ref).proxyState(ref)) as ProxyState;
+  }
+
+  async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
+    await this.stub(ref).finishProxyTurn(ref, turn);
   }
 
   async destroy(ref: SessionRef): Promise<string[]> {

@@ -4,14 +4,17 @@
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
-import type { LastTurn, LoggedTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
+import type { LastTurn, LoggedTurn, ProxyMemo, ProxyState, ProxyTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
 import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
-import { GAP_WINDOW, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
+import { GAP_WINDOW, MEMO_LIMIT, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
 
 interface Row {
   records: Map<string, ResultRecord>;
-  turns: LoggedTurn[];
+  /** Turn log lines with the sequence number their commit returned (the proxy notes its hops on one later). */
+  turns: { seq: number; line: LoggedTurn }[];
+  seq: number;
   last_turn: LastTurn | null;
+  memos: ProxyMemo[];
   recall_declared: boolean;
   calls: number;
   recalls: Map<string, number>;
@@ -40,7 +43,7 @@ export class MemorySessionState implements SessionStatePort {
     let row = this.#rows.get(key);
     const now = this.#now();
     if (row === undefined) {
-      row = { records: new Map(), turns: [], last_turn: null, recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
+      row = { records: new Map(), turns: [], seq: 0, last_turn: null, memos: [], recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
       this.#rows.set(key, row);
     }
     row.last_active = now;
@@ -68,21 +71,22 @@ export class MemorySessionState implements SessionStatePort {
     for (const r of insert) row.records.set(r.tool_use_id, structuredClone(r));
     row.recall_declared ||= commit.recall_declared;
     row.calls++;
-    row.turns.push(loggedTurn(structuredClone(commit.log), this.#now(), 0));
+    row.seq++;
+    row.turns.push({ seq: row.seq, line: loggedTurn(structuredClone(commit.log), this.#now(), 0) });
     if (commit.decisions !== undefined) row.last_turn = lastTurnOf(commit.log, structuredClone(commit.decisions), this.#now());
     if (row.turns.length > TURN_LOG_LIMIT) row.turns.splice(0, row.turns.length - TURN_LOG_LIMIT);
     const due = indexDue(this.#now(), row.last_indexed);
     if (due) row.last_indexed = this.#now();
     row.times.push(this.#now());
     if (row.times.length > GAP_WINDOW + 1) row.times.splice(0, row.times.length - GAP_WINDOW - 1);
-    return { records: standing.map((r) => structuredClone(r)), index_due: due, offloads: offloadsOf(insert) };
+    return { records: standing.map((r) => structuredClone(r)), index_due: due, offloads: offloadsOf(insert), turn_seq: row.seq };
   }
 
   async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
     const row = this.#row(ref);
     row.recalls.set(memId, (row.recalls.get(memId) ?? 0) + 1);
     const latest = row.turns[row.turns.length - 1];
-    if (latest !== undefined) latest.recalls++;
+    if (latest !== undefined) latest.line.recalls++;
     for (const r of row.records.values()) if (r.mem_id === memId && r.action === "offloaded") return r.tool_name;
     return null;
   }
@@ -100,7 +104,7 @@ export class MemorySessionState implements SessionStatePort {
       recalls,
       tool_stats: toolStatsOf(row.records.values(), row.recalls),
       records: [...row.records.values()].map((r) => structuredClone(r)),
-      turns: row.turns.map((t) => structuredClone(t)),
+      turns: row.turns.map((t) => structuredClone(t.line)),
       config: structuredClone(row.config),
       created_at: row.created_at,
       last_active: row.last_active,
@@ -123,9 +127,9 @@ export class MemorySessionState implements SessionStatePort {
       config: structuredClone(row.config),
       records: recordCounts(row.records.values(), row.recalls),
       recalls,
-      totals: totalsOf(row.turns),
-      latest: latestOf(row.turns),
-      turns: options.turns === false ? [] : row.turns.map((t) => structuredClone(t)),
+      totals: totalsOf(row.turns.map((t) => t.line)),
+      latest: latestOf(row.turns.map((t) => t.line)),
+      turns: options.turns === false ? [] : row.turns.map((t) => structuredClone(t.line)),
       last_turn: structuredClone(row.last_turn),
     };
   }
@@ -136,6 +140,19 @@ export class MemorySessionState implements SessionStatePort {
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
     this.#row(ref).config = structuredClone(patch);
+  }
+
+  async proxyState(ref: SessionRef): Promise<ProxyState> {
+    const row = this.#rows.get(this.#key(ref));
+    return structuredClone({ config: row?.config ?? {}, memos: row?.memos ?? [] });
+  }
+
+  async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
+    const row = this.#row(ref);
+    const entry = turn.turn_seq === null ? undefined : row.turns.find((t) => t.seq === turn.turn_seq);
+    if (entry !== undefined) entry.line = { ...entry.line, proxy: { ...turn.note } };
+    row.memos.push(...structuredClone([...turn.memos]));
+    if (row.memos.length > MEMO_LIMIT) row.memos.splice(0, row.memos.length - MEMO_LIMIT);
   }
 
   async destroy(ref: SessionRef): Promise<string[]> {

@@ -38,6 +38,13 @@ export function offloadsOf(inserted: readonly ResultRecord[]): Record<string, nu
   return out;
 }
 
+/**
+ * How many proxy memos a session keeps. A memo is needed for as long as the client sends back the turn it
+ * belongs to; past this many mixed turns the oldest goes (that turn is then sent as the client holds it:
+ * still valid, only the recall answer is no longer spliced in).
+ */
+export const MEMO_LIMIT = 1000;
+
 /** The tenant → session index entry is refreshed at most this often (KV allows one write per key per second). */
 export const INDEX_REFRESH_MS = 24 * 60 * 60 * 1000;
 

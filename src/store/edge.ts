@@ -18,6 +18,8 @@ import {
   type ExtractionCachePort,
   type IndexPort,
   type IndexedSession,
+  type ProxyState,
+  type ProxyTurn,
   type SessionDetail,
   type SessionReportData,
   type SessionStatePort,
@@ -53,6 +55,8 @@ export interface BodyInfo {
 export class EdgeStore implements OffloadStore {
   /** Non-fatal problems of this request (index writes), for the turn's summary. */
   readonly notes: StoreNote[] = [];
+  /** The turn log line of this request's last commit (the proxy notes its hops on it). */
+  lastTurnSeq: number | null = null;
   readonly sessions: SessionStatePort;
   readonly ledger: BodyLedgerPort;
   readonly index: IndexPort;
@@ -120,6 +124,7 @@ export class EdgeStore implements OffloadStore {
 
   async commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult> {
     const result = await this.#guard("saving the session state", () => this.sessions.commit(ref, commit));
+    this.lastTurnSeq = result.turn_seq;
     if (result.index_due) await this.#soft("the session index write", () => this.index.putSession(ref, { session: ref.session, created_at: this.#now() }));
     const offloads = Object.entries(result.offloads ?? {});
     // A shadow turn's offloads were never shown to the model as stubs: they would only teach "never recalled".
@@ -183,6 +188,14 @@ export class EdgeStore implements OffloadStore {
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
     await this.#guard("saving the session config", () => this.sessions.setConfig(ref, patch));
+  }
+
+  async proxyState(ref: SessionRef): Promise<ProxyState> {
+    return this.#guard("reading the session state", () => this.sessions.proxyState(ref));
+  }
+
+  async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
+    await this.#guard("saving the proxy's turn", () => this.sessions.finishProxyTurn(ref, turn));
   }
 
   /** Metadata of a body: the index when it has the entry, else the ledger (a miss or an index failure). */

@@ -9,8 +9,8 @@
  * Each port has an in-memory twin and its own contract suite in test/contract; `EdgeStore` composes the
  * three into the core's `OffloadStore`.
  */
-import type { OffloadConfigPatch } from "../config.ts";
-import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
+import type { OffloadConfigPatch, RecallMode } from "../config.ts";
+import type { BodyMeta, Format, ProxyTurnNote, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
 import type { ExtractionCache } from "../extract/cache.ts";
 import type { SessionSummary, ToolStats } from "./port.ts";
 
@@ -21,6 +21,47 @@ export interface SessionCommitResult {
   index_due: boolean;
   /** Offloaded records this commit inserted, per tool name (for the tenant's learning statistics). */
   offloads: Record<string, number>;
+  /** The turn log line this commit wrote (the proxy notes its hops on it once the provider has answered). */
+  turn_seq: number;
+}
+
+/** A recall_tool_result call the model made, as the proxy replays it: the call's id and its arguments' JSON text. */
+export interface RememberedCall {
+  id: string;
+  arguments: string;
+}
+
+/** The recall settings the answer was computed with, so replaying it yields the same bytes. */
+export interface RecallParams {
+  mode: RecallMode;
+  max_chars: number;
+  window: number;
+}
+
+/**
+ * What the proxy remembers about a session so the client never has to see its tool (docs/readme/proxy.md):
+ * - "recall": a mixed answer's recall calls, spliced back (call and answer) next to the client's own calls
+ *   (`anchors`, their ids) whenever a later request carries them;
+ * - "alias" (Responses with stored history): the response id the client saw stands for the last hop's
+ *   response, and `calls` are answers the provider still expects there (the hop limit left them open).
+ * Only small records: the answers are recomputed from the ledger with the stored params, never stored.
+ */
+export type ProxyMemo =
+  | { kind: "recall"; format: Format; anchors: string[]; calls: RememberedCall[]; params: RecallParams }
+  | { kind: "alias"; format: "openai-responses"; from: string; to: string; calls: RememberedCall[]; params: RecallParams };
+
+export interface ProxyState {
+  /** The session's config layer (what `PUT …/config` stored), `{}` when none. */
+  config: OffloadConfigPatch;
+  /** Oldest first, at most MEMO_LIMIT. */
+  memos: ProxyMemo[];
+}
+
+export interface ProxyTurn {
+  /** The turn log line to note the hops on (from the call's commit), or null when compaction logged no turn. */
+  turn_seq: number | null;
+  note: ProxyTurnNote;
+  memos: readonly ProxyMemo[];
 }
 
 export interface SessionCommit {
@@ -121,6 +162,10 @@ export interface SessionStatePort {
   setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
   /** Forgets the session; returns the mem_ids its records named (so their index entries can go too). */
   destroy(ref: SessionRef): Promise<string[]>;
+  /** The config layer and the proxy's memos in one read (a proxied call makes it before compacting). */
+  proxyState(ref: SessionRef): Promise<ProxyState>;
+  /** After a proxied call: notes its hops on its turn log line and keeps its memos (the oldest beyond MEMO_LIMIT go). */
+  finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
 }
 
 /**

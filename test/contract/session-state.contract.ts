@@ -5,7 +5,7 @@
 import { describe, expect, it } from "vitest";
 import type { GateResult, SessionRef, TurnDecision, TurnLog } from "../../src/core/types.ts";
 import { LAST_DECISIONS_LIMIT } from "../../src/session/report.ts";
-import type { SessionStatePort } from "../../src/store/parts.ts";
+import type { ProxyMemo, SessionStatePort } from "../../src/store/parts.ts";
 import { record } from "./store.contract.ts";
 
 let n = 0;
@@ -158,6 +158,42 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       const big = (await s.report(r))!.last_turn!;
       expect(big.decisions_total).toBe(LAST_DECISIONS_LIMIT + 5);
       expect(big.decisions.map((d) => d.tool_use_id)).toEqual(many.slice(5).map((d) => d.tool_use_id));
+    });
+
+    it("reads the proxy state of an unknown session as empty, without creating it", async () => {
+      const s = await make();
+      const r = ref();
+      expect(await s.proxyState(r)).toEqual({ config: {}, memos: [] });
+      expect(await s.describe(r)).toBeNull();
+    });
+
+    it("notes a proxied call's hops on its own turn line and keeps its memos in order", async () => {
+      const s = await make();
+      const r = ref();
+      await s.setConfig(r, { tool_result_compaction_enabled: true });
+      const first = await s.commit(r, { records: [], recall_declared: true, log: log(1) });
+      const second = await s.commit(r, { records: [], recall_declared: true, log: log(2) });
+      expect(second.turn_seq).toBeGreaterThan(first.turn_seq);
+      const memo = (anchor: string): ProxyMemo => ({
+        kind: "recall",
+        format: "anthropic",
+        anchors: [anchor],
+        calls: [{ id: `r-${anchor}`, arguments: '{"mem_id":"trm_x"}' }],
+        params: { mode: "both", max_chars: 50000, window: 300 },
+      });
+      await s.finishProxyTurn(r, { turn_seq: first.turn_seq, note: { hops: 2, recalls: 2, exhausted: false }, memos: [memo("a")] });
+      await s.finishProxyTurn(r, { turn_seq: null, note: { hops: 0, recalls: 1, exhausted: false }, memos: [memo("b"), memo("c")] });
+      const d = (await s.describe(r))!;
+      expect(d.turns).toMatchObject([{ ...log(1), proxy: { hops: 2, recalls: 2, exhausted: false } }, log(2)]);
+      expect(d.turns[1]).not.toHaveProperty("proxy");
+      const state = await s.proxyState(r);
+      expect(state.config).toEqual({ tool_result_compaction_enabled: true });
+      expect(state.memos.map((m) => (m.kind === "recall" ? m.anchors[0] : m.from))).toEqual(["a", "b", "c"]);
+      expect(state.memos[0]).toEqual(memo("a"));
+      // Another scope sees none of it; destroy forgets it.
+      expect((await s.proxyState({ tenant: "other", session: r.session })).memos).toEqual([]);
+      await s.destroy(r);
+      expect(await s.proxyState(r)).toEqual({ config: {}, memos: [] });
     });
 
     it("scopes by tenant and session", async () => {

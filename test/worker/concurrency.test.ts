@@ -36,6 +36,8 @@ function racingApp(parties: number) {
           getConfig: (ref) => sessions.getConfig(ref),
           setConfig: (ref, p) => sessions.setConfig(ref, p),
           destroy: (ref) => sessions.destroy(ref),
+          proxyState: (ref) => sessions.proxyState(ref),
+          finishProxyTurn: (ref, t) => sessions.finishProxyTurn(ref, t),
         },
       });
     },

@@ -101,7 +101,7 @@ describe("fault injection", () => {
         throw new Error("Network connection lost.");
       };
       void real;
-      return { load: fail, commit: fail, noteRecall: fail, describe: fail, report: fail, getConfig: fail, setConfig: fail, destroy: fail };
+      return { load: fail, commit: fail, noteRecall: fail, describe: fail, report: fail, getConfig: fail, setConfig: fail, destroy: fail, proxyState: fail, finishProxyTurn: fail };
     };
     const app = appWith({}, down);
     const body = JSON.stringify(conversation());
@@ -174,5 +174,7 @@ function bound(port: SessionStatePort): SessionStatePort {
     getConfig: (...a) => port.getConfig(...a),
     setConfig: (...a) => port.setConfig(...a),
     destroy: (...a) => port.destroy(...a),
+    proxyState: (...a) => port.proxyState(...a),
+    finishProxyTurn: (...a) => port.finishProxyTurn(...a),
   };
 }

@@ -1,0 +1,236 @@
+/**
+ * One proxied call, after compaction: send the request, and while the model's answer asks for
+ * recall_tool_result alone, answer it here and call the provider again (up to the hop limit); then give the
+ * client one answer (or one event stream) in which our tool never appears. Usage is summed over the hops;
+ * the hop count goes into the summary and onto the session's turn log line.
+ */
+import type { SessionRef } from "../core/types.ts";
+import { type Summary, summaryHeader } from "../http/summary.ts";
+import type { EdgeStore } from "../store/edge.ts";
+import type { ProxyMemo, RecallParams } from "../store/parts.ts";
+import type { Answer, Dialect, Ending, Hop, Inspection } from "./dialect.ts";
+import { clientHeaders } from "./headers.ts";
+import { type RecallResult, runRecalls } from "./recalls.ts";
+import { readSse, sseComment, textStream } from "./sse.ts";
+import { send } from "./upstream.ts";
+
+export interface ProxyCall {
+  dialect: Dialect;
+  fetcher: typeof fetch;
+  url: string;
+  headers: Headers;
+  /** The request as forwarded (compacted, spliced). */
+  request: string;
+  /** Our recall tool is in the request (declared by the proxy): only then is an answer watched for it. */
+  intercept: boolean;
+  maxHops: number;
+  store: EdgeStore;
+  ref: SessionRef;
+  params: RecallParams;
+  summary: Summary;
+}
+
+interface TurnOutcome {
+  hops: number;
+  recalls: number;
+  ending: Ending;
+  memos: ProxyMemo[];
+}
+
+/** The provider's error shape, for a connection that could not be made or was cut (502). */
+export function droppedResponse(dialect: Dialect, reason: string, summary: Summary | null): Response {
+  const headers = new Headers({ "content-type": "application/json", "x-offload-error": "upstream_error" });
+  if (summary !== null) headers.set("x-offload-summary", summaryHeader(summary));
+  return new Response(dialect.errorBody(502, `edge-offload could not reach the provider: ${reason}`, "upstream_error"), { status: 502, headers });
+}
+
+function responseHeaders(upstream: Response, summary: Summary): Headers {
+  const headers = clientHeaders(upstream.headers);
+  headers.set("x-offload-summary", summaryHeader(summary));
+  return headers;
+}
+
+function isEventStream(res: Response): boolean {
+  return (res.headers.get("content-type") ?? "").toLowerCase().includes("text/event-stream");
+}
+
+export async function proxyCall(call: ProxyCall): Promise<Response> {
+  const first = await send(call.fetcher, call.url, call.headers, call.request);
+  if (!first.ok) return droppedResponse(call.dialect, first.reason, call.summary);
+  const res = first.response;
+  // Errors, and answers that cannot hold our tool, go back exactly as the provider sent them.
+  if (!call.intercept || !res.ok) return new Response(res.body, { status: res.status, headers: responseHeaders(res, call.summary) });
+  if (isEventStream(res)) return streamed(call, res);
+  return buffered(call, res);
+}
+
+/** A hop is another request: a client's idempotency key would make the provider replay the first answer. */
+function hopHeaders(headers: Headers, hop: number): Headers {
+  const key = headers.get("idempotency-key");
+  if (key === null) return headers;
+  const out = new Headers(headers);
+  out.set("idempotency-key", `${key}.hop${hop}`);
+  return out;
+}
+
+/** Which way the loop goes after an answer. */
+function decide(ins: Inspection, hops: number, maxHops: number): Ending | "hop" {
+  if (ins.recalls.length === 0) return "done";
+  if (ins.client_calls.length > 0) return "mixed";
+  if (!ins.tool_turn) return "done";
+  return hops >= maxHops ? "exhausted" : "hop";
+}
+
+async function execute(call: ProxyCall, recalls: Inspection["recalls"]): Promise<RecallResult[]> {
+  return runRecalls(recalls, { store: call.store, ref: call.ref, params: call.params, count: true });
+}
+
+async function buffered(call: ProxyCall, res: Response): Promise<Response> {
+  const text = await res.text();
+  let answer: Answer;
+  try {
+    answer = JSON.parse(text) as Answer;
+  } catch {
+    return new Response(text, { status: res.status, headers: responseHeaders(res, call.summary) });
+  }
+  const answers: Answer[] = [answer];
+  const hops: Hop[] = [];
+  let last = res;
+  let recalls = 0;
+  let ending: Ending;
+  let inspection: Inspection;
+  for (;;) {
+    inspection = call.dialect.inspect(answers[answers.length - 1]!);
+    const next = decide(inspection, hops.length, call.maxHops);
+    if (next !== "hop") {
+      ending = next;
+      break;
+    }
+    const results = await execute(call, inspection.recalls);
+    recalls += results.length;
+    hops.push({ answer: answers[answers.length - 1]!, results });
+    const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, hops.length), call.dialect.nextRequest(call.request, hops));
+    // The hops that ran are logged even when one fails.
+    const failed: TurnOutcome = { hops: hops.length, recalls, ending: "done", memos: [] };
+    if (!sent.ok) {
+      const summary = withProxy(call.summary, failed, false);
+      await finishTurn(call, failed, summary);
+      return droppedResponse(call.dialect, sent.reason, summary);
+    }
+    last = sent.response;
+    const body = await last.text();
+    // A hop the provider refuses (a 429, a 500…) is the client's answer: retrying the call retries it all.
+    if (!last.ok) {
+      const summary = withProxy(call.summary, failed, false);
+      await finishTurn(call, failed, summary);
+      return new Response(body, { status: last.status, headers: responseHeaders(last, summary) });
+    }
+    try {
+      answers.push(JSON.parse(body) as Answer);
+    } catch {
+      return new Response(body, { status: last.status, headers: responseHeaders(last, call.summary) });
+    }
+  }
+  if (ending === "mixed") recalls += (await execute(call, inspection.recalls)).length;
+  const memos = call.dialect.memos({ answers, inspection, ending, params: call.params, request: call.request });
+  const outcome: TurnOutcome = { hops: hops.length, recalls, ending, memos };
+  const summary = withProxy(call.summary, outcome, false);
+  await finishTurn(call, outcome, summary);
+  if (hops.length === 0 && inspection.recalls.length === 0) return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
+  const merged = call.dialect.merge(answers, ending, call.maxHops);
+  const headers = responseHeaders(last, summary);
+  headers.set("content-type", "application/json");
+  return new Response(JSON.stringify(merged), { status: last.status, headers });
+}
+
+function streamed(call: ProxyCall, res: Response): Response {
+  const summary = withProxy(call.summary, null, true);
+  return new Response(textStream(events(call, res)), { status: res.status, headers: responseHeaders(res, summary) });
+}
+
+interface StreamState {
+  hops: Hop[];
+  answers: Answer[];
+  recalls: number;
+  outcome: TurnOutcome | null;
+}
+
+async function* events(call: ProxyCall, first: Response): AsyncGenerator<string> {
+  const state: StreamState = { hops: [], answers: [], recalls: 0, outcome: null };
+  try {
+    yield* hopStream(call, first, state);
+    const done = outcomeOf(state);
+    yield sseComment(`edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length })}`);
+  } finally {
+    // Also when the client went away mid-stream: the hops that ran are still logged.
+    await finishTurn(call, outcomeOf(state), null);
+  }
+}
+
+function outcomeOf(state: StreamState): TurnOutcome {
+  return state.outcome ?? { hops: state.hops.length, recalls: state.recalls, ending: "done", memos: [] };
+}
+
+async function* hopStream(call: ProxyCall, first: Response, state: StreamState): AsyncGenerator<string> {
+  const merger = call.dialect.stream(call.maxHops);
+  let res = first;
+  for (;;) {
+    merger.begin(state.hops.length);
+    try {
+      for await (const ev of readSse(res.body!)) yield merger.feed(ev);
+    } catch (e) {
+      yield merger.error(`the provider's stream was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`);
+      return;
+    }
+    const result = merger.result();
+    if (!result.complete) {
+      // The provider's own error event already reached the client; otherwise say that the stream stopped short.
+      if (!result.errored) yield merger.error("the provider's stream ended before its last event");
+      return;
+    }
+    state.answers.push(result.answer);
+    const next = decide(result.inspection, state.hops.length, call.maxHops);
+    if (next !== "hop") {
+      const memos = call.dialect.memos({ answers: state.answers, inspection: result.inspection, ending: next, params: call.params, request: call.request });
+      state.outcome = { hops: state.hops.length, recalls: state.recalls, ending: next, memos };
+      yield merger.finish(next);
+      // A mixed turn's recalls run after the client has its answer: here they are only counted (the answer is
+      // replayed when the next request is spliced).
+      if (next === "mixed") state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
+      return;
+    }
+    const results = await execute(call, result.inspection.recalls);
+    state.recalls += results.length;
+    state.hops.push({ answer: result.answer, results });
+    const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, state.hops.length), call.dialect.nextRequest(call.request, state.hops));
+    if (!sent.ok) {
+      yield merger.error(`edge-offload could not reach the provider: ${sent.reason}`);
+      return;
+    }
+    if (!sent.response.ok || !isEventStream(sent.response)) {
+      yield merger.error(`the provider refused a recall hop (HTTP ${sent.response.status})`, await sent.response.text());
+      return;
+    }
+    res = sent.response;
+  }
+}
+
+function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolean): Summary {
+  const proxy: NonNullable<Summary["proxy"]> = { stream, spliced: summary.proxy?.spliced ?? 0 };
+  if (outcome !== null) Object.assign(proxy, { hops: outcome.hops, recalls: outcome.recalls, ending: outcome.ending, memos: outcome.memos.length });
+  return { ...summary, proxy };
+}
+
+/** Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and said in the summary). */
+async function finishTurn(call: ProxyCall, outcome: TurnOutcome, summary: Summary | null): Promise<void> {
+  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0) return;
+  try {
+    await call.store.finishProxyTurn(call.ref, { turn_seq: call.store.lastTurnSeq, note: { hops: outcome.hops, recalls: outcome.recalls, exhausted: outcome.ending === "exhausted" }, memos: outcome.memos });
+  } catch {
+    // EdgeStore logged the cause. The answer stands; a lost memo only means a later turn is sent as the client holds it.
+    if (summary !== null) {
+      summary.errors.push({ type: "storage_error", message: "the proxy's turn could not be saved; a mixed turn's recall answer will not be spliced into later requests" });
+      summary.errors_total++;
+    }
+  }
+}

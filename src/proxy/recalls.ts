@@ -1,0 +1,73 @@
+/**
+ * Running the model's recall_tool_result calls for the proxy: the core's `recall` with the session's recall
+ * settings. A model's mistake (arguments that are not a JSON object, an unknown mem_id) and a ledger that
+ * cannot be read right now are answers the model reads, never a failed client call. Replaying a remembered
+ * call (`count: false`) throws instead: its answer must have the same bytes as before, or not be sent.
+ */
+import { recall } from "../core/recall.ts";
+import type { SessionRef } from "../core/types.ts";
+import { isOffloadError } from "../errors.ts";
+import type { OffloadStore } from "../store/port.ts";
+import type { RecallParams, RememberedCall } from "../store/parts.ts";
+
+export interface RecallResult {
+  id: string;
+  content: string;
+  is_error: boolean;
+}
+
+/** A store that reads bodies but does not count: a remembered answer replayed on a later turn is not a new recall. */
+function uncounted(store: OffloadStore): OffloadStore {
+  return {
+    load: (...a) => store.load(...a),
+    commit: (...a) => store.commit(...a),
+    putBody: (...a) => store.putBody(...a),
+    getBody: (...a) => store.getBody(...a),
+    noteRecall: async () => {},
+    describeSession: (...a) => store.describeSession(...a),
+    deleteSession: (...a) => store.deleteSession(...a),
+  };
+}
+
+function parseArguments(text: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(text === "" ? "{}" : text);
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+export async function runRecalls(calls: readonly RememberedCall[], ctx: { store: OffloadStore; ref: SessionRef; params: RecallParams; count: boolean }): Promise<RecallResult[]> {
+  const store = ctx.count ? ctx.store : uncounted(ctx.store);
+  const out: RecallResult[] = [];
+  // One at a time: each answer may hold up to 50 KB, and an isolate should not read several bodies at once.
+  for (const call of calls) {
+    const args = parseArguments(call.arguments);
+    if (args === null) {
+      out.push({ id: call.id, content: 'The arguments must be a JSON object, e.g. {"mem_id": "trm_…", "query": "…"}.', is_error: true });
+      continue;
+    }
+    try {
+      const answer = await recall({
+        store,
+        session: ctx.ref,
+        mem_id: args.mem_id,
+        query: args.query,
+        window: args.window,
+        offset: args.offset,
+        max_chars: args.max_chars,
+        json_path: args.json_path,
+        mode: ctx.params.mode,
+        max_answer_chars: ctx.params.max_chars,
+        default_window: ctx.params.window,
+      });
+      out.push({ id: call.id, content: answer.content, is_error: answer.is_error });
+    } catch (e) {
+      // A replayed answer must come out with the same bytes or not at all (the caller then leaves it out).
+      if (!isOffloadError(e) || e.type !== "storage_error" || !ctx.count) throw e;
+      out.push({ id: call.id, content: "The stored result could not be read just now; call recall_tool_result again.", is_error: true });
+    }
+  }
+  return out;
+}
