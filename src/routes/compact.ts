@@ -12,15 +12,12 @@ import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { type Summary, passThroughSummary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { refOf } from "./ref.ts";
 
-const SUPPORTED: readonly Format[] = ["anthropic"];
-/** Provider formats the project knows of but this service does not transform yet. */
-const PLANNED = ["openai-chat", "openai-responses"];
+export const SUPPORTED_FORMATS: readonly Format[] = ["anthropic", "openai-chat", "openai-responses"];
 
 export function formatOf(value: string | undefined): Format {
   const format = value === undefined || value === "" ? "anthropic" : value;
-  if ((SUPPORTED as readonly string[]).includes(format)) return format as Format;
-  if (PLANNED.includes(format)) throw new OffloadError("unprocessable", `format ${JSON.stringify(format)} is not supported by this deployment yet; use format=anthropic`, { path: "format" });
-  throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}; use format=anthropic`, { path: "format" });
+  if ((SUPPORTED_FORMATS as readonly string[]).includes(format)) return format as Format;
+  throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}; use ${SUPPORTED_FORMATS.join(", ")}`, { path: "format" });
 }
 
 /** Deployments must key mem_ids with their own secret; a shared default would make them guessable across deployments. */

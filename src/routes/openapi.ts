@@ -152,7 +152,7 @@ function build(): Record<string, unknown> {
           summary: "Compact one provider request",
           description:
             "The body is the provider request exactly as the client would send it; the answer is the request to send instead. With compaction off the answer is the same bytes.",
-          parameters: [sessionId, { name: "format", in: "query", required: false, schema: { type: "string", enum: ["anthropic"], default: "anthropic" } }, configHeader],
+          parameters: [sessionId, { name: "format", in: "query", required: false, schema: { type: "string", enum: ["anthropic", "openai-chat", "openai-responses"], default: "anthropic" } }, configHeader],
           requestBody: { required: true, content: { "application/json": { schema: { type: "object", description: "An Anthropic Messages request." } } } },
           responses: {
             "200": {

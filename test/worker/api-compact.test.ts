@@ -115,8 +115,37 @@ describe("POST /v1/sessions/:id/compact", () => {
     await expectError(await call(compactPath(session, "gemini"), { body: "{}" }), 400, "invalid_argument", "format");
   });
 
-  it("answers 422 for a provider format this deployment does not transform yet", async () => {
-    await expectError(await call(compactPath(sid("fmt"), "openai-chat"), { body: "{}" }), 422, "unprocessable", "format");
+  it("compacts the OpenAI formats too (format=openai-chat, openai-responses)", async () => {
+    const big = JSON.stringify({ rows: Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `row-${i}` })) });
+    const chat = {
+      model: "gpt-4.1",
+      messages: [
+        { role: "user", content: "go" },
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "dump", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "c1", content: big },
+        { role: "assistant", content: null, tool_calls: [{ id: "c2", type: "function", function: { name: "dump", arguments: "{}" } }] },
+        { role: "tool", tool_call_id: "c2", content: "ok" },
+      ],
+    };
+    const res = await call(compactPath(sid("chat"), "openai-chat"), { body: chat, config: ON });
+    expect(res.status).toBe(200);
+    const out = (await res.json()) as { messages: { content: unknown }[]; tools: { function: { name: string } }[] };
+    expect(JSON.parse(res.headers.get("x-offload-summary")!)).toMatchObject({ format: "openai-chat", offloaded: 1 });
+    expect(String(out.messages[2]!.content)).toContain("trm_");
+    expect(out.tools.at(-1)!.function.name).toBe("recall_tool_result");
+    const responses = {
+      model: "gpt-4.1",
+      input: [
+        { role: "user", content: "go" },
+        { type: "function_call", call_id: "c1", name: "dump", arguments: "{}" },
+        { type: "function_call_output", call_id: "c1", output: big },
+        { type: "function_call", call_id: "c2", name: "dump", arguments: "{}" },
+        { type: "function_call_output", call_id: "c2", output: "ok" },
+      ],
+    };
+    const r2 = await call(compactPath(sid("resp"), "openai-responses"), { body: responses, config: ON });
+    expect(r2.status).toBe(200);
+    expect(JSON.parse(r2.headers.get("x-offload-summary")!)).toMatchObject({ format: "openai-responses", offloaded: 1 });
   });
 
   it("answers 413 over the body limit, declared or streamed, before buffering it", async () => {
