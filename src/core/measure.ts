@@ -1,6 +1,6 @@
 /**
  * What a turn measures for the session report, kept apart from the transform: the net-saving gate's verdicts,
- * and the shadow-mode view of a turn's report (docs/readme/measure.md).
+ * and the shadow-mode view of a turn's report (docs/measure.md).
  */
 import type { CompactReport } from "./compact.ts";
 import type { TurnDecision } from "./types.ts";

@@ -36,7 +36,7 @@ export interface Summary {
   attachments: AttachmentSummary | null;
   errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];
   errors_total: number;
-  /** Proxy routes only (docs/readme/proxy.md). On an event stream the hop fields are unknown when headers go out. */
+  /** Proxy routes only (docs/proxy.md). On an event stream the hop fields are unknown when headers go out. */
   proxy?: {
     stream: boolean;
     /** Remembered recall calls spliced into this request. */

@@ -238,7 +238,7 @@ function build(): Record<string, unknown> {
   };
 }
 
-/** The drop-in proxy (docs/readme/proxy.md): the provider's request and answer, our two headers. */
+/** The drop-in proxy (docs/proxy.md): the provider's request and answer, our two headers. */
 function proxyPaths(): Record<string, unknown> {
   const session = { name: "x-offload-session", in: "header", required: true, description: "The conversation: 1-128 chars of letters, digits and . _ : -.", schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" } };
   const op = (summary: string, upstream: string) => ({

@@ -1,5 +1,5 @@
 /**
- * The drop-in proxy for the official clients (docs/readme/proxy.md):
+ * The drop-in proxy for the official clients (docs/proxy.md):
  *   POST /anthropic/v1/messages        → ${ANTHROPIC_BASE_URL}/v1/messages
  *   POST /openai/v1/chat/completions   → ${OPENAI_BASE_URL}/chat/completions
  *   POST /openai/v1/responses          → ${OPENAI_BASE_URL}/responses

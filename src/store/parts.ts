@@ -39,7 +39,7 @@ export interface RecallParams {
 }
 
 /**
- * What the proxy remembers about a session so the client never has to see its tool (docs/readme/proxy.md):
+ * What the proxy remembers about a session so the client never has to see its tool (docs/proxy.md):
  * - "recall": a mixed answer's recall calls, spliced back (call and answer) next to the client's own calls
  *   (`anchors`, their ids) whenever a later request carries them;
  * - "alias" (Responses with stored history): the response id the client saw stands for the last hop's

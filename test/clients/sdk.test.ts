@@ -2,7 +2,7 @@
  * The official clients against the proxy. The Worker runs locally (wrangler's unstable_startWorker: the real
  * build, workerd, miniflare's bindings) on 127.0.0.1 with ANTHROPIC_BASE_URL / OPENAI_BASE_URL pointing at a
  * fake provider on 127.0.0.1; @anthropic-ai/sdk and openai talk to the Worker with the two-line change of
- * docs/readme/proxy.md (base URL, x-offload-key + x-offload-session). We assert on what the fake received
+ * docs/proxy.md (base URL, x-offload-key + x-offload-session). We assert on what the fake received
  * (stubs in place, the recall tool declared once at the end, the client's credentials through, ours not)
  * and on what the client got, as the SDK parsed it (no trace of our tool, summed usage, streams whole).
  */
