@@ -24,7 +24,7 @@ import { type SessionInput, sessionRef } from "./session.ts";
 import { structureOf } from "./structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "./stub.ts";
 import { type ContentKind, REQUEST_CHARS_PER_TOKEN, detectKind, estimateTokens } from "./tokens.ts";
-import type { Action, Format, GateResult, ResultRecord, SessionRef, Tier, TurnLog } from "./types.ts";
+import type { Format, GateResult, ResultRecord, SessionRef, Tier, TurnDecision, TurnLog } from "./types.ts";
 
 export interface CompactInput<R extends string | object> {
   /** The request's format: "anthropic" (the default), "openai-chat" or "openai-responses". */
@@ -41,22 +41,8 @@ export interface CompactInput<R extends string | object> {
   attachments?: AttachmentOptions;
 }
 
-export interface Decision {
-  tool_use_id: string;
-  tool_name: string;
-  path: string;
-  tier: Tier;
-  action: Action;
-  mem_id: string | null;
-  chars: number;
-  tokens: number;
-  /** Tokens the result costs in the returned request. */
-  sent_tokens: number;
-  /** Taken on an earlier turn and replayed from the store. */
-  sticky: boolean;
-  reason: string;
-  gate?: GateResult;
-}
+/** One result's decision on this turn (the same shape the session report keeps for the last turn). */
+export type Decision = TurnDecision;
 
 export interface CompactError {
   type: "storage_error" | "conflict";

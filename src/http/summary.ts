@@ -10,28 +10,18 @@ import type { StoreNote } from "../store/edge.ts";
 /** Enough to say what failed without letting one bad turn blow past header size limits. */
 const MAX_ERRORS = 8;
 
-export interface Summary {
-  enabled: boolean;
-  offload: boolean;
+/** The report's fields the header repeats as they are (tokens_after and saved_* are adjusted for shadow mode). */
+type ReportFields = Pick<
+  CompactReport,
+  "enabled" | "offload" | "format" | "model" | "priced_as" | "turn" | "results" | "kept" | "compacted" | "offloaded" | "new_decisions" | "tokens_before" | "tokens_after" | "saved_tokens" | "saved_usd" | "recall_tool"
+>;
+
+export interface Summary extends ReportFields {
   changed: boolean;
-  format: Format;
-  model: string | null;
-  priced_as: string | null;
-  turn: number;
-  results: number;
-  kept: number;
-  compacted: number;
-  offloaded: number;
-  new_decisions: number;
-  tokens_before: number;
-  tokens_after: number;
-  saved_tokens: number;
-  saved_usd: number;
   /** Shadow mode: the request went out unchanged; what offload would have saved is in would_save_*. */
   shadow: boolean;
   would_save_tokens: number;
   would_save_usd: number;
-  recall_tool: "added" | "present" | "none";
   /** The attachment policy's effect (null when it is "native"); its tokens and dollars are in the totals above. */
   attachments: AttachmentSummary | null;
   errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];

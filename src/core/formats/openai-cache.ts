@@ -28,7 +28,7 @@ import { type JsonNode, type JsonObject, getMember } from "../json/scan.ts";
 import { resolveModel } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { type Path, expectObject, shapeError, stringMember } from "./shape.ts";
-import type { Breakpoint } from "./types.ts";
+import type { Breakpoint, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 /** OpenAI's documented minimum for every caching model; used when the model is not in the price table. */
 export const OPENAI_MIN_CACHEABLE_TOKENS = 1024;
@@ -80,4 +80,33 @@ export function openaiCaching(input: { model: string | null; options: CacheOptio
   breakpoints.sort((a, b) => a.position - b.position);
   const caches = cacheable(input.promptChars) && (!input.options.explicit || input.explicit.length > 0);
   return { breakpoints, client_caches: caches };
+}
+
+/**
+ * The analysis both OpenAI adapters return once they have walked the request: the breakpoints of the model
+ * above, and no anchor slots (OpenAI caches prefixes on its own: an Anthropic-style anchor has nothing to add).
+ */
+export function openaiAnalysis(input: {
+  model: string | null;
+  sites: ToolResultSite[];
+  assistantTurns: number;
+  promptChars: number;
+  seenPrefix: number | undefined;
+  options: CacheOptions;
+  explicit: Breakpoint[];
+  hasRecallTool: boolean;
+}): RequestAnalysis {
+  const caching = openaiCaching(input);
+  return {
+    model: input.model,
+    sites: input.sites,
+    assistant_turns: input.assistantTurns,
+    prompt_chars: input.promptChars,
+    breakpoints: caching.breakpoints,
+    client_caches: caching.client_caches,
+    has_recall_tool: input.hasRecallTool,
+    auto_cache: true,
+    last_message_position: input.seenPrefix ?? input.promptChars,
+    anchor_slots: [],
+  };
 }

@@ -19,7 +19,7 @@
 import type { RecallMode } from "../../config.ts";
 import { type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { cacheOptionsOf, openaiCaching, partBreakpoint } from "./openai-cache.ts";
+import { cacheOptionsOf, openaiAnalysis, partBreakpoint } from "./openai-cache.ts";
 import { type Path, appendTool, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf, typeOf } from "./shape.ts";
 import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
@@ -177,20 +177,7 @@ export const openaiResponsesAdapter: FormatAdapter = {
 
     const promptChars = toolsLen + instructionsLen + inputLen;
     const seenPrefix = lastRunStart === -1 ? undefined : base + items[lastRunStart]!.start;
-    const caching = openaiCaching({ model, options, explicit, seenPrefix, promptChars });
-    return {
-      model,
-      sites,
-      assistant_turns: assistantTurns,
-      prompt_chars: promptChars,
-      breakpoints: caching.breakpoints,
-      client_caches: caching.client_caches,
-      has_recall_tool: hasRecallTool,
-      // OpenAI caches prefixes on its own: the advancing anchor (an Anthropic breakpoint) has nothing to add.
-      auto_cache: true,
-      last_message_position: seenPrefix ?? promptChars,
-      anchor_slots: [],
-    };
+    return openaiAnalysis({ model, sites, assistantTurns, promptChars, seenPrefix, options, explicit, hasRecallTool });
   },
 
   renderContent(raw: string, site: ToolResultSite, text: string): string {
