@@ -94,8 +94,7 @@ export class MemorySessionState implements SessionStatePort {
   async describe(ref: SessionRef): Promise<SessionDetail | null> {
     const row = this.#rows.get(this.#key(ref));
     if (row === undefined) return null;
-    let recalls = 0;
-    for (const n of row.recalls.values()) recalls += n;
+    const recalls = recallTotal(row);
     return {
       tenant: ref.tenant,
       session: ref.session,
@@ -115,8 +114,7 @@ export class MemorySessionState implements SessionStatePort {
   async report(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
     const row = this.#rows.get(this.#key(ref));
     if (row === undefined) return null;
-    let recalls = 0;
-    for (const n of row.recalls.values()) recalls += n;
+    const recalls = recallTotal(row);
     return {
       tenant: ref.tenant,
       session: ref.session,
@@ -162,4 +160,10 @@ export class MemorySessionState implements SessionStatePort {
     if (row === undefined) return [];
     return [...new Set([...row.records.values()].flatMap((r) => (r.mem_id === null ? [] : [r.mem_id])))];
   }
+}
+
+function recallTotal(row: Row): number {
+  let n = 0;
+  for (const c of row.recalls.values()) n += c;
+  return n;
 }

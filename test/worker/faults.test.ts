@@ -6,7 +6,7 @@ import { type AppDeps, createApp, defaultStore } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
 import type { SessionStatePort } from "../../src/store/parts.ts";
-import { ON, call, catalog, compactPath, conversation, expectError, memIdIn, nextTurn, request, sid, summary } from "./helpers.ts";
+import { ON, bound, call, catalog, compactPath, conversation, expectError, memIdIn, nextTurn, request, sid, summary } from "./helpers.ts";
 
 const quiet = () => {};
 
@@ -162,19 +162,3 @@ describe("fault injection", () => {
     expect(await env.INDEX.get(`m/acme/${session}/${mem}`)).toBeNull();
   });
 });
-
-/** A port object whose methods keep their `this` when spread. */
-function bound(port: SessionStatePort): SessionStatePort {
-  return {
-    load: (...a) => port.load(...a),
-    commit: (...a) => port.commit(...a),
-    noteRecall: (...a) => port.noteRecall(...a),
-    describe: (...a) => port.describe(...a),
-    report: (...a) => port.report(...a),
-    getConfig: (...a) => port.getConfig(...a),
-    setConfig: (...a) => port.setConfig(...a),
-    destroy: (...a) => port.destroy(...a),
-    proxyState: (...a) => port.proxyState(...a),
-    finishProxyTurn: (...a) => port.finishProxyTurn(...a),
-  };
-}

@@ -2,6 +2,7 @@
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { SummarySchema } from "../../src/routes/schemas.ts";
+import type { SessionStatePort } from "../../src/store/parts.ts";
 
 export const BASE = "https://edge-offload.test";
 export const KEYS = { acme: "test-key-acme", globex: "test-key-globex" } as const;
@@ -103,4 +104,20 @@ export function memIdIn(text: string): string {
   const m = /trm_[0-9a-f]{24}/.exec(text);
   expect(m).not.toBeNull();
   return m![0];
+}
+
+/** A port object whose methods keep their `this` when spread. */
+export function bound(port: SessionStatePort): SessionStatePort {
+  return {
+    load: (...a) => port.load(...a),
+    commit: (...a) => port.commit(...a),
+    noteRecall: (...a) => port.noteRecall(...a),
+    describe: (...a) => port.describe(...a),
+    report: (...a) => port.report(...a),
+    getConfig: (...a) => port.getConfig(...a),
+    setConfig: (...a) => port.setConfig(...a),
+    destroy: (...a) => port.destroy(...a),
+    proxyState: (...a) => port.proxyState(...a),
+    finishProxyTurn: (...a) => port.finishProxyTurn(...a),
+  };
 }

@@ -7,9 +7,8 @@ import { createExecutionContext, env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, defaultStore } from "../../src/app.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
-import type { SessionStatePort } from "../../src/store/parts.ts";
 import { anthropicEvents, anthropicMessage, anthropicRequest, chatCompletion, chatEvents, chatRequest, memIdIn, ON, RECALL_NAME, response, responseEvents, responsesRequest } from "../support/providers.ts";
-import { call, sid } from "./helpers.ts";
+import { bound, call, sid } from "./helpers.ts";
 import { type Seen, jsonReply, textReply, mockProvider, proxy, proxyRequest, proxySummary, readEvents, sseReply } from "./proxy-mock.ts";
 
 afterEach(() => {
@@ -435,19 +434,3 @@ describe("proxy: more turns and formats", () => {
     expect(lines.join("\n")).not.toContain("test-key-acme");
   });
 });
-
-/** A port object whose methods keep their `this` when spread. */
-function bound(port: SessionStatePort): SessionStatePort {
-  return {
-    load: (...a) => port.load(...a),
-    commit: (...a) => port.commit(...a),
-    noteRecall: (...a) => port.noteRecall(...a),
-    describe: (...a) => port.describe(...a),
-    report: (...a) => port.report(...a),
-    getConfig: (...a) => port.getConfig(...a),
-    setConfig: (...a) => port.setConfig(...a),
-    destroy: (...a) => port.destroy(...a),
-    proxyState: (...a) => port.proxyState(...a),
-    finishProxyTurn: (...a) => port.finishProxyTurn(...a),
-  };
-}

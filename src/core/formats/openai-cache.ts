@@ -110,3 +110,20 @@ export function openaiAnalysis(input: {
     anchor_slots: [],
   };
 }
+
+/**
+ * Collects the explicit `prompt_cache_breakpoint` markers of content parts as an adapter walks the request
+ * (`base` turns a raw offset into a prompt-order one).
+ */
+export function breakpointCollector(raw: string, base: number, options: CacheOptions): { explicit: Breakpoint[]; scanParts: (content: JsonNode | undefined, path: Path) => void } {
+  const explicit: Breakpoint[] = [];
+  const scanParts = (content: JsonNode | undefined, path: Path) => {
+    if (content?.kind !== "array") return;
+    content.items.forEach((part, i) => {
+      if (part.kind !== "object") return;
+      const bp = partBreakpoint(raw, part, [...path, i], base + part.end, options);
+      if (bp !== undefined) explicit.push(bp);
+    });
+  };
+  return { explicit, scanParts };
+}

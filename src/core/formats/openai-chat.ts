@@ -9,11 +9,11 @@
  * decision could be sticky for them: they pass through untouched and are never compacted.
  */
 import type { RecallMode } from "../../config.ts";
-import { type JsonArray, type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
+import { type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { cacheOptionsOf, openaiAnalysis, partBreakpoint } from "./openai-cache.ts";
+import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import { type Path, appendTool, lastAssistantIndex, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf } from "./shape.ts";
-import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 interface Call {
   name: string;
@@ -36,15 +36,7 @@ export const openaiChatAdapter: FormatAdapter = {
 
     const toolsLen = tools === undefined ? 0 : tools.end - tools.start;
     const base = toolsLen - messages.start;
-    const explicit: Breakpoint[] = [];
-    const scanParts = (content: JsonNode | undefined, path: Path) => {
-      if (content?.kind !== "array") return;
-      content.items.forEach((part, i) => {
-        if (part.kind !== "object") return;
-        const bp = partBreakpoint(raw, part, [...path, i], base + part.end, options);
-        if (bp !== undefined) explicit.push(bp);
-      });
-    };
+    const { explicit, scanParts } = breakpointCollector(raw, base, options);
 
     let hasRecallTool = false;
     tools?.items.forEach((tool, i) => {

@@ -19,9 +19,9 @@
 import type { RecallMode } from "../../config.ts";
 import { type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { cacheOptionsOf, openaiAnalysis, partBreakpoint } from "./openai-cache.ts";
+import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import { type Path, appendTool, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf, typeOf } from "./shape.ts";
-import type { Breakpoint, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 interface Call {
   name: string;
@@ -73,15 +73,7 @@ export const openaiResponsesAdapter: FormatAdapter = {
     const instructionsLen = instructions?.kind === "string" ? instructions.end - instructions.start : 0;
     const inputLen = input === undefined ? 0 : input.end - input.start;
     const base = toolsLen + instructionsLen - (input?.start ?? 0);
-    const explicit: Breakpoint[] = [];
-    const scanParts = (content: JsonNode | undefined, path: Path) => {
-      if (content?.kind !== "array") return;
-      content.items.forEach((part, i) => {
-        if (part.kind !== "object") return;
-        const bp = partBreakpoint(raw, part, [...path, i], base + part.end, options);
-        if (bp !== undefined) explicit.push(bp);
-      });
-    };
+    const { explicit, scanParts } = breakpointCollector(raw, base, options);
 
     let hasRecallTool = false;
     tools?.items.forEach((tool, i) => {
