@@ -129,7 +129,8 @@ export async function compact<R extends string | object>(input: CompactInput<R>)
   return { request, changed: true, decisions, report };
 }
 
-function emptyReport(format: Format, enabled: boolean, offload: boolean): CompactReport {
+/** The report of a turn that decided nothing (compaction off, or the session state unreadable). */
+export function emptyReport(format: Format, enabled: boolean, offload: boolean): CompactReport {
   return {
     format,
     enabled,

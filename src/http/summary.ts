@@ -3,7 +3,7 @@
  * carries it) with the turn's counts, token estimates, the estimated saving and what went wrong, e.g. a
  * ledger write that failed (the result then stayed full).
  */
-import type { CompactReport } from "../core/compact.ts";
+import { type CompactReport, emptyReport } from "../core/compact.ts";
 import type { Format } from "../core/types.ts";
 import type { StoreNote } from "../store/edge.ts";
 
@@ -93,31 +93,7 @@ export function summaryOf(report: CompactReport, changed: boolean, notes: readon
 
 /** Everything off: the request went through untouched and unread. */
 export function passThroughSummary(format: Format): Summary {
-  return {
-    enabled: false,
-    offload: false,
-    changed: false,
-    format,
-    model: null,
-    priced_as: null,
-    turn: 0,
-    results: 0,
-    kept: 0,
-    compacted: 0,
-    offloaded: 0,
-    new_decisions: 0,
-    tokens_before: 0,
-    tokens_after: 0,
-    saved_tokens: 0,
-    saved_usd: 0,
-    shadow: false,
-    would_save_tokens: 0,
-    would_save_usd: 0,
-    recall_tool: "none",
-    attachments: null,
-    errors: [],
-    errors_total: 0,
-  };
+  return summaryOf(emptyReport(format, false, false), false, []);
 }
 
 export function summaryHeader(summary: Summary): string {
