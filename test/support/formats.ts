@@ -117,7 +117,7 @@ export const anthropicKit: Kit = {
     [{ model: 5, messages: [] }, "model"],
     [{}, "$"],
     [{ messages: {} }, "messages"],
-    [{ messages: [{ role: "robot", content: "x" }] }, "messages[0].role"],
+    [{ messages: [{ role: 5, content: "x" }] }, "messages[0].role"],
     [{ messages: [{ role: "user" }] }, "messages[0]"],
     [{ messages: [{ role: "user", content: [{ text: "no type" }] }] }, "messages[0].content[0]"],
     [{ messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] }] }, "messages[0].content[0].tool_use_id"],

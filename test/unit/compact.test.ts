@@ -423,7 +423,7 @@ describe("bad input", () => {
       [[], "$"],
       [{ model: 5, messages: [] }, "model"],
       [{ messages: {} }, "messages"],
-      [{ messages: [{ role: "robot", content: "x" }] }, "messages[0].role"],
+      [{ messages: [{ role: 5, content: "x" }] }, "messages[0].role"],
       [{ messages: [{ role: "user" }] }, "messages[0]"],
       [{ messages: [{ role: "user", content: [{ text: "no type" }] }] }, "messages[0].content[0]"],
       [{ messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] }] }, "messages[0].content[0].tool_use_id"],
@@ -454,6 +454,22 @@ describe("bad input", () => {
     await expect(compact({ request: "{}", session: "s", store: s, config: { keep_last: 1 } })).rejects.toMatchObject({ type: "invalid_config", path: "config.keep_last" });
     await expect(compact({ request: "{}", session: "bad session id!", store: s, config: ON })).rejects.toMatchObject({ type: "invalid_argument" });
     expect(s.calls).toEqual([]);
+  });
+});
+
+describe("messages the API accepts besides user and assistant", () => {
+  it("keeps a mid-conversation system message (Claude Code sends one) and still offloads around it", async () => {
+    const req = basic();
+    const msgs = req.messages as Req[];
+    // between the assistant's tool_use and the user's tool_result, and again at the end with a breakpoint
+    msgs.splice(2, 0, { role: "system", content: "You are in plan mode." });
+    msgs.push({ role: "system", content: [{ type: "text", text: "reminder", cache_control: { type: "ephemeral" } }] });
+    const out = await compact({ request: JSON.stringify(req), session: "s", store: new MemoryStore(), config: ON });
+    expect(out.decisions.map((d) => d.action)).toEqual(["offloaded", "kept"]);
+    const sent = parse(out.request as string);
+    expect(sent.messages[2]).toEqual({ role: "system", content: "You are in plan mode." });
+    expect(sent.messages.at(-1)).toEqual(msgs.at(-1));
+    expect(String(resultContent(sent, "t1"))).toContain("trm_");
   });
 });
 

@@ -71,8 +71,20 @@ export const anthropicAdapter: FormatAdapter = {
       const path: Path = ["messages", m];
       const msg = expectObject(message, path, "a message");
       const role = stringMember(raw, msg, "role", path, true);
-      if (role !== "user" && role !== "assistant") shapeError('"role" must be "user" or "assistant"', [...path, "role"]);
       const content = getMember(msg, "content");
+      if (role !== "user" && role !== "assistant") {
+        // A mid-conversation `role: "system"` message (current API; Claude Code sends one), or a role newer
+        // than this adapter: it holds no tool results and answers no call, so it is read for its cache
+        // breakpoints only, passes through as it is, and leaves the tool_use → tool_result pairing alone.
+        if (content?.kind === "array") {
+          content.items.forEach((block, b) => {
+            if (block.kind !== "object") return;
+            const cc = getMember(block, "cache_control");
+            if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: messagesBase + block.end, ttl: ttlOf(raw, cc, [...path, "content", b, "cache_control"]) });
+          });
+        }
+        return;
+      }
       if (content === undefined) shapeError('missing "content"', path);
       if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of blocks', [...path, "content"]);
       const answered = new Map<string, { name: string; input: JsonNode | undefined }>();
