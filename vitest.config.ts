@@ -21,7 +21,12 @@ export default defineConfig({
         },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" }, miniflare: { bindings: TEST_SECRETS } })],
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { bindings: TEST_SECRETS },
+          }),
+        ],
         test: {
           name: "workers",
           include: ["test/worker/**/*.test.ts"],

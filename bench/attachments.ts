@@ -18,7 +18,12 @@ const cpu = (): number => {
 };
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-const pages = Array.from({ length: 40 }, (_, p) => Array.from({ length: 40 }, (_, l) => `Page ${p + 1} line ${l + 1}: revenue, costs and margins for the quarter.`));
+const pages = Array.from({ length: 40 }, (_, p) =>
+  Array.from(
+    { length: 40 },
+    (_, l) => `Page ${p + 1} line ${l + 1}: revenue, costs and margins for the quarter.`,
+  ),
+);
 const pdf = Buffer.from(textPdf(pages)).toString("base64");
 const screenshot = Buffer.from(png(1920, 1080)).toString("base64");
 
@@ -28,18 +33,29 @@ function request(turns: number, round: number): string {
       role: "user",
       content: [
         { type: "text", text: `Summarise the report (round ${round}).` },
-        { type: "document", source: { type: "base64", media_type: "application/pdf", data: pdf }, title: "q3.pdf" },
+        {
+          type: "document",
+          source: { type: "base64", media_type: "application/pdf", data: pdf },
+          title: "q3.pdf",
+        },
         { type: "image", source: { type: "base64", media_type: "image/png", data: screenshot } },
       ],
     },
   ];
-  for (let k = 0; k < turns; k++) messages.push({ role: "assistant", content: `answer ${k}` }, { role: "user", content: `question ${k}` });
+  for (let k = 0; k < turns; k++)
+    messages.push(
+      { role: "assistant", content: `answer ${k}` },
+      { role: "user", content: `question ${k}` },
+    );
   return JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 256, messages });
 }
 
 // pdf.js is loaded by the first PDF of an isolate: measured once, apart.
 const c0 = cpu();
-await extractText({ data: Buffer.from(pdf, "base64"), media_type: "application/pdf" }, { max_pages: 1 });
+await extractText(
+  { data: Buffer.from(pdf, "base64"), media_type: "application/pdf" },
+  { max_pages: 1 },
+);
 const coldLoad = cpu() - c0;
 
 const first: number[] = [];
@@ -60,7 +76,12 @@ for (let round = 0; round < ROUNDS; round++) {
   const a = out.report.attachments!;
   saved = { native: a.native_tokens, sent: a.sent_tokens, usd: a.saved_usd };
   t = cpu();
-  await compact({ request: later, session: "n", store: new MemoryStore(), config: { tool_result_compaction_enabled: true } });
+  await compact({
+    request: later,
+    session: "n",
+    store: new MemoryStore(),
+    config: { tool_result_compaction_enabled: true },
+  });
   native.push(cpu() - t);
 }
 
@@ -68,11 +89,18 @@ for (let round = 0; round < ROUNDS; round++) {
 const blob = "QUJD".repeat(1_000_000); // 4 MB of base64 in one (hot) image block
 const withBlob = (turns: number) => {
   const r = JSON.parse(request(turns, 0)) as { messages: { content: unknown }[] };
-  (r.messages[0]!.content as unknown[]).push({ type: "image", source: { type: "base64", media_type: "image/png", data: blob } });
+  (r.messages[0]!.content as unknown[]).push({
+    type: "image",
+    source: { type: "base64", media_type: "image/png", data: blob },
+  });
   return JSON.stringify(r);
 };
 const hashStore = new MemoryStore();
-const hot = { tool_result_compaction_enabled: true, attachment_policy: "extract", attachment_image_hot_turns: 1000 };
+const hot = {
+  tool_result_compaction_enabled: true,
+  attachment_policy: "extract",
+  attachment_image_hot_turns: 1000,
+};
 await compact({ request: withBlob(0), session: "h", store: hashStore, config: hot });
 const perMb: number[] = [];
 for (let round = 0; round < ROUNDS; round++) {
@@ -81,14 +109,29 @@ for (let round = 0; round < ROUNDS; round++) {
   await compact({ request: req, session: "h", store: hashStore, config: hot });
   const on = cpu() - t;
   t = cpu();
-  await compact({ request: req, session: "h2", store: new MemoryStore(), config: { tool_result_compaction_enabled: true } });
+  await compact({
+    request: req,
+    session: "h2",
+    store: new MemoryStore(),
+    config: { tool_result_compaction_enabled: true },
+  });
   perMb.push((on - (cpu() - t)) / (blob.length / 1e6));
 }
 
 const [f, s, n] = [median(first), median(sticky), median(native)];
-console.log(`request: 40-page PDF (${(pdf.length / 1e6).toFixed(2)} MB base64) + 1920x1080 PNG, Sonnet 4.5 prices; median of ${ROUNDS} rounds, CPU ms`);
+console.log(
+  `request: 40-page PDF (${(pdf.length / 1e6).toFixed(2)} MB base64) + 1920x1080 PNG, Sonnet 4.5 prices; median of ${ROUNDS} rounds, CPU ms`,
+);
 console.log(`pdf.js first load in this process          ${coldLoad.toFixed(1)} ms`);
-console.log(`turn 0, "extract" (extracts the PDF)       ${f.toFixed(1)} ms   = ${(f / n).toFixed(1)}x the same request under "native"`);
-console.log(`turn 2, "extract" (sticky: nothing parsed) ${s.toFixed(1)} ms   = ${(s / n).toFixed(2)}x "native" (${n.toFixed(1)} ms)`);
-console.log(`recognising blocks on a turn with nothing new: ≈ ${median(perMb).toFixed(1)} ms per MB of base64 (the id hash)`);
-console.log(`tokens on turn 2: native ≈ ${saved.native}, sent ≈ ${saved.sent} (${((1 - saved.sent / saved.native) * 100).toFixed(0)}% less), ≈ $${saved.usd.toFixed(4)} saved this turn`);
+console.log(
+  `turn 0, "extract" (extracts the PDF)       ${f.toFixed(1)} ms   = ${(f / n).toFixed(1)}x the same request under "native"`,
+);
+console.log(
+  `turn 2, "extract" (sticky: nothing parsed) ${s.toFixed(1)} ms   = ${(s / n).toFixed(2)}x "native" (${n.toFixed(1)} ms)`,
+);
+console.log(
+  `recognising blocks on a turn with nothing new: ≈ ${median(perMb).toFixed(1)} ms per MB of base64 (the id hash)`,
+);
+console.log(
+  `tokens on turn 2: native ≈ ${saved.native}, sent ≈ ${saved.sent} (${((1 - saved.sent / saved.native) * 100).toFixed(0)}% less), ≈ $${saved.usd.toFixed(4)} saved this turn`,
+);

@@ -5,8 +5,8 @@
  * the same rounds (absolute figures vary by machine and load; the ratios are what carries over).
  */
 import { unzipSync } from "fflate";
-import { extractText, probeAttachment, type Attachment, type ExtractOptions } from "../src/lib.ts";
-import { docx, para, table, gridXlsx } from "../test/fixtures/office-writer.ts";
+import { type Attachment, type ExtractOptions, extractText, probeAttachment } from "../src/lib.ts";
+import { docx, gridXlsx, para, table } from "../test/fixtures/office-writer.ts";
 import { textPdf } from "../test/fixtures/pdf-writer.ts";
 
 const MB = 1024 * 1024;
@@ -34,28 +34,65 @@ async function once(attachment: Attachment, options: ExtractOptions): Promise<Sa
 }
 
 const DOCX_PARAGRAPHS = 4000;
-const SENTENCE = "The quick brown fox jumps over the lazy dog while the invoice total stays at 1,250.00 EUR. ";
+const SENTENCE =
+  "The quick brown fox jumps over the lazy dog while the invoice total stays at 1,250.00 EUR. ";
 const PDF_PAGES = 50;
-const pdfBytes = textPdf(Array.from({ length: PDF_PAGES }, (_, p) => Array.from({ length: 40 }, (_, l) => `p${p + 1} l${l + 1} ${SENTENCE.slice(0, 70)}`)));
+const pdfBytes = textPdf(
+  Array.from({ length: PDF_PAGES }, (_, p) =>
+    Array.from({ length: 40 }, (_, l) => `p${p + 1} l${l + 1} ${SENTENCE.slice(0, 70)}`),
+  ),
+);
 const docxBytes = docx(
-  Array.from({ length: DOCX_PARAGRAPHS }, (_, i) => para(`${i + 1}. ${SENTENCE}${SENTENCE}`)).join("") +
-    table(Array.from({ length: 1000 }, (_, r) => [`row ${r}`, `${r * 3}`, `${r % 7}`, "note"])),
+  Array.from({ length: DOCX_PARAGRAPHS }, (_, i) => para(`${i + 1}. ${SENTENCE}${SENTENCE}`)).join(
+    "",
+  ) + table(Array.from({ length: 1000 }, (_, r) => [`row ${r}`, `${r * 3}`, `${r % 7}`, "note"])),
 );
 const XLSX_ROWS = 20_000;
 const xlsxBytes = gridXlsx(XLSX_ROWS, 10);
-const html = enc.encode(`<html><body>${Array.from({ length: 6000 }, (_, i) => `<div class="row"><h3>Item ${i}</h3><p>${SENTENCE}<b>bold</b> &amp; <a href="#x">link</a></p><ul><li>a</li><li>b</li></ul></div>`).join("")}</body></html>`);
-const csv = enc.encode(Array.from({ length: 100_000 }, (_, i) => `${i},"name ${i}",${(i * 1.5).toFixed(2)},${SENTENCE.slice(0, 40)}`).join("\n"));
+const html = enc.encode(
+  `<html><body>${Array.from({ length: 6000 }, (_, i) => `<div class="row"><h3>Item ${i}</h3><p>${SENTENCE}<b>bold</b> &amp; <a href="#x">link</a></p><ul><li>a</li><li>b</li></ul></div>`).join("")}</body></html>`,
+);
+const csv = enc.encode(
+  Array.from(
+    { length: 100_000 },
+    (_, i) => `${i},"name ${i}",${(i * 1.5).toFixed(2)},${SENTENCE.slice(0, 40)}`,
+  ).join("\n"),
+);
 
 /** Inflated size of a ZIP's parts: what the XML scanner actually reads. */
-const inflatedMb = (zip: Uint8Array): number => Object.values(unzipSync(zip)).reduce((n, b) => n + b.length, 0) / MB;
-const NO_CAPS: ExtractOptions = { max_pages: 10_000, max_chars: 50_000_000, max_rows: 1_000_000, max_cells: 10_000_000 };
+const inflatedMb = (zip: Uint8Array): number =>
+  Object.values(unzipSync(zip)).reduce((n, b) => n + b.length, 0) / MB;
+const NO_CAPS: ExtractOptions = {
+  max_pages: 10_000,
+  max_chars: 50_000_000,
+  max_rows: 1_000_000,
+  max_cells: 10_000_000,
+};
 
 const cases: { name: string; attachment: Attachment; unit?: { label: string; count: number } }[] = [
   { name: "text/csv", attachment: { data: csv, media_type: "text/csv" } },
   { name: "html", attachment: { data: html, media_type: "text/html" } },
-  { name: "pdf", attachment: { data: pdfBytes, media_type: "application/pdf" }, unit: { label: "page", count: PDF_PAGES } },
-  { name: "docx", attachment: { data: docxBytes, media_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document" }, unit: { label: "MB xml", count: inflatedMb(docxBytes) } },
-  { name: "xlsx", attachment: { data: xlsxBytes, media_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" }, unit: { label: "1k rows", count: XLSX_ROWS / 1000 } },
+  {
+    name: "pdf",
+    attachment: { data: pdfBytes, media_type: "application/pdf" },
+    unit: { label: "page", count: PDF_PAGES },
+  },
+  {
+    name: "docx",
+    attachment: {
+      data: docxBytes,
+      media_type: "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    },
+    unit: { label: "MB xml", count: inflatedMb(docxBytes) },
+  },
+  {
+    name: "xlsx",
+    attachment: {
+      data: xlsxBytes,
+      media_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    },
+    unit: { label: "1k rows", count: XLSX_ROWS / 1000 },
+  },
 ];
 
 // Rounds interleave the formats, so a change in machine load hits all of them alike; ratios are taken
@@ -64,7 +101,8 @@ const ROUNDS = 9;
 for (const c of cases) await once(c.attachment, NO_CAPS); // warm-up: pdf.js import, JIT
 const samples = cases.map(() => [] as Sample[]);
 for (let round = 0; round < ROUNDS; round++) {
-  for (let i = 0; i < cases.length; i++) samples[i]!.push(await once(cases[i]!.attachment, NO_CAPS));
+  for (let i = 0; i < cases.length; i++)
+    samples[i]!.push(await once(cases[i]!.attachment, NO_CAPS));
 }
 // Reference: PDF, the format the issue measured in workerd. The comparable quantity across formats is the
 // CPU cost per character of text produced (per input MB compares different things: compressed XML, PDF).
@@ -73,7 +111,11 @@ const rows = cases.map((c, i) => {
   const mb = (c.attachment as { data: Uint8Array }).data.length / MB;
   const s = samples[i]!;
   const cpu = median(s.map((x) => x.cpu));
-  const ratio = median(s.map((x, r) => x.cpu / x.chars / (samples[baseIndex]![r]!.cpu / samples[baseIndex]![r]!.chars)));
+  const ratio = median(
+    s.map(
+      (x, r) => x.cpu / x.chars / (samples[baseIndex]![r]!.cpu / samples[baseIndex]![r]!.chars),
+    ),
+  );
   return {
     name: c.name,
     mb,
@@ -93,12 +135,20 @@ const t0 = performance.now();
 for (let i = 0; i < probeRuns; i++) probeAttachment({ data: xlsxBytes });
 const probeUs = ((performance.now() - t0) / probeRuns) * 1000;
 
-console.log(`extraction speed (node ${process.version}; median of ${ROUNDS} interleaved rounds; caps lifted; CPU ms = process CPU time)\n`);
-console.log("format     input MB   wall ms    CPU ms   CPU ms/MB   CPU per unit         out chars   CPU µs/1k chars   vs pdf");
+console.log(
+  `extraction speed (node ${process.version}; median of ${ROUNDS} interleaved rounds; caps lifted; CPU ms = process CPU time)\n`,
+);
+console.log(
+  "format     input MB   wall ms    CPU ms   CPU ms/MB   CPU per unit         out chars   CPU µs/1k chars   vs pdf",
+);
 for (const r of rows) {
   console.log(
     `${r.name.padEnd(10)} ${r.mb.toFixed(2).padStart(8)} ${r.wall.toFixed(1).padStart(9)} ${r.cpu.toFixed(1).padStart(9)} ${r.perMb.toFixed(1).padStart(11)}   ${(r.perUnit ?? "").padEnd(18)} ${String(r.chars).padStart(10)}   ${r.usPerKChar.toFixed(1).padStart(15)}   ${r.ratio.toPrecision(2).padStart(6)}×`,
   );
 }
-console.log(`\ninputs: pdf ${PDF_PAGES} pages × 40 lines; docx ${DOCX_PARAGRAPHS} paragraphs + a 1,000-row table (${inflatedMb(docxBytes).toFixed(1)} MB of XML); xlsx ${XLSX_ROWS} rows × 10 columns (${inflatedMb(xlsxBytes).toFixed(1)} MB of XML)`);
-console.log(`\nprobe (xlsx, ${(xlsxBytes.length / MB).toFixed(2)} MB): ${probeUs.toFixed(1)} µs per call`);
+console.log(
+  `\ninputs: pdf ${PDF_PAGES} pages × 40 lines; docx ${DOCX_PARAGRAPHS} paragraphs + a 1,000-row table (${inflatedMb(docxBytes).toFixed(1)} MB of XML); xlsx ${XLSX_ROWS} rows × 10 columns (${inflatedMb(xlsxBytes).toFixed(1)} MB of XML)`,
+);
+console.log(
+  `\nprobe (xlsx, ${(xlsxBytes.length / MB).toFixed(2)} MB): ${probeUs.toFixed(1)} µs per call`,
+);

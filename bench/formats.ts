@@ -24,11 +24,37 @@ export async function benchFormats(rounds = 30): Promise<Record<string, Record<s
     const text = JSON.stringify(kit.fromAnthropic(prompt, model));
     const baseline = () => JSON.stringify(JSON.parse(text));
     const store = new MemoryStore();
-    const first = await compact({ format: kit.format, request: text, session: "bench", store, config: ON });
-    const [tSteady, tBase] = await pairedMedians(() => compact({ format: kit.format, request: text, session: "bench", store, config: ON }), baseline, rounds);
+    const first = await compact({
+      format: kit.format,
+      request: text,
+      session: "bench",
+      store,
+      config: ON,
+    });
+    const [tSteady, tBase] = await pairedMedians(
+      () => compact({ format: kit.format, request: text, session: "bench", store, config: ON }),
+      baseline,
+      rounds,
+    );
     let i = 0;
-    const [tFresh, tBase2] = await pairedMedians(() => compact({ format: kit.format, request: text, session: `fresh-${i++}`, store: new MemoryStore(), config: ON }), baseline, Math.max(8, rounds >> 2));
-    out[kit.format] = { request_chars: text.length, offloaded: first.report.offloaded, steady_ratio: tSteady / tBase, first_sight_ratio: tFresh / tBase2 };
+    const [tFresh, tBase2] = await pairedMedians(
+      () =>
+        compact({
+          format: kit.format,
+          request: text,
+          session: `fresh-${i++}`,
+          store: new MemoryStore(),
+          config: ON,
+        }),
+      baseline,
+      Math.max(8, rounds >> 2),
+    );
+    out[kit.format] = {
+      request_chars: text.length,
+      offloaded: first.report.offloaded,
+      steady_ratio: tSteady / tBase,
+      first_sight_ratio: tFresh / tBase2,
+    };
     console.log(
       `${kit.format.padEnd(17)} ${(text.length / 1e6).toFixed(2)} MB, ${first.report.results} results, ${first.report.offloaded} offloaded · parse+stringify ${fmt(tBase)} ms · steady ${fmt(tSteady)} ms (ratio ${(tSteady / tBase).toFixed(2)}) · first sight ${fmt(tFresh)} ms (ratio ${(tFresh / tBase2).toFixed(2)})`,
     );

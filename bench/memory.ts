@@ -26,23 +26,39 @@ function compose(targetChars: number): string {
   let size = 0;
   let n = 0;
   // The whole file is ~20 MB: go round it again (ids stay unique) until the target size.
-  for (let round = 0; size < targetChars; round++) {
+  for (let _round = 0; size < targetChars; _round++) {
     for (const s of sessions) {
-    for (let i = 1; i + 1 < s.messages.length && size < targetChars; i += 2) {
-      const a = s.messages[i] as { role: string; content: { type: string; id?: string }[] };
-      const u = s.messages[i + 1] as { role: string; content: { type: string; tool_use_id?: string }[] };
-      if (a.role !== "assistant" || !Array.isArray(a.content) || !Array.isArray(u.content)) continue;
-      const id = `toolu_mem_${n++}`;
-      const ids = new Set(a.content.filter((b) => b.type === "tool_use").map((b) => b.id));
-      if (ids.size !== 1) continue;
-      messages.push({ ...a, content: a.content.map((b) => (b.type === "tool_use" ? { ...b, id } : b)) });
-      messages.push({ ...u, content: u.content.map((b) => (b.type === "tool_result" ? { ...b, tool_use_id: id } : b)) });
-      size += JSON.stringify([a, u]).length;
-    }
+      for (let i = 1; i + 1 < s.messages.length && size < targetChars; i += 2) {
+        const a = s.messages[i] as { role: string; content: { type: string; id?: string }[] };
+        const u = s.messages[i + 1] as {
+          role: string;
+          content: { type: string; tool_use_id?: string }[];
+        };
+        if (a.role !== "assistant" || !Array.isArray(a.content) || !Array.isArray(u.content))
+          continue;
+        const id = `toolu_mem_${n++}`;
+        const ids = new Set(a.content.filter((b) => b.type === "tool_use").map((b) => b.id));
+        if (ids.size !== 1) continue;
+        messages.push({
+          ...a,
+          content: a.content.map((b) => (b.type === "tool_use" ? { ...b, id } : b)),
+        });
+        messages.push({
+          ...u,
+          content: u.content.map((b) => (b.type === "tool_result" ? { ...b, tool_use_id: id } : b)),
+        });
+        size += JSON.stringify([a, u]).length;
+      }
     }
   }
   messages.push({ role: "assistant", content: [{ type: "text", text: "Done." }] });
-  return JSON.stringify({ model: "claude-sonnet-4-6", max_tokens: 4096, system: sessions[0]!.system, tools: sessions[0]!.tools, messages });
+  return JSON.stringify({
+    model: "claude-sonnet-4-6",
+    max_tokens: 4096,
+    system: sessions[0]!.system,
+    tools: sessions[0]!.tools,
+    messages,
+  });
 }
 
 async function child(mode: string, requestPath: string, recordsPath: string): Promise<void> {
@@ -55,7 +71,28 @@ async function child(mode: string, requestPath: string, recordsPath: string): Pr
   const store = new NullLedgerStore();
   if (mode === "compact-steady") {
     const records = JSON.parse(readFileSync(recordsPath, "utf8")) as ResultRecord[];
-    await store.commit({ tenant: "default", session: "mem" }, { records, recall_declared: true, log: { turn: 0, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0 } });
+    await store.commit(
+      { tenant: "default", session: "mem" },
+      {
+        records,
+        recall_declared: true,
+        log: {
+          turn: 0,
+          results: 0,
+          kept: 0,
+          compacted: 0,
+          offloaded: 0,
+          new_decisions: 0,
+          tokens_before: 0,
+          tokens_after: 0,
+          saved_usd: 0,
+          errors: 0,
+          shadow: false,
+          gate_fired: 0,
+          gate_declined: 0,
+        },
+      },
+    );
   }
   const out = await compact({ request: text, session: "mem", store, config: ON });
   if (mode === "compact-first") {
@@ -66,7 +103,18 @@ async function child(mode: string, requestPath: string, recordsPath: string): Pr
 }
 
 function fits(mode: string, heapMb: number, requestPath: string, recordsPath: string): boolean {
-  const r = spawnSync(process.execPath, [`--max-old-space-size=${heapMb}`, new URL(import.meta.url).pathname, "--child", mode, requestPath, recordsPath], { encoding: "utf8", timeout: 120_000 });
+  const r = spawnSync(
+    process.execPath,
+    [
+      `--max-old-space-size=${heapMb}`,
+      new URL(import.meta.url).pathname,
+      "--child",
+      mode,
+      requestPath,
+      recordsPath,
+    ],
+    { encoding: "utf8", timeout: 120_000 },
+  );
   return r.status === 0;
 }
 
@@ -90,7 +138,8 @@ export async function benchMemory(targetMb = 32): Promise<Record<string, number>
     const recordsPath = `${dir}/records.json`;
     writeFileSync(requestPath, text);
     // The first-sight run also writes the decisions the steady run starts from.
-    if (!fits("compact-first", 2048, requestPath, recordsPath)) throw new Error("compact failed even with 2 GB");
+    if (!fits("compact-first", 2048, requestPath, recordsPath))
+      throw new Error("compact failed even with 2 GB");
     const mb = text.length / 1e6;
     const base = minHeap("parse-stringify", requestPath, recordsPath);
     const first = minHeap("compact-first", requestPath, recordsPath);
@@ -99,11 +148,17 @@ export async function benchMemory(targetMb = 32): Promise<Record<string, number>
     console.log(`  JSON.parse+stringify   ${base}`);
     console.log(`  compact, first sight   ${first}   ratio ${(first / base).toFixed(2)}`);
     console.log(`  compact, steady turn   ${steady}   ratio ${(steady / base).toFixed(2)}`);
-    return { request_mb: mb, parse_stringify_heap_mb: base, first_sight_heap_mb: first, steady_heap_mb: steady };
+    return {
+      request_mb: mb,
+      parse_stringify_heap_mb: base,
+      first_sight_heap_mb: first,
+      steady_heap_mb: steady,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
-if (process.argv[2] === "--child") await child(process.argv[3]!, process.argv[4]!, process.argv[5]!);
+if (process.argv[2] === "--child")
+  await child(process.argv[3]!, process.argv[4]!, process.argv[5]!);
 else if (import.meta.url === `file://${process.argv[1]}`) await benchMemory();

@@ -2,24 +2,30 @@
  * The project's main figure: the cost replay of the three corpus files, two models (Sonnet 4.6, Opus 4.5
  * prices), both client models, every policy. Prints one table per run and, with --markdown, the README table.
  */
-import { parseSessions } from "../src/replay/sessions.ts";
+
+import { readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
 import { DEFAULT_POLICIES, policyByName } from "../src/replay/policies/index.ts";
 import { renderTable } from "../src/replay/report.ts";
 import { replay } from "../src/replay/run.ts";
+import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client, ReplayReport } from "../src/replay/types.ts";
-import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 import { corpusFile } from "./lib/corpus.ts";
 
 const FILES = ["swe", "api", "large"] as const;
 const MODELS = ["claude-sonnet-4-6", "claude-opus-4-5"];
 const CLIENTS: Client[] = ["cached", "uncached"];
 
-export async function benchReplay(opts: { markdown?: boolean; files?: readonly string[]; models?: string[] } = {}): Promise<ReplayReport[]> {
+export async function benchReplay(
+  opts: { markdown?: boolean; files?: readonly string[]; models?: string[] } = {},
+): Promise<ReplayReport[]> {
   const reports: (ReplayReport & { file: string })[] = [];
   const t0 = performance.now();
   for (const file of opts.files ?? FILES) {
-    const sessions = parseSessions(gunzipSync(readFileSync(corpusFile(file as (typeof FILES)[number]))).toString("utf8"), file);
+    const sessions = parseSessions(
+      gunzipSync(readFileSync(corpusFile(file as (typeof FILES)[number]))).toString("utf8"),
+      file,
+    );
     for (const model of opts.models ?? MODELS) {
       for (const client of CLIENTS) {
         const policies = DEFAULT_POLICIES.map((n) => policyByName(n)!);
@@ -29,7 +35,9 @@ export async function benchReplay(opts: { markdown?: boolean; files?: readonly s
       }
     }
   }
-  console.log(`\nreplay: ${reports.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  console.log(
+    `\nreplay: ${reports.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+  );
   if (opts.markdown) console.log(`\n${markdown(reports)}`);
   return reports;
 }
@@ -43,10 +51,14 @@ function markdown(reports: (ReplayReport & { file: string })[]): string {
     const none = r.policies.find((p) => p.policy === "none")!;
     const cells = r.policies
       .filter((p) => p.policy !== "none")
-      .map((p) => `${p.ratio_to_none!.toFixed(3)}${p.lost_references > 0 ? ` (${p.lost_references} lost)` : ""}${p.recall_hops > 0 ? ` [${p.recall_hops} hops]` : ""}`);
+      .map(
+        (p) =>
+          `${p.ratio_to_none!.toFixed(3)}${p.lost_references > 0 ? ` (${p.lost_references} lost)` : ""}${p.recall_hops > 0 ? ` [${p.recall_hops} hops]` : ""}`,
+      );
     return `| ${r.file} | ${r.model.replace("claude-", "")} | ${r.client} | ${none.total_usd.toFixed(2)} | ${cells.join(" | ")} |`;
   });
   return [head, sep, ...rows].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) await benchReplay({ markdown: process.argv.includes("--markdown") });
+if (import.meta.url === `file://${process.argv[1]}`)
+  await benchReplay({ markdown: process.argv.includes("--markdown") });

@@ -11,7 +11,15 @@ import { benchTransform } from "./transform.ts";
 
 /** Benchmarks written as scripts run in a child process of their own. */
 async function script(file: string): Promise<void> {
-  const r = spawnSync(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", new URL(file, import.meta.url).pathname], { stdio: "inherit" });
+  const r = spawnSync(
+    process.execPath,
+    [
+      "--experimental-strip-types",
+      "--disable-warning=ExperimentalWarning",
+      new URL(file, import.meta.url).pathname,
+    ],
+    { stdio: "inherit" },
+  );
   if (r.status !== 0) throw new Error(`${file} failed`);
 }
 
@@ -30,7 +38,9 @@ const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
 for (const name of wanted.length > 0 ? wanted : Object.keys(benches)) {
   const run = benches[name];
   if (run === undefined) {
-    console.error(`unknown bench ${JSON.stringify(name)}; known: ${Object.keys(benches).join(", ")}`);
+    console.error(
+      `unknown bench ${JSON.stringify(name)}; known: ${Object.keys(benches).join(", ")}`,
+    );
     process.exit(2);
   }
   console.log(`\n== ${name} ==`);

@@ -11,7 +11,10 @@ const MB = 1024 * 1024;
 const self = fileURLToPath(import.meta.url);
 
 function requestBytes(kind, mib) {
-  const row = kind === "json" ? '{"id":123,"name":"item-123","price":184.5},' : "2026-11-30T12:00:00Z INFO request handled path=/api/items status=200 ms=12\n";
+  const row =
+    kind === "json"
+      ? '{"id":123,"name":"item-123","price":184.5},'
+      : "2026-11-30T12:00:00Z INFO request handled path=/api/items status=200 ms=12\n";
   let big = row.repeat(Math.ceil((mib * MB) / row.length));
   if (kind === "json") big = `[${big.slice(0, -1)}]`;
   return new TextEncoder().encode(
@@ -35,8 +38,22 @@ async function probe(kind, mib) {
   const { EdgeStore } = await import("../src/store/edge.ts");
   const { MemoryIndex } = await import("../src/store/memory-index.ts");
   const encoder = new TextEncoder();
-  const ledger = { put: async (_ref, body) => void encoder.encode(body), get: async () => null, head: async () => null, list: async () => [], deleteSession: async () => [] };
-  const app = createApp({ store: () => new EdgeStore({ sessions: new MemorySessionState(), ledger, index: new MemoryIndex(), log: () => {} }) });
+  const ledger = {
+    put: async (_ref, body) => void encoder.encode(body),
+    get: async () => null,
+    head: async () => null,
+    list: async () => [],
+    deleteSession: async () => [],
+  };
+  const app = createApp({
+    store: () =>
+      new EdgeStore({
+        sessions: new MemorySessionState(),
+        ledger,
+        index: new MemoryIndex(),
+        log: () => {},
+      }),
+  });
   let bytes = requestBytes(kind, mib);
   const size = bytes.length;
   // A stream of 64 KiB chunks, pulled as read, like a Worker's request body.
@@ -51,16 +68,30 @@ async function probe(kind, mib) {
       at += 65536;
     },
   });
-  const headers = { authorization: "Bearer k", "x-offload-config": JSON.stringify({ tool_result_compaction_enabled: true, tool_result_offload_enabled: true }) };
+  const headers = {
+    authorization: "Bearer k",
+    "x-offload-config": JSON.stringify({
+      tool_result_compaction_enabled: true,
+      tool_result_offload_enabled: true,
+    }),
+  };
   const env = { OFFLOAD_API_KEYS: "bench:k", OFFLOAD_SECRET: "bench-secret-0123456789abcdef" };
-  const res = await app.request("/v1/sessions/bench/compact", { method: "POST", headers, body, duplex: "half" }, env);
+  const res = await app.request(
+    "/v1/sessions/bench/compact",
+    { method: "POST", headers, body, duplex: "half" },
+    env,
+  );
   await res.text();
   const summary = JSON.parse(res.headers.get("x-offload-summary") ?? "{}");
   process.stdout.write(JSON.stringify({ status: res.status, offloaded: summary.offloaded, size }));
 }
 
 function fits(kind, mib, heap) {
-  const r = spawnSync(process.execPath, [`--max-old-space-size=${heap}`, self, "--probe", kind, String(mib)], { encoding: "utf8" });
+  const r = spawnSync(
+    process.execPath,
+    [`--max-old-space-size=${heap}`, self, "--probe", kind, String(mib)],
+    { encoding: "utf8" },
+  );
   if (r.status !== 0) return null;
   const out = JSON.parse(r.stdout);
   return out.status === 200 && out.offloaded === 1 ? out : null;
@@ -88,6 +119,8 @@ if (process.argv[2] === "--probe") {
       } else lo = mid;
     }
     if (size === 0) size = fits(kind, mib, hi)?.size ?? 0;
-    console.log(`${(size / MB).toFixed(1).padStart(5)} MiB  ${label.padEnd(30)}  ≤ ${String(hi).padStart(3)} MiB   ${(hi / (size / MB)).toFixed(1)}×`);
+    console.log(
+      `${(size / MB).toFixed(1).padStart(5)} MiB  ${label.padEnd(30)}  ≤ ${String(hi).padStart(3)} MiB   ${(hi / (size / MB)).toFixed(1)}×`,
+    );
   }
 }

@@ -24,14 +24,15 @@
 import { z } from "zod";
 import { DEFAULT_CONFIG } from "../src/config.ts";
 import { type ModelPrice, ratesFor, resolveModel, usd } from "../src/core/pricing.ts";
-import { estimateTextTokens } from "../src/core/tokens.ts";
 import { formatInt } from "../src/core/text.ts";
+import { estimateTextTokens } from "../src/core/tokens.ts";
 import { definePagedTool, defineTool } from "../src/lib.ts";
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);
   const value = i === -1 ? fallback : Number(process.argv[i + 1]);
-  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`--${name} must be a non-negative integer`);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`--${name} must be a non-negative integer`);
   return value;
 }
 
@@ -53,7 +54,18 @@ const MODELS: { id: string; window: number }[] = [
 
 // A catalog like the example's (examples/catalog), grown to ROWS rows, deterministic.
 const CATEGORIES = ["kitchen", "outdoor", "office", "garden", "audio"];
-const NOUNS = ["chef knife", "tent", "desk lamp", "watering can", "headphones", "saucepan", "headlamp", "notebook", "planter", "speaker"];
+const NOUNS = [
+  "chef knife",
+  "tent",
+  "desk lamp",
+  "watering can",
+  "headphones",
+  "saucepan",
+  "headlamp",
+  "notebook",
+  "planter",
+  "speaker",
+];
 const ADJECTIVES = ["Steel", "Bamboo", "Compact", "Pro", "Classic", "Travel", "Heavy-duty", "Eco"];
 const catalog = Array.from({ length: ROWS }, (_, i) => {
   const id = i + 1;
@@ -69,9 +81,21 @@ const catalog = Array.from({ length: ROWS }, (_, i) => {
   };
 });
 
-const input = z.object({ query: z.string().default("").describe("Words in the product name; empty matches all.") });
-const dump = defineTool({ name: "list_products", description: "List every product in the catalog.", input, run: () => catalog });
-const paged = definePagedTool({ name: "search_products", description: "Search the product catalog.", input, rows: () => catalog });
+const input = z.object({
+  query: z.string().default("").describe("Words in the product name; empty matches all."),
+});
+const dump = defineTool({
+  name: "list_products",
+  description: "List every product in the catalog.",
+  input,
+  run: () => catalog,
+});
+const paged = definePagedTool({
+  name: "search_products",
+  description: "Search the product catalog.",
+  input,
+  rows: () => catalog,
+});
 
 interface Call {
   /** Prompt tokens of this call. */
@@ -110,13 +134,18 @@ function bill(calls: readonly Call[], price: ModelPrice, cached: boolean): Bill 
   let written = 0; // prefix in cache, written by the previous call
   for (const call of calls) {
     const rates = ratesFor(price, call.prompt);
-    if (cached) total += usd(written, rates.cache_read) + usd(call.prompt - written, rates.cache_write_5m);
+    if (cached)
+      total += usd(written, rates.cache_read) + usd(call.prompt - written, rates.cache_write_5m);
     else total += usd(call.prompt, rates.input);
     total += usd(call.output, rates.output);
     prompts += call.prompt;
     written = call.prompt;
   }
-  return { usd: total, prompt_tokens: prompts, largest_prompt: Math.max(...calls.map((c) => c.prompt)) };
+  return {
+    usd: total,
+    prompt_tokens: prompts,
+    largest_prompt: Math.max(...calls.map((c) => c.prompt)),
+  };
 }
 
 const dumpAnswer = await dump.call({});
@@ -130,7 +159,8 @@ if (dumpAnswer.is_error || pageAnswers.some((a) => a.is_error)) throw new Error(
 
 const dumpTokens = estimateTextTokens(dumpAnswer.content);
 const pageTokens = pageAnswers.map((a) => estimateTextTokens(a.content));
-const declTokens = (tool: { definition(): unknown }) => estimateTextTokens(JSON.stringify(tool.definition()));
+const declTokens = (tool: { definition(): unknown }) =>
+  estimateTextTokens(JSON.stringify(tool.definition()));
 const before = session(declTokens(dump), [dumpTokens], TURNS);
 const after = session(declTokens(paged), pageTokens, TURNS);
 
@@ -138,10 +168,18 @@ const money = (x: number) => `$${x.toFixed(x < 1 ? 4 : 2)}`;
 const pad = (s: string, n: number) => s.padEnd(n);
 const lpad = (s: string, n: number) => s.padStart(n);
 
-console.log(`Tool result: dump of ${formatInt(ROWS)} rows = ${formatInt(dumpAnswer.content.length)} chars ≈ ${formatInt(dumpTokens)} tokens;`);
-console.log(`             page of 20 + count = ${formatInt(pageAnswers[0]!.content.length)} chars ≈ ${formatInt(pageTokens[0]!)} tokens (×${pageAnswers.length} pages read) — ${(dumpTokens / pageTokens[0]!).toFixed(0)}× smaller.`);
-console.log(`Session: tool call, result, answer, then ${TURNS} later turns (result re-sent on each); paged: +${pageAnswers.length - 1} page round trip(s).`);
-console.log(`Calls: dump ${before.length}, paged ${after.length}. Shared context: system ${formatInt(SYSTEM_TOKENS)}, user ${USER_TOKENS}/turn, answer ${ANSWER_TOKENS}/turn.\n`);
+console.log(
+  `Tool result: dump of ${formatInt(ROWS)} rows = ${formatInt(dumpAnswer.content.length)} chars ≈ ${formatInt(dumpTokens)} tokens;`,
+);
+console.log(
+  `             page of 20 + count = ${formatInt(pageAnswers[0]!.content.length)} chars ≈ ${formatInt(pageTokens[0]!)} tokens (×${pageAnswers.length} pages read) — ${(dumpTokens / pageTokens[0]!).toFixed(0)}× smaller.`,
+);
+console.log(
+  `Session: tool call, result, answer, then ${TURNS} later turns (result re-sent on each); paged: +${pageAnswers.length - 1} page round trip(s).`,
+);
+console.log(
+  `Calls: dump ${before.length}, paged ${after.length}. Shared context: system ${formatInt(SYSTEM_TOKENS)}, user ${USER_TOKENS}/turn, answer ${ANSWER_TOKENS}/turn.\n`,
+);
 
 const header = `${pad("model", 18)}${pad("client", 10)}${lpad("dump", 11)}${lpad("paged", 11)}${lpad("ratio", 8)}${lpad("saved", 11)}${lpad("prompt tok dump", 17)}${lpad("paged", 10)}  note`;
 console.log(header);
@@ -152,17 +190,32 @@ for (const { id, window } of MODELS) {
   for (const cached of [true, false]) {
     const b = bill(before, price, cached);
     const a = bill(after, price, cached);
-    const note = b.largest_prompt > window ? `dump prompt ${formatInt(b.largest_prompt)} > ${formatInt(window)} window: rejected by the API` : "";
+    const note =
+      b.largest_prompt > window
+        ? `dump prompt ${formatInt(b.largest_prompt)} > ${formatInt(window)} window: rejected by the API`
+        : "";
     console.log(
       `${pad(id, 18)}${pad(cached ? "cached" : "uncached", 10)}${lpad(money(b.usd), 11)}${lpad(money(a.usd), 11)}${lpad(`${(b.usd / a.usd).toFixed(1)}×`, 8)}${lpad(money(b.usd - a.usd), 11)}${lpad(formatInt(b.prompt_tokens), 17)}${lpad(formatInt(a.prompt_tokens), 10)}  ${note}`,
     );
-    results.push({ model: id, cached, turns: TURNS, dump_usd: b.usd, paged_usd: a.usd, ratio: b.usd / a.usd, dump_prompt_tokens: b.prompt_tokens, paged_prompt_tokens: a.prompt_tokens, over_window: b.largest_prompt > window });
+    results.push({
+      model: id,
+      cached,
+      turns: TURNS,
+      dump_usd: b.usd,
+      paged_usd: a.usd,
+      ratio: b.usd / a.usd,
+      dump_prompt_tokens: b.prompt_tokens,
+      paged_prompt_tokens: a.prompt_tokens,
+      over_window: b.largest_prompt > window,
+    });
   }
 }
 
 console.log(`\nBy number of later turns (dump $ / paged $, ratio):`);
 const turnsList = [0, 1, 5, 10, 20];
-console.log(`${pad("model", 18)}${pad("client", 10)}${turnsList.map((n) => lpad(`N=${n}`, 24)).join("")}`);
+console.log(
+  `${pad("model", 18)}${pad("client", 10)}${turnsList.map((n) => lpad(`N=${n}`, 24)).join("")}`,
+);
 for (const { id } of MODELS) {
   const price = resolveModel(id)!;
   for (const cached of [true, false]) {
@@ -175,7 +228,14 @@ for (const { id } of MODELS) {
   }
 }
 
-if (process.argv.includes("--json")) console.log(JSON.stringify({ rows: ROWS, turns: TURNS, dump_tokens: dumpTokens, page_tokens: pageTokens, results }, null, 2));
+if (process.argv.includes("--json"))
+  console.log(
+    JSON.stringify(
+      { rows: ROWS, turns: TURNS, dump_tokens: dumpTokens, page_tokens: pageTokens, results },
+      null,
+      2,
+    ),
+  );
 
 // Cross-check with the cost replay (src/replay): the same two sessions as real messages, priced by the replay's
 // own cache simulation, also under edge-offload (whose first-delivery row is what offload can do about a dump).
@@ -183,24 +243,69 @@ if (process.argv.includes("--json")) console.log(JSON.stringify({ rows: ROWS, tu
   const { replay } = await import("../src/replay/run.ts");
   const { policyByName } = await import("../src/replay/policies/index.ts");
   const filler = (n: number) => "x ".repeat(n * 2).trim(); // ~n tokens of prose-like text
-  const asSession = (id: string, toolName: string, results: string[]): import("../src/replay/types.ts").ReplaySession => {
-    const messages: import("../src/replay/types.ts").Message[] = [{ role: "user", content: `Find a good desk lamp. ${filler(USER_TOKENS)}` }];
+  const asSession = (
+    id: string,
+    toolName: string,
+    results: string[],
+  ): import("../src/replay/types.ts").ReplaySession => {
+    const messages: import("../src/replay/types.ts").Message[] = [
+      { role: "user", content: `Find a good desk lamp. ${filler(USER_TOKENS)}` },
+    ];
     results.forEach((content, i) => {
-      messages.push({ role: "assistant", content: [{ type: "tool_use", id: `${id}_${i}`, name: toolName, input: { query: "", offset: i * 20 } }] });
-      messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `${id}_${i}`, content }] });
+      messages.push({
+        role: "assistant",
+        content: [
+          {
+            type: "tool_use",
+            id: `${id}_${i}`,
+            name: toolName,
+            input: { query: "", offset: i * 20 },
+          },
+        ],
+      });
+      messages.push({
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: `${id}_${i}`, content }],
+      });
     });
     messages.push({ role: "assistant", content: [{ type: "text", text: filler(ANSWER_TOKENS) }] });
-    for (let t = 0; t < TURNS; t++) messages.push({ role: "user", content: filler(USER_TOKENS) }, { role: "assistant", content: [{ type: "text", text: filler(ANSWER_TOKENS) }] });
-    return { id, system: filler(SYSTEM_TOKENS), messages, calls: messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])) };
+    for (let t = 0; t < TURNS; t++)
+      messages.push(
+        { role: "user", content: filler(USER_TOKENS) },
+        { role: "assistant", content: [{ type: "text", text: filler(ANSWER_TOKENS) }] },
+      );
+    return {
+      id,
+      system: filler(SYSTEM_TOKENS),
+      messages,
+      calls: messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])),
+    };
   };
-  const sessions = { dump: asSession("dump", "list_products", [dumpAnswer.content]), paged: asSession("paged", "search_products", pageAnswers.map((a) => a.content)) };
+  const sessions = {
+    dump: asSession("dump", "list_products", [dumpAnswer.content]),
+    paged: asSession(
+      "paged",
+      "search_products",
+      pageAnswers.map((a) => a.content),
+    ),
+  };
   console.log(`\nCross-check with the replay (src/replay, its own cache simulation), Sonnet 4.6:`);
-  console.log(`${pad("session", 10)}${pad("client", 10)}${lpad("none", 11)}${lpad("edge-offload", 14)}${lpad("+first-delivery", 17)}${lpad("prompt tokens", 15)}`);
+  console.log(
+    `${pad("session", 10)}${pad("client", 10)}${lpad("none", 11)}${lpad("edge-offload", 14)}${lpad("+first-delivery", 17)}${lpad("prompt tokens", 15)}`,
+  );
   for (const client of ["cached", "uncached"] as const) {
     for (const [name, s] of Object.entries(sessions)) {
-      const r = await replay([s], { model: "claude-sonnet-4-6", client, policies: ["none", "edge-offload", "edge-offload+first-delivery"].map((n) => policyByName(n)!) });
+      const r = await replay([s], {
+        model: "claude-sonnet-4-6",
+        client,
+        policies: ["none", "edge-offload", "edge-offload+first-delivery"].map(
+          (n) => policyByName(n)!,
+        ),
+      });
       const [none, ours, first] = r.policies;
-      console.log(`${pad(name, 10)}${pad(client, 10)}${lpad(money(none!.total_usd), 11)}${lpad(money(ours!.total_usd), 14)}${lpad(money(first!.total_usd), 17)}${lpad(formatInt(none!.prompt_tokens), 15)}`);
+      console.log(
+        `${pad(name, 10)}${pad(client, 10)}${lpad(money(none!.total_usd), 11)}${lpad(money(ours!.total_usd), 14)}${lpad(money(first!.total_usd), 17)}${lpad(formatInt(none!.prompt_tokens), 15)}`,
+      );
     }
   }
 }

@@ -11,7 +11,13 @@ import { MemoryStore } from "../src/store/memory.ts";
 import { corpus } from "./lib/corpus.ts";
 import { fmt, pairedMedians } from "./lib/stats.ts";
 
-type Block = { type: string; id?: string; tool_use_id?: string; content?: unknown; [k: string]: unknown };
+type Block = {
+  type: string;
+  id?: string;
+  tool_use_id?: string;
+  content?: unknown;
+  [k: string]: unknown;
+};
 type Msg = { role: "user" | "assistant"; content: string | Block[] };
 
 export function composeRequest(targetChars = 1_000_000, turns = 40): string {
@@ -22,10 +28,12 @@ export function composeRequest(targetChars = 1_000_000, turns = 40): string {
     for (let i = 1; i + 1 < s.messages.length; i++) {
       const a = s.messages[i] as Msg;
       const u = s.messages[i + 1] as Msg;
-      if (a.role !== "assistant" || !Array.isArray(a.content) || !Array.isArray(u.content)) continue;
+      if (a.role !== "assistant" || !Array.isArray(a.content) || !Array.isArray(u.content))
+        continue;
       const use = a.content.find((b) => b.type === "tool_use");
       const res = u.content.find((b) => b.type === "tool_result");
-      if (use !== undefined && res !== undefined) pairs.push({ order: pairs.length, a, u, use, res, size: JSON.stringify([a, u]).length });
+      if (use !== undefined && res !== undefined)
+        pairs.push({ order: pairs.length, a, u, use, res, size: JSON.stringify([a, u]).length });
     }
   }
   // The first large results that fit in 85% of the target, then the first smaller turns up to 40 turns.
@@ -45,20 +53,36 @@ export function composeRequest(targetChars = 1_000_000, turns = 40): string {
     }
   }
   picked.sort((x, y) => x.order - y.order);
-  const messages: Msg[] = [{ role: "user", content: "Work through the tasks below, one tool call per step." }];
+  const messages: Msg[] = [
+    { role: "user", content: "Work through the tasks below, one tool call per step." },
+  ];
   picked.forEach((p, n) => {
     const id = `toolu_bench_${String(n).padStart(3, "0")}`;
-    messages.push({ role: "assistant", content: (p.a.content as Block[]).map((b) => (b === p.use ? { ...b, id } : b)) });
-    messages.push({ role: "user", content: (p.u.content as Block[]).map((b) => (b === p.res ? { ...b, tool_use_id: id } : b)) });
+    messages.push({
+      role: "assistant",
+      content: (p.a.content as Block[]).map((b) => (b === p.use ? { ...b, id } : b)),
+    });
+    messages.push({
+      role: "user",
+      content: (p.u.content as Block[]).map((b) => (b === p.res ? { ...b, tool_use_id: id } : b)),
+    });
   });
-  return JSON.stringify({ model: "claude-sonnet-4-6", max_tokens: 4096, system: sessions[0]!.system, tools: sessions[0]!.tools, messages });
+  return JSON.stringify({
+    model: "claude-sonnet-4-6",
+    max_tokens: 4096,
+    system: sessions[0]!.system,
+    tools: sessions[0]!.tools,
+    messages,
+  });
 }
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
 export async function benchTransform(rounds = 40): Promise<Record<string, number>> {
   const text = composeRequest();
-  const turns = (JSON.parse(text) as { messages: Msg[] }).messages.filter((m) => m.role === "assistant").length;
+  const turns = (JSON.parse(text) as { messages: Msg[] }).messages.filter(
+    (m) => m.role === "assistant",
+  ).length;
   const baseline = () => JSON.stringify(JSON.parse(text));
 
   // Steady state: every result was decided on an earlier turn (the common case on every turn of a session).
@@ -69,7 +93,8 @@ export async function benchTransform(rounds = 40): Promise<Record<string, number
 
   // First sight: a fresh session, so every settled result is tiered, gated, hashed and ledgered now.
   let i = 0;
-  const fresh = () => compact({ request: text, session: `fresh-${i++}`, store: new MemoryStore(), config: ON });
+  const fresh = () =>
+    compact({ request: text, session: `fresh-${i++}`, store: new MemoryStore(), config: ON });
   const [tFresh, tBase2] = await pairedMedians(fresh, baseline, Math.max(10, rounds >> 2));
 
   // Off: the default; must cost nothing.
@@ -87,10 +112,16 @@ export async function benchTransform(rounds = 40): Promise<Record<string, number
     first_sight_ratio: tFresh / tBase2,
     off_ratio: tOff / tBase3,
   };
-  console.log(`transform: ${(text.length / 1e6).toFixed(2)} MB, ${turns} turns, ${first.report.offloaded} offloaded, ${first.report.results} results`);
+  console.log(
+    `transform: ${(text.length / 1e6).toFixed(2)} MB, ${turns} turns, ${first.report.offloaded} offloaded, ${first.report.results} results`,
+  );
   console.log(`  JSON.parse+stringify      ${fmt(tBase)} ms`);
-  console.log(`  compact, steady turn      ${fmt(tSteady)} ms   ratio ${(tSteady / tBase).toFixed(2)}  (target ≤ 1.5)`);
-  console.log(`  compact, first sight      ${fmt(tFresh)} ms   ratio ${(tFresh / tBase2).toFixed(2)}  (every result decided, hashed, ledgered)`);
+  console.log(
+    `  compact, steady turn      ${fmt(tSteady)} ms   ratio ${(tSteady / tBase).toFixed(2)}  (target ≤ 1.5)`,
+  );
+  console.log(
+    `  compact, first sight      ${fmt(tFresh)} ms   ratio ${(tFresh / tBase2).toFixed(2)}  (every result decided, hashed, ledgered)`,
+  );
   console.log(`  compact, off              ratio ${(tOff / tBase3).toFixed(3)}`);
   return out;
 }

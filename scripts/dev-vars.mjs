@@ -3,5 +3,7 @@ import { copyFileSync, existsSync } from "node:fs";
 
 if (!existsSync(".dev.vars")) {
   copyFileSync(".dev.vars.example", ".dev.vars");
-  console.log("edge-offload: created .dev.vars from .dev.vars.example (local key: local:sk-local-dev)");
+  console.log(
+    "edge-offload: created .dev.vars from .dev.vars.example (local key: local:sk-local-dev)",
+  );
 }

@@ -69,17 +69,36 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
 
   app.onError((err) => errorResponse(toOffloadError(err, log)));
-  app.notFound((c) => errorResponse(new OffloadError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`)));
+  app.notFound((c) =>
+    errorResponse(
+      new OffloadError("not_found", `no route for ${c.req.method} ${new URL(c.req.url).pathname}`),
+    ),
+  );
 
   app.route("/", healthRoutes);
   app.route("/", openApiRoutes);
   app.route("/", dashboardRoutes(log));
   // The proxy authenticates with x-offload-key: Authorization belongs to the provider and travels on untouched.
-  app.route("/", proxyRoutes({ store: makeStore, log, ...(deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes }), ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }) }));
+  app.route(
+    "/",
+    proxyRoutes({
+      store: makeStore,
+      log,
+      ...(deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes }),
+      ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
+    }),
+  );
 
   app.use("/v1/*", async (c, next) => {
-    const tenant = await authenticate(c.env.OFFLOAD_API_KEYS, bearerKey(c.req.header("authorization")), log);
-    const settings = settingsOf(c.env, deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes });
+    const tenant = await authenticate(
+      c.env.OFFLOAD_API_KEYS,
+      bearerKey(c.req.header("authorization")),
+      log,
+    );
+    const settings = settingsOf(
+      c.env,
+      deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes },
+    );
     c.set("tenant", tenant);
     c.set("settings", settings);
     c.set("store", makeStore(c.env, settings, log));

@@ -4,16 +4,16 @@
  * policy (see README "Measuring it"). Plain Node 22+, no workerd.
  */
 import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 import { parseArgs } from "node:util";
+import { gunzipSync } from "node:zlib";
 import { resolveModel } from "./core/pricing.ts";
-import { DEFAULT_POLICIES, EDGE_OFFLOAD_CONFIGS, policyByName } from "./replay/policies/index.ts";
 import { edgeOffload } from "./replay/policies/edge-offload.ts";
+import { DEFAULT_POLICIES, EDGE_OFFLOAD_CONFIGS, policyByName } from "./replay/policies/index.ts";
+import type { Policy } from "./replay/policy.ts";
 import { renderTable, toJson } from "./replay/report.ts";
 import { replay } from "./replay/run.ts";
 import { parseSessions } from "./replay/sessions.ts";
 import type { Client } from "./replay/types.ts";
-import type { Policy } from "./replay/policy.ts";
 
 const HELP = `edge-offload replay <sessions.jsonl[.gz]> [options]
 
@@ -70,7 +70,9 @@ export async function main(argv: string[]): Promise<number> {
   }
   const model = args.values.model!;
   if (resolveModel(model) === null) {
-    process.stderr.write(`unknown model ${JSON.stringify(model)} (no prices); e.g. claude-sonnet-4-6, claude-opus-4-5, gpt-5.1\n`);
+    process.stderr.write(
+      `unknown model ${JSON.stringify(model)} (no prices); e.g. claude-sonnet-4-6, claude-opus-4-5, gpt-5.1\n`,
+    );
     return 2;
   }
   const client = args.values.client as Client;
@@ -78,7 +80,10 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`--client must be cached or uncached\n`);
     return 2;
   }
-  const names = (args.values.policies ?? DEFAULT_POLICIES.join(",")).split(",").map((s) => s.trim()).filter(Boolean);
+  const names = (args.values.policies ?? DEFAULT_POLICIES.join(","))
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (!names.includes("none")) names.unshift("none");
   const policies: Policy[] = [];
   for (const name of names) {
@@ -97,7 +102,13 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write("--config must be a JSON object\n");
       return 2;
     }
-    policies.push(edgeOffload("edge-offload+config", { tool_result_compaction_enabled: true, tool_result_offload_enabled: true, ...config }, "custom config"));
+    policies.push(
+      edgeOffload(
+        "edge-offload+config",
+        { tool_result_compaction_enabled: true, tool_result_offload_enabled: true, ...config },
+        "custom config",
+      ),
+    );
   }
   let sessions;
   try {
@@ -111,10 +122,15 @@ export async function main(argv: string[]): Promise<number> {
     model,
     client,
     policies,
-    onProgress: args.values.json || !process.stderr.isTTY ? undefined : (d, t) => process.stderr.write(`\r${d}/${t}`),
+    onProgress:
+      args.values.json || !process.stderr.isTTY
+        ? undefined
+        : (d, t) => process.stderr.write(`\r${d}/${t}`),
   });
   if (!args.values.json && process.stderr.isTTY) process.stderr.write("\r");
-  process.stdout.write(`${args.values.json ? JSON.stringify(toJson(report)) : renderTable(report)}\n`);
+  process.stdout.write(
+    `${args.values.json ? JSON.stringify(toJson(report)) : renderTable(report)}\n`,
+  );
   return 0;
 }
 

@@ -12,47 +12,133 @@ export const RecallModeSchema = z.enum(["window", "structural", "both"]);
 export type RecallMode = z.infer<typeof RecallModeSchema>;
 
 const fields = {
-  tool_result_compaction_enabled: z.boolean().default(false).describe("Umbrella switch: off means every request passes through byte for byte."),
-  tool_result_offload_enabled: z.boolean().default(false).describe("Large-tier offload behind the net-saving gate (needs the umbrella switch)."),
-  tool_result_compaction_size_chars: z.int().min(0).default(8000).describe("Small ↔ larger floor: results of at most this many chars are always kept."),
-  tool_result_large_offload_threshold_chars: z.int().min(1).default(60_000).describe("Pre-filter: only results of at least this many chars are considered for offload."),
-  tool_result_compaction_keep_last_n: z.int().min(0).max(1000).default(1).describe("The most recent tool results kept full (the hot window)."),
-  tool_result_offload_horizon_default: z.number().positive().max(10_000).default(5).describe("Expected remaining turns over which a saving accrues."),
-  tool_result_offload_recall_probability: z.number().min(0).max(1).default(0.5).describe("Prior probability that the model re-reads an offloaded result."),
-  tool_result_recall_mode: RecallModeSchema.default("both").describe('Which arguments recall_tool_result offers: "window" (query/slice), "structural" (json_path/slice) or "both".'),
-  tool_result_compaction_preview_chars: z.int().min(0).max(20_000).default(2000).describe("Head kept by the size-only path when it shortens a result."),
-  tool_result_stub_preview_chars: z.int().min(0).max(2000).default(400).describe("Head preview shown in an offload stub."),
-  tool_result_recall_max_chars: z.int().min(500).max(RECALL_HARD_CAP_CHARS).default(RECALL_HARD_CAP_CHARS).describe("Cap on one recall answer (at most 50,000 chars)."),
-  tool_result_recall_window_chars: z.int().min(0).max(5000).default(300).describe("Default ±context around each query match."),
+  tool_result_compaction_enabled: z
+    .boolean()
+    .default(false)
+    .describe("Umbrella switch: off means every request passes through byte for byte."),
+  tool_result_offload_enabled: z
+    .boolean()
+    .default(false)
+    .describe("Large-tier offload behind the net-saving gate (needs the umbrella switch)."),
+  tool_result_compaction_size_chars: z
+    .int()
+    .min(0)
+    .default(8000)
+    .describe("Small ↔ larger floor: results of at most this many chars are always kept."),
+  tool_result_large_offload_threshold_chars: z
+    .int()
+    .min(1)
+    .default(60_000)
+    .describe("Pre-filter: only results of at least this many chars are considered for offload."),
+  tool_result_compaction_keep_last_n: z
+    .int()
+    .min(0)
+    .max(1000)
+    .default(1)
+    .describe("The most recent tool results kept full (the hot window)."),
+  tool_result_offload_horizon_default: z
+    .number()
+    .positive()
+    .max(10_000)
+    .default(5)
+    .describe("Expected remaining turns over which a saving accrues."),
+  tool_result_offload_recall_probability: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0.5)
+    .describe("Prior probability that the model re-reads an offloaded result."),
+  tool_result_recall_mode: RecallModeSchema.default("both").describe(
+    'Which arguments recall_tool_result offers: "window" (query/slice), "structural" (json_path/slice) or "both".',
+  ),
+  tool_result_compaction_preview_chars: z
+    .int()
+    .min(0)
+    .max(20_000)
+    .default(2000)
+    .describe("Head kept by the size-only path when it shortens a result."),
+  tool_result_stub_preview_chars: z
+    .int()
+    .min(0)
+    .max(2000)
+    .default(400)
+    .describe("Head preview shown in an offload stub."),
+  tool_result_recall_max_chars: z
+    .int()
+    .min(500)
+    .max(RECALL_HARD_CAP_CHARS)
+    .default(RECALL_HARD_CAP_CHARS)
+    .describe("Cap on one recall answer (at most 50,000 chars)."),
+  tool_result_recall_window_chars: z
+    .int()
+    .min(0)
+    .max(5000)
+    .default(300)
+    .describe("Default ±context around each query match."),
   tool_result_recall_tool_declaration: z
     .enum(["lazy", "eager"])
     .default("lazy")
-    .describe('When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn.'),
+    .describe(
+      'When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn.',
+    ),
   tool_result_medium_tier: z
     .enum(["off", "cache_anchor"])
     .default("off")
-    .describe('"cache_anchor": add one advancing cache breakpoint (Anthropic) so what the model has read, medium results included, is billed at cache-read price.'),
-  tool_result_offload_adaptive: z.boolean().default(false).describe("Learn the recall probability per tool (tenant-wide and per session) and the horizon from the session's length."),
+    .describe(
+      '"cache_anchor": add one advancing cache breakpoint (Anthropic) so what the model has read, medium results included, is billed at cache-read price.',
+    ),
+  tool_result_offload_adaptive: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Learn the recall probability per tool (tenant-wide and per session) and the horizon from the session's length.",
+    ),
   tool_result_first_delivery: z
     .enum(["full", "gated"])
     .default("full")
-    .describe('"gated": the gate may offload a large result on the turn it arrives (the model then sees only its stub).'),
+    .describe(
+      '"gated": the gate may offload a large result on the turn it arrives (the model then sees only its stub).',
+    ),
   tool_result_offload_shadow: z
     .boolean()
     .default(false)
     .describe(
       "Shadow mode (needs the umbrella switch): decide, ledger bodies and record every decision as usual, but return the request unchanged (the very same bytes) and declare no recall tool, so a deployment measures what it would save at no risk. Decisions recorded in shadow stay sticky when shadow is turned off.",
     ),
-  tool_result_pricing_model: z.string().min(1).nullable().default(null).describe("Price as this model instead of the request's `model` (for proxies with custom model names)."),
+  tool_result_pricing_model: z
+    .string()
+    .min(1)
+    .nullable()
+    .default(null)
+    .describe(
+      "Price as this model instead of the request's `model` (for proxies with custom model names).",
+    ),
   attachment_policy: z
     .enum(["native", "extract", "extract_after_first"])
     .default("native")
     .describe(
       'Document and image blocks (Anthropic): "native" sends them as they are; "extract" replaces a document by its extracted text from the turn it arrives; "extract_after_first" sends it natively on that turn and as text from the next. In both extract policies an image becomes a short placeholder once it is no longer hot. Needs the umbrella switch.',
     ),
-  attachment_image_hot_turns: z.int().min(1).max(1000).default(1).describe("Turns an image stays native, counting the one it arrives on (extract policies)."),
-  attachment_max_pages: z.int().min(1).max(1000).default(100).describe("PDF pages read for a replacement; a longer document stays native (nothing is dropped). Bounds the CPU a turn spends."),
-  attachment_max_chars: z.int().min(1000).max(2_000_000).default(400_000).describe("Longest extracted text that replaces a document; a longer one stays native."),
+  attachment_image_hot_turns: z
+    .int()
+    .min(1)
+    .max(1000)
+    .default(1)
+    .describe("Turns an image stays native, counting the one it arrives on (extract policies)."),
+  attachment_max_pages: z
+    .int()
+    .min(1)
+    .max(1000)
+    .default(100)
+    .describe(
+      "PDF pages read for a replacement; a longer document stays native (nothing is dropped). Bounds the CPU a turn spends.",
+    ),
+  attachment_max_chars: z
+    .int()
+    .min(1000)
+    .max(2_000_000)
+    .default(400_000)
+    .describe("Longest extracted text that replaces a document; a longer one stays native."),
 };
 
 export const OffloadConfigSchema = z.strictObject(fields);
@@ -60,11 +146,15 @@ export type OffloadConfig = z.infer<typeof OffloadConfigSchema>;
 export type OffloadConfigInput = z.input<typeof OffloadConfigSchema> & { keep_last_n?: number };
 
 /** Accepted alternative names (the seed's own `keep_last_n`). */
-const ALIASES: Record<string, keyof OffloadConfig> = { keep_last_n: "tool_result_compaction_keep_last_n" };
+const ALIASES: Record<string, keyof OffloadConfig> = {
+  keep_last_n: "tool_result_compaction_keep_last_n",
+};
 
 /** Every field optional and without defaults: for partial overrides (session, request) that are merged. */
 export const OffloadConfigPatchSchema = z.strictObject(
-  Object.fromEntries(Object.entries(fields).map(([k, v]) => [k, (v as z.ZodDefault<z.ZodType>).unwrap().optional()])) as {
+  Object.fromEntries(
+    Object.entries(fields).map(([k, v]) => [k, (v as z.ZodDefault<z.ZodType>).unwrap().optional()]),
+  ) as {
     [K in keyof typeof fields]: z.ZodOptional<ReturnType<(typeof fields)[K]["unwrap"]>>;
   },
 );
@@ -85,7 +175,12 @@ export function parseConfigPatch(input: unknown, where = "config"): OffloadConfi
   for (const [key, value] of Object.entries(input)) {
     const canonical = ALIASES[key];
     if (canonical !== undefined) {
-      if (canonical in input) throw new OffloadError("invalid_config", `${where}: give either ${key} or ${canonical}, not both`, { path: `${where}.${key}` });
+      if (canonical in input)
+        throw new OffloadError(
+          "invalid_config",
+          `${where}: give either ${key} or ${canonical}, not both`,
+          { path: `${where}.${key}` },
+        );
       folded[canonical] = value;
     } else folded[key] = value;
   }
@@ -94,8 +189,17 @@ export function parseConfigPatch(input: unknown, where = "config"): OffloadConfi
     const issue = result.error.issues[0]!;
     const field = issue.path.map(String).join(".");
     const name = issue.code === "unrecognized_keys" ? issue.keys.join(", ") : field;
-    const path = issue.code === "unrecognized_keys" ? `${where}.${issue.keys[0]}` : field ? `${where}.${field}` : where;
-    throw new OffloadError("invalid_config", `${where}: ${name ? `${name}: ` : ""}${issue.message}`, { path });
+    const path =
+      issue.code === "unrecognized_keys"
+        ? `${where}.${issue.keys[0]}`
+        : field
+          ? `${where}.${field}`
+          : where;
+    throw new OffloadError(
+      "invalid_config",
+      `${where}: ${name ? `${name}: ` : ""}${issue.message}`,
+      { path },
+    );
   }
   return result.data as OffloadConfigPatch;
 }
@@ -104,7 +208,9 @@ export function parseConfigPatch(input: unknown, where = "config"): OffloadConfi
 export function resolveConfig(...layers: unknown[]): OffloadConfig {
   const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };
   layers.forEach((layer, i) => {
-    for (const [k, v] of Object.entries(parseConfigPatch(layer, layers.length > 1 ? `config[${i}]` : "config"))) {
+    for (const [k, v] of Object.entries(
+      parseConfigPatch(layer, layers.length > 1 ? `config[${i}]` : "config"),
+    )) {
       if (v !== undefined) merged[k] = v;
     }
   });

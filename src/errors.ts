@@ -42,7 +42,11 @@ export class OffloadError extends Error {
   readonly status: number;
   readonly path: string | undefined;
 
-  constructor(type: OffloadErrorType, message: string, options: { path?: string; cause?: unknown } = {}) {
+  constructor(
+    type: OffloadErrorType,
+    message: string,
+    options: { path?: string; cause?: unknown } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "OffloadError";
     this.type = type;
@@ -52,7 +56,13 @@ export class OffloadError extends Error {
 
   /** The stable response body: `{"error":{"type","message","path?"}}`. */
   toJSON(): { error: { type: OffloadErrorType; message: string; path?: string } } {
-    return { error: { type: this.type, message: this.message, ...(this.path === undefined ? {} : { path: this.path }) } };
+    return {
+      error: {
+        type: this.type,
+        message: this.message,
+        ...(this.path === undefined ? {} : { path: this.path }),
+      },
+    };
   }
 }
 

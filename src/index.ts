@@ -5,9 +5,9 @@
 import { createApp } from "./app.ts";
 import type { Env } from "./env.ts";
 
+export type { Env } from "./env.ts";
 export { SessionDO } from "./session/do.ts";
 export { TenantDO } from "./session/tenant-do.ts";
-export type { Env } from "./env.ts";
 
 const app = createApp();
 

@@ -3,11 +3,16 @@ import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type CorpusSession, readSessions } from "../../test/support/corpus.ts";
 
-export const CORPUS_DIR = process.env.EDGE_OFFLOAD_CORPUS ?? fileURLToPath(new URL("../../../shared/corpus", import.meta.url));
+export const CORPUS_DIR =
+  process.env.EDGE_OFFLOAD_CORPUS ??
+  fileURLToPath(new URL("../../../shared/corpus", import.meta.url));
 
 export function corpusFile(name: "swe" | "api" | "large"): string {
   const path = `${CORPUS_DIR}/${name}-sessions.dev.jsonl.gz`;
-  if (!existsSync(path)) throw new Error(`corpus file not found: ${path} (set EDGE_OFFLOAD_CORPUS to the corpus directory)`);
+  if (!existsSync(path))
+    throw new Error(
+      `corpus file not found: ${path} (set EDGE_OFFLOAD_CORPUS to the corpus directory)`,
+    );
   return path;
 }
 

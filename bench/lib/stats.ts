@@ -1,6 +1,10 @@
 /** Timing helpers for benchmarks: medians of repeated runs, so a noisy shared machine still gives ratios. */
 
-export async function median(fn: () => unknown | Promise<unknown>, runs: number, warmup = Math.min(5, runs)): Promise<number> {
+export async function median(
+  fn: () => unknown | Promise<unknown>,
+  runs: number,
+  warmup = Math.min(5, runs),
+): Promise<number> {
   for (let i = 0; i < warmup; i++) await fn();
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -13,7 +17,11 @@ export async function median(fn: () => unknown | Promise<unknown>, runs: number,
 }
 
 /** Interleave two measurements round by round so drift on the machine hits both alike; returns both medians. */
-export async function pairedMedians(a: () => unknown, b: () => unknown, rounds: number): Promise<[number, number]> {
+export async function pairedMedians(
+  a: () => unknown,
+  b: () => unknown,
+  rounds: number,
+): Promise<[number, number]> {
   const ta: number[] = [];
   const tb: number[] = [];
   for (let i = 0; i < 3; i++) {

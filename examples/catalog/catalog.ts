@@ -3,7 +3,7 @@
  * `from "edge-offload"`; here they point at the sources so the example is type-checked and tested with them.
  */
 import { z } from "zod";
-import { OffloadError, defineTool, definePagedTool, previewOf } from "../../src/lib.ts";
+import { definePagedTool, defineTool, OffloadError, previewOf } from "../../src/lib.ts";
 import products from "./products.json" with { type: "json" };
 
 export interface Product {
@@ -22,15 +22,29 @@ const CATEGORIES = ["kitchen", "outdoor", "office", "garden", "audio"] as const;
 /** The seed's `search_products`: a page of matches plus the total, never the whole table. */
 export const searchProducts = definePagedTool({
   name: "search_products",
-  description: "Search the product catalog by words of the product name, optionally filtered by category, price and stock.",
+  description:
+    "Search the product catalog by words of the product name, optionally filtered by category, price and stock.",
   input: z.object({
-    query: z.string().max(200).default("").describe("Words that must all appear in the product name (case-insensitive); empty matches every product."),
+    query: z
+      .string()
+      .max(200)
+      .default("")
+      .describe(
+        "Words that must all appear in the product name (case-insensitive); empty matches every product.",
+      ),
     category: z.enum(CATEGORIES).optional().describe("Only this category."),
-    max_price: z.number().positive().optional().describe("Only products at or below this price (USD)."),
+    max_price: z
+      .number()
+      .positive()
+      .optional()
+      .describe("Only products at or below this price (USD)."),
     in_stock: z.boolean().optional().describe("true: only products in stock."),
   }),
   rows: ({ query, category, max_price, in_stock }) => {
-    const words = query.toLowerCase().split(/\s+/).filter((w) => w !== "");
+    const words = query
+      .toLowerCase()
+      .split(/\s+/)
+      .filter((w) => w !== "");
     return PRODUCTS.filter(
       (p) =>
         words.every((w) => p.name.toLowerCase().includes(w)) &&
@@ -48,7 +62,12 @@ export const getProduct = defineTool({
   input: z.object({ id: z.int().positive().describe("The product id (from search_products).") }),
   run: ({ id }) => {
     const product = PRODUCTS.find((p) => p.id === id);
-    if (product === undefined) throw new OffloadError("not_found", `no product with id ${id}; search_products lists the ids`, { path: "id" });
+    if (product === undefined)
+      throw new OffloadError(
+        "not_found",
+        `no product with id ${id}; search_products lists the ids`,
+        { path: "id" },
+      );
     return product;
   },
 });

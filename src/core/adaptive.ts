@@ -22,7 +22,12 @@ function update(prior: number, weight: number, s: ToolStats | undefined): number
   return (prior * weight + s.recalls) / (weight + s.offloaded);
 }
 
-export function learnedRecallProbability(prior: number, horizon: number, tenant: ToolStats | undefined, session: ToolStats | undefined): number {
+export function learnedRecallProbability(
+  prior: number,
+  horizon: number,
+  tenant: ToolStats | undefined,
+  session: ToolStats | undefined,
+): number {
   const p = update(update(prior, PRIOR_WEIGHT, tenant), PRIOR_WEIGHT, session);
   return Math.min(Math.max(p, 0), Math.max(1, horizon));
 }

@@ -37,13 +37,22 @@ export function attachmentIdIn(raw: string, node: { start: number; end: number }
 }
 
 export function imageTokens(width: number | undefined, height: number | undefined): number {
-  if (width === undefined || height === undefined || width <= 0 || height <= 0) return IMAGE_MAX_TOKENS;
+  if (width === undefined || height === undefined || width <= 0 || height <= 0)
+    return IMAGE_MAX_TOKENS;
   const scale = Math.min(1, IMAGE_MAX_EDGE / Math.max(width, height));
-  return Math.min(IMAGE_MAX_TOKENS, Math.max(1, Math.ceil((width * scale * height * scale) / IMAGE_PIXELS_PER_TOKEN)));
+  return Math.min(
+    IMAGE_MAX_TOKENS,
+    Math.max(1, Math.ceil((width * scale * height * scale) / IMAGE_PIXELS_PER_TOKEN)),
+  );
 }
 
 /** A document sent natively: PDFs per page (image + text), anything else as its text. */
-export function documentTokens(format: string, pages: number | undefined, pagesRead: number | undefined, textTokens: number): number {
+export function documentTokens(
+  format: string,
+  pages: number | undefined,
+  pagesRead: number | undefined,
+  textTokens: number,
+): number {
   if (format !== "pdf") return textTokens;
   const total = pages ?? pagesRead ?? 1;
   const read = Math.max(1, pagesRead ?? total);
@@ -68,7 +77,11 @@ export interface DocumentTextInput {
 }
 
 export function renderDocumentText(d: DocumentTextInput): string {
-  const facts = [d.format, ...(d.pages === undefined ? [] : [plural(d.pages, "page")]), `${formatInt(d.bytes)} bytes`];
+  const facts = [
+    d.format,
+    ...(d.pages === undefined ? [] : [plural(d.pages, "page")]),
+    `${formatInt(d.bytes)} bytes`,
+  ];
   return `${MARKER}${d.id.slice(4)} document${quoted(d.title)}: ${facts.join(", ")}, sent on turn ${d.turn}. Its text, extracted by edge-offload, follows.]\n${d.text}`;
 }
 
@@ -86,5 +99,7 @@ export interface ImagePlaceholderInput {
 export function renderImagePlaceholder(i: ImagePlaceholderInput): string {
   const size = i.width !== undefined && i.height !== undefined ? [`${i.width}x${i.height} px`] : [];
   const head = `${MARKER}${i.id.slice(4)} image: ${[i.format, ...size, `${formatInt(i.bytes)} bytes`].join(", ")}, sent on turn ${i.turn}. The image itself is no longer included, to save tokens; ask for it again if you need to see it.]`;
-  return i.ocr_text === undefined ? head : `${head}\nText read from the image (OCR):\n${i.ocr_text}`;
+  return i.ocr_text === undefined
+    ? head
+    : `${head}\nText read from the image (OCR):\n${i.ocr_text}`;
 }

@@ -23,19 +23,36 @@
  * again. All I/O goes through the store port.
  */
 import type { OffloadConfig } from "../config.ts";
-import { type CachedExtractOutput, type ExtractionCache, type Extractor, extractCached } from "../extract/cache.ts";
+import {
+  type CachedExtractOutput,
+  type ExtractionCache,
+  type Extractor,
+  extractCached,
+} from "../extract/cache.ts";
 import { imageInfo } from "../extract/image.ts";
 import { base64DecodedLength, decodeBase64 } from "../extract/input.ts";
 import type { OcrOptions } from "../extract/ocr.ts";
 import type { Attachment } from "../extract/types.ts";
 import type { OffloadStore } from "../store/port.ts";
-import { NATIVE_ESTIMATE, documentTokens, imageTokens, renderDocumentText, renderImagePlaceholder } from "./attachment-text.ts";
-import type { Edit, FormatAdapter, MediaSite, ReplacedMediaSite, RequestAnalysis } from "./formats/types.ts";
+import {
+  documentTokens,
+  imageTokens,
+  NATIVE_ESTIMATE,
+  renderDocumentText,
+  renderImagePlaceholder,
+} from "./attachment-text.ts";
+import type {
+  Edit,
+  FormatAdapter,
+  MediaSite,
+  ReplacedMediaSite,
+  RequestAnalysis,
+} from "./formats/types.ts";
 import { decodeString } from "./json/scan.ts";
 import { bodyDigest, memIdOf } from "./memid.ts";
 import { type ModelPrice, ratesFor, usd } from "./pricing.ts";
 import { plural } from "./text.ts";
-import { REQUEST_CHARS_PER_TOKEN, detectKind, estimateTokens } from "./tokens.ts";
+import { detectKind, estimateTokens, REQUEST_CHARS_PER_TOKEN } from "./tokens.ts";
 import type { AttachmentInfo, ResultRecord, SessionRef } from "./types.ts";
 
 export interface AttachmentOptions {
@@ -109,7 +126,9 @@ export interface AttachmentContext {
   price: ModelPrice | null;
   options: AttachmentOptions;
   /** Where storage failures are reported (the turn's errors). */
-  errors: { push(error: { type: "storage_error"; message: string; tool_use_id?: string }): unknown };
+  errors: {
+    push(error: { type: "storage_error"; message: string; tool_use_id?: string }): unknown;
+  };
 }
 
 /** Replacements longer than this live in the ledger, not in the session's records (heavy bodies never go to the DO). */
@@ -152,12 +171,20 @@ export class AttachmentTurn {
     if (!this.active) return [];
     const { raw, secret, ref } = this.#ctx;
     for (const site of this.#ctx.analysis.media ?? []) {
-      const hasBytes = site.data !== undefined && (site.source_type === "base64" || site.source_type === "text");
-      const id = hasBytes ? `att_${(await bodyDigest(secret, ref.tenant, ref.session, `${site.locator}\u0000${raw.slice(site.data!.start, site.data!.end)}`)).slice(0, 24)}` : null;
+      const hasBytes =
+        site.data !== undefined && (site.source_type === "base64" || site.source_type === "text");
+      const id = hasBytes
+        ? `att_${(await bodyDigest(secret, ref.tenant, ref.session, `${site.locator}\u0000${raw.slice(site.data!.start, site.data!.end)}`)).slice(0, 24)}`
+        : null;
       this.#entries.push({ site, id });
     }
     for (const site of this.#ctx.analysis.replaced_media ?? []) this.#replaced.push({ site });
-    return [...new Set([...this.#entries.flatMap((e) => (e.id === null ? [] : [e.id])), ...this.#replaced.map((r) => r.site.id)])];
+    return [
+      ...new Set([
+        ...this.#entries.flatMap((e) => (e.id === null ? [] : [e.id])),
+        ...this.#replaced.map((r) => r.site.id),
+      ]),
+    ];
   }
 
   /** Replay what is recorded, decide the rest (extracting where a decision needs the text), one block at a time. */
@@ -170,7 +197,16 @@ export class AttachmentTurn {
     for (const r of this.#replaced) {
       const record = records.get(r.site.id);
       // A marker without a record (a pasted text, a deleted session) is only text: not counted, not touched.
-      if (record?.attachment !== undefined && record.action === "compacted") r.decision = this.#decision(r.site.path, r.site.position, record.attachment, r.site.id, true, record.reason, record.rendered_tokens);
+      if (record?.attachment !== undefined && record.action === "compacted")
+        r.decision = this.#decision(
+          r.site.path,
+          r.site.position,
+          record.attachment,
+          r.site.id,
+          true,
+          record.reason,
+          record.rendered_tokens,
+        );
     }
   }
 
@@ -184,7 +220,13 @@ export class AttachmentTurn {
     for (const e of this.#entries) {
       if (e.fresh === undefined) continue;
       const s = standing.get(e.fresh.tool_use_id);
-      if (s !== undefined && (s.action !== e.fresh.action || s.rendered !== e.fresh.rendered || s.mem_id !== e.fresh.mem_id)) e.outcome = await this.#replay(e.site, s);
+      if (
+        s !== undefined &&
+        (s.action !== e.fresh.action ||
+          s.rendered !== e.fresh.rendered ||
+          s.mem_id !== e.fresh.mem_id)
+      )
+        e.outcome = await this.#replay(e.site, s);
     }
   }
 
@@ -192,7 +234,12 @@ export class AttachmentTurn {
   unsaved(): void {
     for (const e of this.#entries) {
       if (e.fresh === undefined) continue;
-      e.outcome = this.#native(e.site, e.id, "sent natively: the decision could not be saved", e.outcome?.decision.native_tokens ?? null);
+      e.outcome = this.#native(
+        e.site,
+        e.id,
+        "sent natively: the decision could not be saved",
+        e.outcome?.decision.native_tokens ?? null,
+      );
       e.fresh = undefined;
     }
   }
@@ -202,7 +249,10 @@ export class AttachmentTurn {
     let out: Map<number, string> | undefined;
     for (const e of this.#entries) {
       if (e.site.result !== result || e.outcome?.rendered === undefined) continue;
-      (out ??= new Map()).set(e.site.start, this.#ctx.adapter.renderMedia!(this.#ctx.raw, e.site, e.outcome.rendered));
+      (out ??= new Map()).set(
+        e.site.start,
+        this.#ctx.adapter.renderMedia!(this.#ctx.raw, e.site, e.outcome.rendered),
+      );
     }
     return out;
   }
@@ -211,8 +261,16 @@ export class AttachmentTurn {
   edits(rewritten: (result: number) => boolean): Edit[] {
     const out: Edit[] = [];
     for (const e of this.#entries) {
-      if (e.outcome?.rendered === undefined || (e.site.result !== undefined && rewritten(e.site.result))) continue;
-      const edit = { start: e.site.start, end: e.site.end, text: this.#ctx.adapter.renderMedia!(this.#ctx.raw, e.site, e.outcome.rendered) };
+      if (
+        e.outcome?.rendered === undefined ||
+        (e.site.result !== undefined && rewritten(e.site.result))
+      )
+        continue;
+      const edit = {
+        start: e.site.start,
+        end: e.site.end,
+        text: this.#ctx.adapter.renderMedia!(this.#ctx.raw, e.site, e.outcome.rendered),
+      };
       this.#edits.set(edit, e.site);
       out.push(edit);
     }
@@ -226,7 +284,12 @@ export class AttachmentTurn {
   absorb(insertion: Edit): boolean {
     for (const [edit, site] of this.#edits) {
       if (insertion.start <= edit.start || insertion.start >= edit.end) continue;
-      if (insertion.start === edit.end - 1 && insertion.end === insertion.start && site.cache_control === undefined && edit.text.endsWith("}")) {
+      if (
+        insertion.start === edit.end - 1 &&
+        insertion.end === insertion.start &&
+        site.cache_control === undefined &&
+        edit.text.endsWith("}")
+      ) {
         edit.text = `${edit.text.slice(0, -1)}${insertion.text}}`;
       }
       return true;
@@ -243,14 +306,19 @@ export class AttachmentTurn {
       t.sent += d.action === "native" ? d.native_tokens : (d.sent_tokens ?? d.native_tokens);
       t.saved_usd += d.saved_usd;
     };
-    for (const e of this.#entries) add(e.outcome?.decision, e.site.result === undefined ? e.site.end - e.site.start : 0);
-    for (const r of this.#replaced) add(r.decision, r.site.result === undefined ? r.site.end - r.site.start : 0);
+    for (const e of this.#entries)
+      add(e.outcome?.decision, e.site.result === undefined ? e.site.end - e.site.start : 0);
+    for (const r of this.#replaced)
+      add(r.decision, r.site.result === undefined ? r.site.end - r.site.start : 0);
     return t;
   }
 
   report(): AttachmentReport | null {
     if (!this.active) return null;
-    const items = [...this.#entries.flatMap((e) => (e.outcome === undefined ? [] : [e.outcome.decision])), ...this.#replaced.flatMap((r) => (r.decision === undefined ? [] : [r.decision]))];
+    const items = [
+      ...this.#entries.flatMap((e) => (e.outcome === undefined ? [] : [e.outcome.decision])),
+      ...this.#replaced.flatMap((r) => (r.decision === undefined ? [] : [r.decision])),
+    ];
     const t = this.tally();
     return {
       policy: this.#ctx.config.attachment_policy,
@@ -280,7 +348,17 @@ export class AttachmentTurn {
     return last !== undefined && position < last.position ? rates.cache_read : rates.input;
   }
 
-  #decision(path: string, position: number, info: AttachmentInfo, id: string, sticky: boolean, reason: string, sentTokens: number | null, replaced = true, cached?: boolean): AttachmentDecision {
+  #decision(
+    path: string,
+    position: number,
+    info: AttachmentInfo,
+    id: string,
+    sticky: boolean,
+    reason: string,
+    sentTokens: number | null,
+    replaced = true,
+    cached?: boolean,
+  ): AttachmentDecision {
     const native = info.native_tokens;
     const sent = replaced ? sentTokens : native;
     const saved = replaced && native !== null && sent !== null ? native - sent : 0;
@@ -304,7 +382,13 @@ export class AttachmentTurn {
   }
 
   /** Native this turn, nothing recorded: a later turn decides again. */
-  #native(site: MediaSite, id: string | null, reason: string, nativeTokens: number | null, error?: AttachmentDecision["error"]): Outcome {
+  #native(
+    site: MediaSite,
+    id: string | null,
+    reason: string,
+    nativeTokens: number | null,
+    error?: AttachmentDecision["error"],
+  ): Outcome {
     return {
       decision: {
         id,
@@ -327,17 +411,39 @@ export class AttachmentTurn {
 
   #bytesOf(site: MediaSite): number {
     if (site.source_type === "text") return site.data!.end - site.data!.start - 2; // close enough for a report
-    return site.data!.escaped ? base64DecodedLength(decodeString(this.#ctx.raw, site.data!)) : base64DecodedLength(this.#ctx.raw.slice(site.data!.start + 1, site.data!.end - 1));
+    return site.data!.escaped
+      ? base64DecodedLength(decodeString(this.#ctx.raw, site.data!))
+      : base64DecodedLength(this.#ctx.raw.slice(site.data!.start + 1, site.data!.end - 1));
   }
 
   /** A sticky decision to leave the block native. */
   #keep(e: Entry, info: AttachmentInfo, reason: string, cached?: boolean): Outcome {
     const record = this.#record(e, info, "kept", reason, null, null, info.native_tokens ?? 0);
     e.fresh = record;
-    return { decision: this.#decision(e.site.path, e.site.position, info, e.id!, false, reason, null, false, cached) };
+    return {
+      decision: this.#decision(
+        e.site.path,
+        e.site.position,
+        info,
+        e.id!,
+        false,
+        reason,
+        null,
+        false,
+        cached,
+      ),
+    };
   }
 
-  #record(e: Entry, info: AttachmentInfo, action: "kept" | "compacted", reason: string, rendered: string | null, memId: string | null, sentTokens: number): ResultRecord {
+  #record(
+    e: Entry,
+    info: AttachmentInfo,
+    action: "kept" | "compacted",
+    reason: string,
+    rendered: string | null,
+    memId: string | null,
+    sentTokens: number,
+  ): ResultRecord {
     return {
       tool_use_id: e.id!,
       tool_name: `attachment:${e.site.kind}`,
@@ -361,37 +467,109 @@ export class AttachmentTurn {
   async #replay(site: MediaSite, record: ResultRecord): Promise<Outcome> {
     const info = record.attachment;
     const id = record.tool_use_id;
-    if (info === undefined) return this.#native(site, id, "sent natively: its record is not an attachment decision", null);
-    if (record.action !== "compacted") return { decision: this.#decision(site.path, site.position, info, id, true, record.reason, null, false) };
+    if (info === undefined)
+      return this.#native(
+        site,
+        id,
+        "sent natively: its record is not an attachment decision",
+        null,
+      );
+    if (record.action !== "compacted")
+      return {
+        decision: this.#decision(
+          site.path,
+          site.position,
+          info,
+          id,
+          true,
+          record.reason,
+          null,
+          false,
+        ),
+      };
     let rendered = record.rendered;
     if (rendered === null && record.mem_id !== null) {
       try {
         rendered = (await this.#ctx.store.getBody(this.#ctx.ref, record.mem_id))?.body ?? null;
       } catch (cause) {
-        this.#ctx.errors.push({ type: "storage_error", tool_use_id: id, message: `attachment text unreadable, sent natively this turn (${describe(cause)})` });
-        return this.#native(site, id, "sent natively this turn: its text could not be read from the ledger", info.native_tokens);
+        this.#ctx.errors.push({
+          type: "storage_error",
+          tool_use_id: id,
+          message: `attachment text unreadable, sent natively this turn (${describe(cause)})`,
+        });
+        return this.#native(
+          site,
+          id,
+          "sent natively this turn: its text could not be read from the ledger",
+          info.native_tokens,
+        );
       }
     }
-    if (rendered === null) return this.#native(site, id, "sent natively: its text is missing from the ledger", info.native_tokens);
-    return { decision: this.#decision(site.path, site.position, info, id, true, record.reason, record.rendered_tokens), rendered };
+    if (rendered === null)
+      return this.#native(
+        site,
+        id,
+        "sent natively: its text is missing from the ledger",
+        info.native_tokens,
+      );
+    return {
+      decision: this.#decision(
+        site.path,
+        site.position,
+        info,
+        id,
+        true,
+        record.reason,
+        record.rendered_tokens,
+      ),
+      rendered,
+    };
   }
 
   async #first(e: Entry): Promise<Outcome> {
     const { site } = e;
     const { config, analysis } = this.#ctx;
-    if (e.id === null) return this.#native(site, null, `a ${site.source_type} source carries no bytes here: sent as it is`, site.kind === "image" ? imageTokens(undefined, undefined) : null);
+    if (e.id === null)
+      return this.#native(
+        site,
+        null,
+        `a ${site.source_type} source carries no bytes here: sent as it is`,
+        site.kind === "image" ? imageTokens(undefined, undefined) : null,
+      );
     if (site.kind === "document") {
-      if (site.citations) return this.#native(site, e.id, "citations are enabled: it stays a document so the model can cite it", null);
+      if (site.citations)
+        return this.#native(
+          site,
+          e.id,
+          "citations are enabled: it stays a document so the model can cite it",
+          null,
+        );
       if (config.attachment_policy === "extract_after_first" && !site.settled) {
-        return this.#native(site, e.id, "extract_after_first: sent natively on the turn it arrives, as its text from the next", null);
+        return this.#native(
+          site,
+          e.id,
+          "extract_after_first: sent natively on the turn it arrives, as its text from the next",
+          null,
+        );
       }
       return this.#document(e);
     }
-    if (site.source_type !== "base64") return this.#native(site, e.id, `an image with a ${site.source_type} source: sent as it is`, imageTokens(undefined, undefined));
+    if (site.source_type !== "base64")
+      return this.#native(
+        site,
+        e.id,
+        `an image with a ${site.source_type} source: sent as it is`,
+        imageTokens(undefined, undefined),
+      );
     const hot = config.attachment_image_hot_turns;
     if (analysis.assistant_turns - site.turn < hot) {
       const head = this.#imageHead(site);
-      return this.#native(site, e.id, `hot: an image stays native for ${plural(hot, "turn")} from the one it arrives on`, imageTokens(head?.width, head?.height));
+      return this.#native(
+        site,
+        e.id,
+        `hot: an image stays native for ${plural(hot, "turn")} from the one it arrives on`,
+        imageTokens(head?.width, head?.height),
+      );
     }
     return this.#image(e);
   }
@@ -399,11 +577,23 @@ export class AttachmentTurn {
   #cache(): ExtractionCache | undefined {
     const store = this.#ctx.store;
     if (store.getExtraction === undefined || store.putExtraction === undefined) return undefined;
-    return { getExtraction: (t, k) => store.getExtraction!(t, k), putExtraction: (t, k, v) => store.putExtraction!(t, k, v) };
+    return {
+      getExtraction: (t, k) => store.getExtraction!(t, k),
+      putExtraction: (t, k, v) => store.putExtraction!(t, k, v),
+    };
   }
 
-  async #extract(attachment: Attachment, options: Parameters<typeof extractCached>[0]["options"]): Promise<CachedExtractOutput> {
-    const out = await extractCached({ attachment, options, tenant: this.#ctx.ref.tenant, cache: this.#cache(), extract: this.#ctx.options.extract });
+  async #extract(
+    attachment: Attachment,
+    options: Parameters<typeof extractCached>[0]["options"],
+  ): Promise<CachedExtractOutput> {
+    const out = await extractCached({
+      attachment,
+      options,
+      tenant: this.#ctx.ref.tenant,
+      cache: this.#cache(),
+      extract: this.#ctx.options.extract,
+    });
     if (!out.cached) this.#extracted++;
     return out;
   }
@@ -413,15 +603,30 @@ export class AttachmentTurn {
     const { config, raw } = this.#ctx;
     const data = decodeString(raw, site.data!);
     const attachment: Attachment =
-      site.source_type === "text" ? { type: "text", media_type: site.media_type, data, filename: site.title } : { type: "base64", media_type: site.media_type ?? "", data, filename: site.title };
-    const out = await this.#extract(attachment, { max_pages: config.attachment_max_pages, max_chars: config.attachment_max_chars });
-    const base = { kind: "document" as const, format: out.format === "unknown" ? (site.media_type ?? "unknown") : out.format, bytes: out.bytes, arrived: site.turn };
+      site.source_type === "text"
+        ? { type: "text", media_type: site.media_type, data, filename: site.title }
+        : { type: "base64", media_type: site.media_type ?? "", data, filename: site.title };
+    const out = await this.#extract(attachment, {
+      max_pages: config.attachment_max_pages,
+      max_chars: config.attachment_max_chars,
+    });
+    const base = {
+      kind: "document" as const,
+      format: out.format === "unknown" ? (site.media_type ?? "unknown") : out.format,
+      bytes: out.bytes,
+      arrived: site.turn,
+    };
     if (!out.outcome.ok) {
       const err = out.outcome.error;
-      const failed = { type: err.type, ...(err.reason === undefined ? {} : { reason: err.reason }), message: err.message };
+      const failed = {
+        type: err.type,
+        ...(err.reason === undefined ? {} : { reason: err.reason }),
+        message: err.message,
+      };
       const why = `extraction failed (${err.type}${err.reason === undefined ? "" : `: ${err.reason}`}): ${err.message}; sent natively`;
       // A missing part may be configured later: no sticky decision, a later turn tries again.
-      if (err.type === "extraction_dependency_missing") return this.#native(site, e.id, `${why}, tried again next turn`, null, failed);
+      if (err.type === "extraction_dependency_missing")
+        return this.#native(site, e.id, `${why}, tried again next turn`, null, failed);
       return this.#keep(e, { ...base, native_tokens: null, failed }, why, out.cached);
     }
     const r = out.outcome.result;
@@ -434,21 +639,53 @@ export class AttachmentTurn {
       native_tokens: documentTokens(r.format, r.pages, r.pages_extracted, textTokens),
     };
     if (r.truncated) {
-      const limit = r.truncated_by === "max_pages" ? `attachment_max_pages (${config.attachment_max_pages} of ${r.pages} pages)` : `${r.truncated_by ?? "a limit"}`;
-      return this.#keep(e, info, `longer than ${limit}: sent natively so nothing is dropped`, out.cached);
+      const limit =
+        r.truncated_by === "max_pages"
+          ? `attachment_max_pages (${config.attachment_max_pages} of ${r.pages} pages)`
+          : `${r.truncated_by ?? "a limit"}`;
+      return this.#keep(
+        e,
+        info,
+        `longer than ${limit}: sent natively so nothing is dropped`,
+        out.cached,
+      );
     }
-    const rendered = renderDocumentText({ id: e.id!, title: site.title, format: r.format, pages: r.pages, bytes: out.bytes, turn: site.turn, text: r.text });
+    const rendered = renderDocumentText({
+      id: e.id!,
+      title: site.title,
+      format: r.format,
+      pages: r.pages,
+      bytes: out.bytes,
+      turn: site.turn,
+      text: r.text,
+    });
     const sent = estimateTokens(rendered.length, kind);
     // The provider reads PDFs and plain text natively; any other document it cannot read, so its text is always better.
-    const readable = r.format === "pdf" || site.source_type === "text" || site.media_type === "text/plain";
-    if (readable && sent >= info.native_tokens!) return this.#keep(e, info, `no saving: its text (~${sent} tokens) costs as much as the document (~${info.native_tokens})`, out.cached);
-    return this.#replace(e, info, rendered, sent, `${config.attachment_policy}: replaced by its extracted text`, out.cached);
+    const readable =
+      r.format === "pdf" || site.source_type === "text" || site.media_type === "text/plain";
+    if (readable && sent >= info.native_tokens!)
+      return this.#keep(
+        e,
+        info,
+        `no saving: its text (~${sent} tokens) costs as much as the document (~${info.native_tokens})`,
+        out.cached,
+      );
+    return this.#replace(
+      e,
+      info,
+      rendered,
+      sent,
+      `${config.attachment_policy}: replaced by its extracted text`,
+      out.cached,
+    );
   }
 
   /** The image's header (format, size) from the first bytes only: what a hot image's report needs. */
   #imageHead(site: MediaSite): { width?: number; height?: number } | null {
     const data = site.data!;
-    const prefix = data.escaped ? decodeString(this.#ctx.raw, data).slice(0, 65536) : this.#ctx.raw.slice(data.start + 1, Math.min(data.end - 1, data.start + 1 + 65536));
+    const prefix = data.escaped
+      ? decodeString(this.#ctx.raw, data).slice(0, 65536)
+      : this.#ctx.raw.slice(data.start + 1, Math.min(data.end - 1, data.start + 1 + 65536));
     try {
       return imageInfo(decodeBase64(prefix.slice(0, prefix.length - (prefix.length % 4))));
     } catch {
@@ -463,8 +700,23 @@ export class AttachmentTurn {
     try {
       bytes = decodeBase64(decodeString(raw, site.data!));
     } catch {
-      const failed = { type: "extraction_failed", reason: "corrupt", message: "image data is not valid base64" };
-      return this.#keep(e, { kind: "image", format: site.media_type ?? "image", bytes: 0, arrived: site.turn, native_tokens: imageTokens(undefined, undefined), failed }, "not valid base64: sent as it is");
+      const failed = {
+        type: "extraction_failed",
+        reason: "corrupt",
+        message: "image data is not valid base64",
+      };
+      return this.#keep(
+        e,
+        {
+          kind: "image",
+          format: site.media_type ?? "image",
+          bytes: 0,
+          arrived: site.turn,
+          native_tokens: imageTokens(undefined, undefined),
+          failed,
+        },
+        "not valid base64: sent as it is",
+      );
     }
     const head = imageInfo(bytes);
     const info: AttachmentInfo = {
@@ -472,45 +724,128 @@ export class AttachmentTurn {
       format: head?.format ?? site.media_type ?? "image",
       bytes: bytes.length,
       arrived: site.turn,
-      ...(head?.width === undefined || head.height === undefined ? {} : { width: head.width, height: head.height }),
+      ...(head?.width === undefined || head.height === undefined
+        ? {}
+        : { width: head.width, height: head.height }),
       native_tokens: imageTokens(head?.width, head?.height),
     };
     let ocrText: string | undefined;
     let note = "";
     let cached: boolean | undefined;
     if (options.ocr?.enabled) {
-      const out = await this.#extract({ data: bytes, media_type: site.media_type }, { ocr: options.ocr });
+      const out = await this.#extract(
+        { data: bytes, media_type: site.media_type },
+        { ocr: options.ocr },
+      );
       cached = out.cached;
       if (out.outcome.ok) ocrText = out.outcome.result.text;
       else {
         const err = out.outcome.error;
-        const failed = { type: err.type, ...(err.reason === undefined ? {} : { reason: err.reason }), message: err.message };
-        if (err.type === "extraction_dependency_missing") return this.#native(site, e.id, `OCR unavailable (${err.message}): sent natively, tried again next turn`, info.native_tokens, failed);
+        const failed = {
+          type: err.type,
+          ...(err.reason === undefined ? {} : { reason: err.reason }),
+          message: err.message,
+        };
+        if (err.type === "extraction_dependency_missing")
+          return this.#native(
+            site,
+            e.id,
+            `OCR unavailable (${err.message}): sent natively, tried again next turn`,
+            info.native_tokens,
+            failed,
+          );
         note = `; OCR failed (${err.type}${err.reason === undefined ? "" : `: ${err.reason}`})`;
       }
     }
-    const rendered = renderImagePlaceholder({ id: e.id!, format: info.format, width: info.width, height: info.height, bytes: info.bytes, turn: site.turn, ocr_text: ocrText });
+    const rendered = renderImagePlaceholder({
+      id: e.id!,
+      format: info.format,
+      width: info.width,
+      height: info.height,
+      bytes: info.bytes,
+      turn: site.turn,
+      ocr_text: ocrText,
+    });
     const sent = estimateTokens(rendered.length);
-    if (sent >= info.native_tokens!) return this.#keep(e, info, `no saving: the image (~${info.native_tokens} tokens) costs less than its placeholder (~${sent})`, cached);
+    if (sent >= info.native_tokens!)
+      return this.#keep(
+        e,
+        info,
+        `no saving: the image (~${info.native_tokens} tokens) costs less than its placeholder (~${sent})`,
+        cached,
+      );
     const hot = config.attachment_image_hot_turns;
-    return this.#replace(e, info, rendered, sent, `no longer hot (${plural(hot, "turn")}): replaced by a placeholder${ocrText === undefined ? "" : " with its OCR text"}${note}`, cached);
+    return this.#replace(
+      e,
+      info,
+      rendered,
+      sent,
+      `no longer hot (${plural(hot, "turn")}): replaced by a placeholder${ocrText === undefined ? "" : " with its OCR text"}${note}`,
+      cached,
+    );
   }
 
   /** Replace the block: a long text goes to the ledger first (invariant 5), then the decision is recorded. */
-  async #replace(e: Entry, info: AttachmentInfo, rendered: string, sent: number, reason: string, cached?: boolean): Promise<Outcome> {
+  async #replace(
+    e: Entry,
+    info: AttachmentInfo,
+    rendered: string,
+    sent: number,
+    reason: string,
+    cached?: boolean,
+  ): Promise<Outcome> {
     const { store, ref, secret, analysis } = this.#ctx;
     let memId: string | null = null;
     if (rendered.length > INLINE_REPLACEMENT_CHARS) {
       memId = memIdOf(await bodyDigest(secret, ref.tenant, ref.session, rendered));
       try {
-        await store.putBody(ref, rendered, { mem_id: memId, tool_use_id: e.id!, tool_name: `attachment:${e.site.kind}`, chars: rendered.length, tokens: sent, kind: "text", outline: "", turn: analysis.assistant_turns });
+        await store.putBody(ref, rendered, {
+          mem_id: memId,
+          tool_use_id: e.id!,
+          tool_name: `attachment:${e.site.kind}`,
+          chars: rendered.length,
+          tokens: sent,
+          kind: "text",
+          outline: "",
+          turn: analysis.assistant_turns,
+        });
       } catch (cause) {
-        this.#ctx.errors.push({ type: "storage_error", tool_use_id: e.id!, message: `attachment text not stored, sent natively (${describe(cause)})` });
-        return this.#native(e.site, e.id, "sent natively: its text could not be stored (tried again next turn)", info.native_tokens);
+        this.#ctx.errors.push({
+          type: "storage_error",
+          tool_use_id: e.id!,
+          message: `attachment text not stored, sent natively (${describe(cause)})`,
+        });
+        return this.#native(
+          e.site,
+          e.id,
+          "sent natively: its text could not be stored (tried again next turn)",
+          info.native_tokens,
+        );
       }
     }
-    e.fresh = this.#record(e, info, "compacted", reason, memId === null ? rendered : null, memId, sent);
-    return { decision: this.#decision(e.site.path, e.site.position, info, e.id!, false, reason, sent, true, cached), rendered };
+    e.fresh = this.#record(
+      e,
+      info,
+      "compacted",
+      reason,
+      memId === null ? rendered : null,
+      memId,
+      sent,
+    );
+    return {
+      decision: this.#decision(
+        e.site.path,
+        e.site.position,
+        info,
+        e.id!,
+        false,
+        reason,
+        sent,
+        true,
+        cached,
+      ),
+      rendered,
+    };
   }
 }
 

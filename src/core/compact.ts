@@ -8,23 +8,43 @@
 import { type OffloadConfig, resolveConfig } from "../config.ts";
 import { OffloadError } from "../errors.ts";
 import type { LoadedState, OffloadStore } from "../store/port.ts";
+import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
+import { type AttachmentOptions, type AttachmentReport, AttachmentTurn } from "./attachments.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
 import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
-import type { AnchorSlot, Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./formats/types.ts";
-import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
-import { gateVerdicts, shadowReport } from "./measure.ts";
-import { type AttachmentOptions, type AttachmentReport, AttachmentTurn } from "./attachments.ts";
+import type {
+  AnchorSlot,
+  Edit,
+  FormatAdapter,
+  RequestAnalysis,
+  ToolResultSite,
+} from "./formats/types.ts";
 import { offloadGate } from "./gate.ts";
-import { type JsonNode, decodeString, getMember, parseJsonSpans, stringLength } from "./json/scan.ts";
-import { DEV_SECRET, bodyDigest, memIdOf } from "./memid.ts";
+import {
+  decodeString,
+  getMember,
+  type JsonNode,
+  parseJsonSpans,
+  stringLength,
+} from "./json/scan.ts";
+import { gateVerdicts, shadowReport } from "./measure.ts";
+import { bodyDigest, DEV_SECRET, memIdOf } from "./memid.ts";
 import { type ModelPrice, ratesFor, resolveModel, usd } from "./pricing.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "./recall-tool.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
 import { structureOf } from "./structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "./stub.ts";
-import { type ContentKind, REQUEST_CHARS_PER_TOKEN, detectKind, estimateTokens } from "./tokens.ts";
-import type { Format, GateResult, ResultRecord, SessionRef, Tier, TurnDecision, TurnLog } from "./types.ts";
+import { type ContentKind, detectKind, estimateTokens, REQUEST_CHARS_PER_TOKEN } from "./tokens.ts";
+import type {
+  Format,
+  GateResult,
+  ResultRecord,
+  SessionRef,
+  Tier,
+  TurnDecision,
+  TurnLog,
+} from "./types.ts";
 
 export interface CompactInput<R extends string | object> {
   /** The request's format: "anthropic" (the default), "openai-chat" or "openai-responses". */
@@ -95,11 +115,16 @@ const ADAPTERS: Record<Format, FormatAdapter> = {
 
 export function adapterFor(format: Format): FormatAdapter {
   const adapter = Object.hasOwn(ADAPTERS, format) ? ADAPTERS[format] : undefined;
-  if (adapter === undefined) throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}`, { path: "format" });
+  if (adapter === undefined)
+    throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}`, {
+      path: "format",
+    });
   return adapter;
 }
 
-export async function compact<R extends string | object>(input: CompactInput<R>): Promise<CompactOutput<R>> {
+export async function compact<R extends string | object>(
+  input: CompactInput<R>,
+): Promise<CompactOutput<R>> {
   const format = input.format ?? "anthropic";
   const adapter = adapterFor(format);
   const config = resolveConfig(input.config ?? {});
@@ -109,20 +134,43 @@ export async function compact<R extends string | object>(input: CompactInput<R>)
 
   if (!enabled) {
     // Off means off: no parse, no store access, the same value back (invariant 1).
-    return { request: input.request, changed: false, decisions: [], report: emptyReport(format, false, false) };
+    return {
+      request: input.request,
+      changed: false,
+      decisions: [],
+      report: emptyReport(format, false, false),
+    };
   }
 
   const raw = typeof input.request === "string" ? input.request : JSON.stringify(input.request);
-  if (typeof raw !== "string") throw new OffloadError("invalid_request", "the request must be a JSON object or its text");
+  if (typeof raw !== "string")
+    throw new OffloadError("invalid_request", "the request must be a JSON object or its text");
   const root = parseJsonSpans(raw);
   const analysis = adapter.analyze(raw, root);
-  const turn = new Transform({ raw, root, analysis, adapter, config, ref, store: input.store, secret: input.secret ?? DEV_SECRET, offload, attachments: input.attachments ?? {} });
+  const turn = new Transform({
+    raw,
+    root,
+    analysis,
+    adapter,
+    config,
+    ref,
+    store: input.store,
+    secret: input.secret ?? DEV_SECRET,
+    offload,
+    attachments: input.attachments ?? {},
+  });
   const { edits, decisions, report } = await turn.run(format);
   // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked shadow), but
   // the caller gets its own request back, the very same value, and no recall tool is declared. Decisions taken
   // in shadow stay sticky: once shadow is off, they are rendered (stubs and all) like any earlier decision, and
   // the recall tool, recorded as declared where a live turn would have declared it, is added with them.
-  if (config.tool_result_offload_shadow) return { request: input.request, changed: false, decisions, report: shadowReport(report, analysis.has_recall_tool) };
+  if (config.tool_result_offload_shadow)
+    return {
+      request: input.request,
+      changed: false,
+      decisions,
+      report: shadowReport(report, analysis.has_recall_tool),
+    };
   if (edits.length === 0) return { request: input.request, changed: false, decisions, report };
   const text = splice(raw, edits);
   const request = (typeof input.request === "string" ? text : JSON.parse(text)) as R;
@@ -219,27 +267,51 @@ class Transform {
     this.secret = ctx.secret;
     this.offload = ctx.offload;
     this.price = resolveModel(ctx.config.tool_result_pricing_model ?? ctx.analysis.model);
-    this.media = new AttachmentTurn({ ...ctx, price: this.price, options: ctx.attachments, errors: this.errors });
+    this.media = new AttachmentTurn({
+      ...ctx,
+      price: this.price,
+      options: ctx.attachments,
+      errors: this.errors,
+    });
   }
 
-  async run(format: Format): Promise<{ edits: Edit[]; decisions: Decision[]; report: CompactReport }> {
+  async run(
+    format: Format,
+  ): Promise<{ edits: Edit[]; decisions: Decision[]; report: CompactReport }> {
     const { sites } = this.analysis;
     const ids = sites.map((s) => s.tool_use_id);
-    const toolNames = this.config.tool_result_offload_adaptive ? [...new Set(sites.map((s) => s.tool_name))] : [];
+    const toolNames = this.config.tool_result_offload_adaptive
+      ? [...new Set(sites.map((s) => s.tool_name))]
+      : [];
     let loaded: LoadedState;
     try {
-      loaded = await this.store.load(this.ref, [...ids, ...(await this.media.identify())], toolNames);
+      loaded = await this.store.load(
+        this.ref,
+        [...ids, ...(await this.media.identify())],
+        toolNames,
+      );
       this.loaded = loaded;
     } catch (cause) {
       // Without the sticky decisions any change could contradict an earlier turn: pass the request through.
-      this.errors.push({ type: "storage_error", message: `session state unavailable, request passed through (${describe(cause)})` });
-      const report = { ...emptyReport(format, true, this.offload), errors: this.errors, model: this.analysis.model, results: sites.length };
+      this.errors.push({
+        type: "storage_error",
+        message: `session state unavailable, request passed through (${describe(cause)})`,
+      });
+      const report = {
+        ...emptyReport(format, true, this.offload),
+        errors: this.errors,
+        model: this.analysis.model,
+        results: sites.length,
+      };
       return { edits: [], decisions: [], report };
     }
 
     const hotFrom = sites.length - this.config.tool_result_compaction_keep_last_n;
     // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the first enabled turn.
-    this.toolDeclared = loaded.recall_declared || this.analysis.has_recall_tool || (this.offload && this.config.tool_result_recall_tool_declaration === "eager");
+    this.toolDeclared =
+      loaded.recall_declared ||
+      this.analysis.has_recall_tool ||
+      (this.offload && this.config.tool_result_recall_tool_declaration === "eager");
     const outcomes = new Map<ToolResultSite, Outcome>();
     const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
 
@@ -256,7 +328,12 @@ class Transform {
         } else {
           const kept = this.pending(site, site.index >= hotFrom);
           const gate = decided?.outcome.decision.gate;
-          outcomes.set(site, gate === undefined ? kept : { decision: { ...kept.decision, gate, reason: decided!.outcome.decision.reason } });
+          outcomes.set(
+            site,
+            gate === undefined
+              ? kept
+              : { decision: { ...kept.decision, gate, reason: decided!.outcome.decision.reason } },
+          );
         }
       } else {
         const decided = await this.decide(site);
@@ -268,21 +345,37 @@ class Transform {
     await this.media.decide(loaded.records);
 
     const declare = this.toolDeclared && (this.offload || loaded.recall_declared);
-    const toolTokens = declare && !this.analysis.has_recall_tool ? recallToolTokens(format, this.config.tool_result_recall_mode) : 0;
+    const toolTokens =
+      declare && !this.analysis.has_recall_tool
+        ? recallToolTokens(format, this.config.tool_result_recall_mode)
+        : 0;
     const log = this.log(sites, outcomes, fresh.length, toolTokens);
     try {
       const decisions = sites.map((s) => outcomes.get(s)!.decision);
-      const result = await this.store.commit(this.ref, { records: [...fresh.map((f) => f.record), ...this.media.records()], recall_declared: declare, log, decisions });
+      const result = await this.store.commit(this.ref, {
+        records: [...fresh.map((f) => f.record), ...this.media.records()],
+        recall_declared: declare,
+        log,
+        decisions,
+      });
       // First writer wins: where a concurrent turn decided a result first, render its decision instead.
       for (const f of fresh) {
         const standing = result.records.get(f.record.tool_use_id);
-        if (standing !== undefined && !sameDecision(standing, f.record)) outcomes.set(f.site, await this.replay(f.site, standing));
+        if (standing !== undefined && !sameDecision(standing, f.record))
+          outcomes.set(f.site, await this.replay(f.site, standing));
       }
       await this.media.settle(result.records);
     } catch (cause) {
       // Unsaved decisions would not be sticky: keep those results full this turn (a later turn decides again).
-      this.errors.push({ type: "storage_error", message: `decisions could not be saved; new results kept full (${describe(cause)})` });
-      for (const f of fresh) outcomes.set(f.site, this.pending(f.site, false, "kept full: the decision could not be saved"));
+      this.errors.push({
+        type: "storage_error",
+        message: `decisions could not be saved; new results kept full (${describe(cause)})`,
+      });
+      for (const f of fresh)
+        outcomes.set(
+          f.site,
+          this.pending(f.site, false, "kept full: the decision could not be saved"),
+        );
       this.media.unsaved();
     }
 
@@ -291,13 +384,31 @@ class Transform {
       const o = outcomes.get(site)!;
       if (o.replacement !== undefined) {
         if (site.content === undefined) continue;
-        edits.push({ start: site.content.start, end: site.content.end, text: this.adapter.renderContent(this.raw, site, o.replacement, this.media.overridesIn(site.index)) });
+        edits.push({
+          start: site.content.start,
+          end: site.content.end,
+          text: this.adapter.renderContent(
+            this.raw,
+            site,
+            o.replacement,
+            this.media.overridesIn(site.index),
+          ),
+        });
       }
     }
-    edits.push(...this.media.edits((i) => outcomes.get(sites[i]!)!.replacement !== undefined && sites[i]!.content !== undefined));
-    let recallTool: CompactReport["recall_tool"] = this.analysis.has_recall_tool ? "present" : "none";
+    edits.push(
+      ...this.media.edits(
+        (i) =>
+          outcomes.get(sites[i]!)!.replacement !== undefined && sites[i]!.content !== undefined,
+      ),
+    );
+    let recallTool: CompactReport["recall_tool"] = this.analysis.has_recall_tool
+      ? "present"
+      : "none";
     if (declare && !this.analysis.has_recall_tool) {
-      edits.push(this.adapter.declareRecallTool(this.raw, this.root, this.config.tool_result_recall_mode));
+      edits.push(
+        this.adapter.declareRecallTool(this.raw, this.root, this.config.tool_result_recall_mode),
+      );
       recallTool = "added";
     }
     if (this.config.tool_result_medium_tier === "cache_anchor") {
@@ -305,7 +416,17 @@ class Transform {
       if (anchor !== null && !this.media.absorb(anchor)) edits.push(anchor);
     }
     const decisions = sites.map((s) => outcomes.get(s)!.decision);
-    return { edits, decisions, report: this.report(format, decisions, fresh.length, recallTool, this.log(sites, outcomes, fresh.length, toolTokens)) };
+    return {
+      edits,
+      decisions,
+      report: this.report(
+        format,
+        decisions,
+        fresh.length,
+        recallTool,
+        this.log(sites, outcomes, fresh.length, toolTokens),
+      ),
+    };
   }
 
   /** Decoded chars of a result without decoding it (escaped strings are counted once). */
@@ -333,25 +454,38 @@ class Transform {
    * automatic caching, when 4 breakpoints are set, below the model's minimum cacheable length, or when no
    * TTL is cheaper than not caching at the session's observed gap between turns.
    */
-  placeAnchor(sites: readonly ToolResultSite[], outcomes: Map<ToolResultSite, Outcome>): Edit | null {
+  placeAnchor(
+    sites: readonly ToolResultSite[],
+    outcomes: Map<ToolResultSite, Outcome>,
+  ): Edit | null {
     const a = this.analysis;
     const skip = (reason: string): null => {
       this.anchor = { placed: false, ttl: null, reason };
       return null;
     };
-    if (this.adapter.anchorEdit === undefined || a.anchor_slots.length === 0) return skip("no block can carry a breakpoint");
+    if (this.adapter.anchorEdit === undefined || a.anchor_slots.length === 0)
+      return skip("no block can carry a breakpoint");
     if (a.auto_cache) return skip("the client uses automatic caching");
     if (a.breakpoints.length >= 4) return skip("the request already has 4 breakpoints");
     const clientLast = a.breakpoints[a.breakpoints.length - 1];
-    if (clientLast !== undefined && clientLast.position > a.last_message_position) return skip("the client already advances a breakpoint");
+    if (clientLast !== undefined && clientLast.position > a.last_message_position)
+      return skip("the client already advances a breakpoint");
     if (this.price === null) return skip("unknown model: no price, no minimum length");
     // Fresh results that a later turn may still replace would make the cached bytes past them short-lived.
     const unfinal = (i: number | undefined): boolean => {
       if (i === undefined) return false;
       const site = sites[i]!;
       const o = outcomes.get(site)!;
-      if (o.decision.sticky || o.decision.action !== "kept" || site.settled || site.tool_name === RECALL_TOOL_NAME) return false;
-      return this.offload ? o.decision.chars >= this.config.tool_result_large_offload_threshold_chars : o.decision.chars > this.config.tool_result_compaction_size_chars;
+      if (
+        o.decision.sticky ||
+        o.decision.action !== "kept" ||
+        site.settled ||
+        site.tool_name === RECALL_TOOL_NAME
+      )
+        return false;
+      return this.offload
+        ? o.decision.chars >= this.config.tool_result_large_offload_threshold_chars
+        : o.decision.chars > this.config.tool_result_compaction_size_chars;
     };
     let slot: AnchorSlot | undefined;
     for (const s of a.anchor_slots) {
@@ -360,9 +494,13 @@ class Transform {
     }
     if (slot === undefined) return skip("every recent block may still change");
     const prefix = Math.round(slot.position / REQUEST_CHARS_PER_TOKEN);
-    if (prefix < this.price.min_cacheable_tokens) return skip(`below the model's minimum cacheable length (${this.price.min_cacheable_tokens} tokens)`);
+    if (prefix < this.price.min_cacheable_tokens)
+      return skip(
+        `below the model's minimum cacheable length (${this.price.min_cacheable_tokens} tokens)`,
+      );
     const ttl = this.chooseTtl(prefix);
-    if (ttl === null) return skip("at this session's gap between turns no TTL is cheaper than not caching");
+    if (ttl === null)
+      return skip("at this session's gap between turns no TTL is cheaper than not caching");
     this.anchor = { placed: true, ttl, reason: `cache breakpoint at ${prefix} tokens` };
     return this.adapter.anchorEdit(this.raw, slot, ttl);
   }
@@ -376,16 +514,31 @@ class Transform {
   chooseTtl(prefixTokens: number): "5m" | "1h" | null {
     const rates = ratesFor(this.price!, prefixTokens);
     const gap = this.loaded.gap_seconds ?? 0;
-    const fresh = Math.max(1, Math.round((this.analysis.prompt_chars - this.analysis.last_message_position) / REQUEST_CHARS_PER_TOKEN));
-    const covered = Math.round((this.analysis.breakpoints[this.analysis.breakpoints.length - 1]?.position ?? 0) / REQUEST_CHARS_PER_TOKEN);
+    const fresh = Math.max(
+      1,
+      Math.round(
+        (this.analysis.prompt_chars - this.analysis.last_message_position) /
+          REQUEST_CHARS_PER_TOKEN,
+      ),
+    );
+    const covered = Math.round(
+      (this.analysis.breakpoints[this.analysis.breakpoints.length - 1]?.position ?? 0) /
+        REQUEST_CHARS_PER_TOKEN,
+    );
     const cost = (write: number, ttlSeconds: number) =>
       // a margin of 10%: turns close to the TTL often miss it
-      gap <= ttlSeconds * 0.9 ? prefixTokens * rates.cache_read + fresh * write : (prefixTokens + fresh) * write;
+      gap <= ttlSeconds * 0.9
+        ? prefixTokens * rates.cache_read + fresh * write
+        : (prefixTokens + fresh) * write;
     const options: ["5m" | "1h" | null, number][] = [
-      [null, covered * rates.cache_read + Math.max(0, prefixTokens + fresh - covered) * rates.input],
+      [
+        null,
+        covered * rates.cache_read + Math.max(0, prefixTokens + fresh - covered) * rates.input,
+      ],
       ["5m", cost(rates.cache_write_5m, 300)],
     ];
-    if (this.analysis.breakpoints.every((b) => b.ttl === "1h")) options.push(["1h", cost(rates.cache_write_1h, 3600)]);
+    if (this.analysis.breakpoints.every((b) => b.ttl === "1h"))
+      options.push(["1h", cost(rates.cache_write_1h, 3600)]);
     return options.reduce((best, o) => (o[1] < best[1] ? o : best))[0];
   }
 
@@ -417,16 +570,38 @@ class Transform {
     if (record.action === "kept" || record.rendered === null) return { decision };
     const rawLen = this.rawLength(site);
     // Already our text? Only a short content can be (an escape takes at most 6 raw chars per unit).
-    if (rawLen <= record.rendered.length * 6 + 64 && this.textOf(site) === record.rendered) return { decision };
+    if (rawLen <= record.rendered.length * 6 + 64 && this.textOf(site) === record.rendered)
+      return { decision };
     if (rawLen === record.raw_chars) return { decision, replacement: record.rendered };
     // Same length check failed (the client re-encoded it, or reused the id): compare the body itself.
-    const digest = await bodyDigest(this.secret, this.ref.tenant, this.ref.session, this.textOf(site));
+    const digest = await bodyDigest(
+      this.secret,
+      this.ref.tenant,
+      this.ref.session,
+      this.textOf(site),
+    );
     if (digest === record.fingerprint) return { decision, replacement: record.rendered };
-    this.errors.push({ type: "conflict", tool_use_id: site.tool_use_id, message: "tool_use_id reused with a different body; kept as sent" });
-    return { decision: { ...decision, action: "kept", sent_tokens: estimateTokens(this.textOf(site).length), reason: "conflict: the id was decided for a different body" } };
+    this.errors.push({
+      type: "conflict",
+      tool_use_id: site.tool_use_id,
+      message: "tool_use_id reused with a different body; kept as sent",
+    });
+    return {
+      decision: {
+        ...decision,
+        action: "kept",
+        sent_tokens: estimateTokens(this.textOf(site).length),
+        reason: "conflict: the id was decided for a different body",
+      },
+    };
   }
 
-  measure(site: ToolResultSite): { text: string; chars: number; kind: ContentKind; tokens: number } {
+  measure(site: ToolResultSite): {
+    text: string;
+    chars: number;
+    kind: ContentKind;
+    tokens: number;
+  } {
     const text = this.textOf(site);
     const kind = detectKind(text);
     return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind) };
@@ -452,27 +627,39 @@ class Transform {
         tokens: m.tokens,
         sent_tokens: m.tokens,
         sticky: false,
-        reason: why ?? (hot ? "hot: among the most recent results" : "not settled: the model has not answered after it yet"),
+        reason:
+          why ??
+          (hot
+            ? "hot: among the most recent results"
+            : "not settled: the model has not answered after it yet"),
       },
     };
   }
 
   /** Where the result sits against the cache breakpoints, for the gate. */
-  cacheSide(site: ToolResultSite, stubTokens: number): { cached_side: boolean; tokens_to_breakpoint: number; cache_ttl: "5m" | "1h" } {
+  cacheSide(
+    site: ToolResultSite,
+    stubTokens: number,
+  ): { cached_side: boolean; tokens_to_breakpoint: number; cache_ttl: "5m" | "1h" } {
     const bps = this.analysis.breakpoints;
     const last = bps[bps.length - 1];
-    if (last === undefined || site.position >= last.position) return { cached_side: false, tokens_to_breakpoint: 0, cache_ttl: "5m" };
+    if (last === undefined || site.position >= last.position)
+      return { cached_side: false, tokens_to_breakpoint: 0, cache_ttl: "5m" };
     const after = site.position + this.rawLength(site);
     const next = bps.find((b) => b.position > site.position) ?? last;
     return {
       cached_side: true,
-      tokens_to_breakpoint: Math.max(0, Math.round((last.position - after) / REQUEST_CHARS_PER_TOKEN)) + stubTokens,
+      tokens_to_breakpoint:
+        Math.max(0, Math.round((last.position - after) / REQUEST_CHARS_PER_TOKEN)) + stubTokens,
       cache_ttl: next.ttl,
     };
   }
 
   /** First sight of a settled, non-hot result (or, opt-in, a fresh large one): tier it, gate it, ledger it. */
-  async decide(site: ToolResultSite, firstDelivery = false): Promise<{ outcome: Outcome; record?: ResultRecord }> {
+  async decide(
+    site: ToolResultSite,
+    firstDelivery = false,
+  ): Promise<{ outcome: Outcome; record?: ResultRecord }> {
     const m = this.measure(site);
     const tier = this.tierOf(m.chars);
     const base = {
@@ -485,8 +672,20 @@ class Transform {
       raw_chars: this.rawLength(site),
       turn: this.analysis.assistant_turns,
     };
-    const kept = (reason: string, gate: GateResult | null = null): { outcome: Outcome; record: ResultRecord } => {
-      const record: ResultRecord = { ...base, action: "kept", mem_id: null, fingerprint: "", rendered: null, rendered_tokens: m.tokens, reason, gate };
+    const kept = (
+      reason: string,
+      gate: GateResult | null = null,
+    ): { outcome: Outcome; record: ResultRecord } => {
+      const record: ResultRecord = {
+        ...base,
+        action: "kept",
+        mem_id: null,
+        fingerprint: "",
+        rendered: null,
+        rendered_tokens: m.tokens,
+        reason,
+        gate,
+      };
       return { outcome: { decision: toDecision(site, record, false) }, record };
     };
 
@@ -506,7 +705,10 @@ class Transform {
         reason: "recall answer: shortened to a marker once used",
         gate: null,
       };
-      return { outcome: { decision: toDecision(site, record, false), replacement: rendered }, record };
+      return {
+        outcome: { decision: toDecision(site, record, false), replacement: rendered },
+        record,
+      };
     }
 
     let gate: GateResult | null = null;
@@ -526,17 +728,26 @@ class Transform {
     if (this.offload) {
       // The seed's pre-filter: only large results reach the fixed-prior gate. A learning gate sees the medium
       // ones too: its recall rate is measured, so a session whose model never recalls stops paying for caution.
-      if (tier === "medium" && !this.config.tool_result_offload_adaptive) return kept("medium: below the offload threshold, kept full");
+      if (tier === "medium" && !this.config.tool_result_offload_adaptive)
+        return kept("medium: below the offload threshold, kept full");
       const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
       const side = this.cacheSide(site, stubTokens);
-      const contextTokens = Math.round((this.analysis.prompt_chars - this.rawLength(site)) / REQUEST_CHARS_PER_TOKEN) + stubTokens;
+      const contextTokens =
+        Math.round((this.analysis.prompt_chars - this.rawLength(site)) / REQUEST_CHARS_PER_TOKEN) +
+        stubTokens;
       const lastBp = this.analysis.breakpoints[this.analysis.breakpoints.length - 1];
       const declaration = this.toolDeclared
         ? undefined
         : {
-            tool_tokens: recallToolTokens(this.adapter.format as Format, this.config.tool_result_recall_mode),
+            tool_tokens: recallToolTokens(
+              this.adapter.format as Format,
+              this.config.tool_result_recall_mode,
+            ),
             // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in invalidation).
-            prefix_tokens: lastBp === undefined ? 0 : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
+            prefix_tokens:
+              lastBp === undefined
+                ? 0
+                : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
           };
       const { horizon, p } = this.priors(site.tool_name, firstDelivery);
       gate = offloadGate({
@@ -553,7 +764,15 @@ class Transform {
       });
       if (!gate.fire) {
         // Declined at first delivery: not recorded, so the usual decision follows once the result is settled.
-        if (firstDelivery) return { outcome: { decision: { ...this.pending(site, false, `first delivery declined: ${gate.reason}`).decision, gate } } };
+        if (firstDelivery)
+          return {
+            outcome: {
+              decision: {
+                ...this.pending(site, false, `first delivery declined: ${gate.reason}`).decision,
+                gate,
+              },
+            },
+          };
         return kept(`${tier}: ${gate.reason}`, gate);
       }
     }
@@ -562,7 +781,14 @@ class Transform {
     const memId = memIdOf(digest);
     const rendered = this.offload
       ? stubOf(memId)
-      : renderCompacted({ mem_id: memId, body: m.text, chars: m.chars, tokens: m.tokens, preview_chars: this.config.tool_result_compaction_preview_chars, recall_available: false });
+      : renderCompacted({
+          mem_id: memId,
+          body: m.text,
+          chars: m.chars,
+          tokens: m.tokens,
+          preview_chars: this.config.tool_result_compaction_preview_chars,
+          recall_available: false,
+        });
     try {
       await this.store.putBody(this.ref, m.text, {
         mem_id: memId,
@@ -576,7 +802,11 @@ class Transform {
       });
     } catch (cause) {
       // Invariant 5: no stub without a durable body. Not recorded, so a later turn tries again.
-      this.errors.push({ type: "storage_error", tool_use_id: site.tool_use_id, message: `body not stored, kept full (${describe(cause)})` });
+      this.errors.push({
+        type: "storage_error",
+        tool_use_id: site.tool_use_id,
+        message: `body not stored, kept full (${describe(cause)})`,
+      });
       return { outcome: this.pending(site, false, "kept full: the ledger write failed") };
     }
     if (this.offload) this.toolDeclared = true;
@@ -587,10 +817,15 @@ class Transform {
       fingerprint: digest,
       rendered,
       rendered_tokens: estimateTokens(rendered.length),
-      reason: this.offload ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}` : "size-only path: shortened to a head preview",
+      reason: this.offload
+        ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
+        : "size-only path: shortened to a head preview",
       gate,
     };
-    return { outcome: { decision: toDecision(site, record, false), replacement: rendered }, record };
+    return {
+      outcome: { decision: toDecision(site, record, false), replacement: rendered },
+      record,
+    };
   }
 
   /** Horizon and recall probability for a result of `tool`: the config's, or learned (adaptive). */
@@ -599,12 +834,22 @@ class Transform {
     let p = this.config.tool_result_offload_recall_probability;
     if (this.config.tool_result_offload_adaptive) {
       horizon = learnedHorizon(this.analysis.assistant_turns, horizon);
-      p = learnedRecallProbability(p, horizon, this.loaded.tool_stats?.[tool], this.loaded.session_tool_stats?.[tool]);
+      p = learnedRecallProbability(
+        p,
+        horizon,
+        this.loaded.tool_stats?.[tool],
+        this.loaded.session_tool_stats?.[tool],
+      );
     }
     return { horizon, p: firstDelivery ? unseenRecallProbability(p) : p };
   }
 
-  log(sites: readonly ToolResultSite[], outcomes: Map<ToolResultSite, Outcome>, fresh: number, toolTokens: number): TurnLog {
+  log(
+    sites: readonly ToolResultSite[],
+    outcomes: Map<ToolResultSite, Outcome>,
+    fresh: number,
+    toolTokens: number,
+  ): TurnLog {
     const t = this.totals(sites, outcomes);
     return {
       turn: this.analysis.assistant_turns,
@@ -628,7 +873,10 @@ class Transform {
     let full = 0;
     let sent = 0;
     let savedUsd = 0;
-    const rates = this.price === null ? null : ratesFor(this.price, this.analysis.prompt_chars / REQUEST_CHARS_PER_TOKEN);
+    const rates =
+      this.price === null
+        ? null
+        : ratesFor(this.price, this.analysis.prompt_chars / REQUEST_CHARS_PER_TOKEN);
     const lastBp = this.analysis.breakpoints[this.analysis.breakpoints.length - 1];
     for (const site of sites) {
       const d = outcomes.get(site)!.decision;
@@ -643,12 +891,25 @@ class Transform {
     }
     // Attachments are counted at their estimated native cost, not as the chars of their base64.
     const media = this.media.tally();
-    const otherTokens = Math.round(Math.max(0, other - media.outside_chars) / REQUEST_CHARS_PER_TOKEN);
+    const otherTokens = Math.round(
+      Math.max(0, other - media.outside_chars) / REQUEST_CHARS_PER_TOKEN,
+    );
     savedUsd += media.saved_usd;
-    return { count, before: otherTokens + full + media.native, after: otherTokens + sent + media.sent, saved_usd: Math.round(savedUsd * 1e9) / 1e9 };
+    return {
+      count,
+      before: otherTokens + full + media.native,
+      after: otherTokens + sent + media.sent,
+      saved_usd: Math.round(savedUsd * 1e9) / 1e9,
+    };
   }
 
-  report(format: Format, decisions: Decision[], fresh: number, recallTool: CompactReport["recall_tool"], log: TurnLog): CompactReport {
+  report(
+    format: Format,
+    decisions: Decision[],
+    fresh: number,
+    recallTool: CompactReport["recall_tool"],
+    log: TurnLog,
+  ): CompactReport {
     return {
       format,
       enabled: true,

@@ -69,7 +69,10 @@ function round(x: number): number {
 }
 
 export function offloadGate(input: GateInput): GateResult {
-  const price = typeof input.model === "object" && input.model !== null ? input.model : resolveModel(input.model);
+  const price =
+    typeof input.model === "object" && input.model !== null
+      ? input.model
+      : resolveModel(input.model);
   const T = Math.max(0, input.result_tokens);
   const S = Math.max(0, input.stub_tokens);
   const H = Math.max(0, input.horizon);
@@ -117,12 +120,27 @@ export function offloadGate(input: GateInput): GateResult {
   const contextRate = (input.client_caches ?? input.cached_side) ? rates.cache_read : rates.input;
 
   const first = input.first_delivery === true;
-  const saving = first ? (input.cached_side ? usd(T, write) + usd(H * T, r) : usd((H + 1) * T, r)) : usd(H * T, r);
-  const carry = first ? (input.cached_side ? usd(S, write) + usd(H * S, r) : usd((H + 1) * S, r)) : usd(H * S, r);
-  const invalidation = input.cached_side && !first ? usd(toBreakpoint, write - rates.cache_read) : 0;
-  const recall = p * (usd(input.context_tokens, contextRate) + usd(recallTokens, rates.input) + usd(recallOutput, rates.output));
+  const saving = first
+    ? input.cached_side
+      ? usd(T, write) + usd(H * T, r)
+      : usd((H + 1) * T, r)
+    : usd(H * T, r);
+  const carry = first
+    ? input.cached_side
+      ? usd(S, write) + usd(H * S, r)
+      : usd((H + 1) * S, r)
+    : usd(H * S, r);
+  const invalidation =
+    input.cached_side && !first ? usd(toBreakpoint, write - rates.cache_read) : 0;
+  const recall =
+    p *
+    (usd(input.context_tokens, contextRate) +
+      usd(recallTokens, rates.input) +
+      usd(recallOutput, rates.output));
   const caches = input.client_caches ?? input.cached_side;
-  const declaration = usd(H * toolTokens, caches ? rates.cache_read : rates.input) + (caches ? usd(toolPrefix, write - rates.cache_read) : 0);
+  const declaration =
+    usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
+    (caches ? usd(toolPrefix, write - rates.cache_read) : 0);
   const net = saving - (carry + invalidation + recall + declaration);
   const fire = net > 0;
 

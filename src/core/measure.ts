@@ -9,7 +9,10 @@ import type { TurnDecision } from "./types.ts";
  * The gate's verdicts on this turn: every decision taken now (not replayed) that consulted the gate. A declined
  * first delivery is not recorded, so it is consulted (and counted) again on each turn until it settles.
  */
-export function gateVerdicts(decisions: readonly TurnDecision[]): { gate_fired: number; gate_declined: number } {
+export function gateVerdicts(decisions: readonly TurnDecision[]): {
+  gate_fired: number;
+  gate_declined: number;
+} {
   let fired = 0;
   let declined = 0;
   for (const d of decisions) {
@@ -30,6 +33,9 @@ export function shadowReport(report: CompactReport, clientHasRecallTool: boolean
     ...report,
     shadow: true,
     recall_tool: clientHasRecallTool ? "present" : "none",
-    anchor: report.anchor === null ? null : { placed: false, ttl: null, reason: "shadow mode: the request is returned unchanged" },
+    anchor:
+      report.anchor === null
+        ? null
+        : { placed: false, ttl: null, reason: "shadow mode: the request is returned unchanged" },
   };
 }

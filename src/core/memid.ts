@@ -12,7 +12,13 @@ export const DEV_SECRET = "edge-offload-local-dev-secret";
 function keyFor(secret: string): Promise<CryptoKey> {
   let key = keys.get(secret);
   if (key === undefined) {
-    key = crypto.subtle.importKey("raw", encoder.encode(secret), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    key = crypto.subtle.importKey(
+      "raw",
+      encoder.encode(secret),
+      { name: "HMAC", hash: "SHA-256" },
+      false,
+      ["sign"],
+    );
     keys.set(secret, key);
   }
   return key;
@@ -26,9 +32,18 @@ function hex(buf: ArrayBuffer): string {
 }
 
 /** Full keyed digest of a body within its scope (hex). */
-export async function bodyDigest(secret: string, tenant: string, session: string, body: string): Promise<string> {
+export async function bodyDigest(
+  secret: string,
+  tenant: string,
+  session: string,
+  body: string,
+): Promise<string> {
   const key = await keyFor(secret);
-  const sig = await crypto.subtle.sign("HMAC", key, encoder.encode(`${tenant}\u0000${session}\u0000${body}`));
+  const sig = await crypto.subtle.sign(
+    "HMAC",
+    key,
+    encoder.encode(`${tenant}\u0000${session}\u0000${body}`),
+  );
   return hex(sig);
 }
 

@@ -26,7 +26,16 @@ export interface ModelPrice extends Rates {
   long_context?: { above_tokens: number } & Rates;
 }
 
-type Row = [id: string, provider: Provider, input: number, w5m: number, w1h: number, read: number, output: number, minCache: number];
+type Row = [
+  id: string,
+  provider: Provider,
+  input: number,
+  w5m: number,
+  w1h: number,
+  read: number,
+  output: number,
+  minCache: number,
+];
 
 // Anthropic: ids from 4.6 on are dateless snapshots; earlier ones have dated ids and aliases (handled below).
 const ROWS: Row[] = [
@@ -93,7 +102,27 @@ const ROWS: Row[] = [
 const LONG_CONTEXT: [ids: string[], above: number, inputFactor: number, outputFactor: number][] = [
   [["claude-sonnet-4-5", "claude-sonnet-4"], 200_000, 2, 1.5],
   [["claude-haiku-5-5"], 100_000, 5, 5],
-  [["gpt-5.4", "gpt-5.4-mini", "gpt-5.4-nano", "gpt-5.5", "gpt-5.6", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna", "gpt-6-astra", "gpt-6-sol", "gpt-6-luna", "gpt-6.1-sol", "gpt-6.1-terra", "gpt-6.2-sol"], 272_000, 2, 1.5],
+  [
+    [
+      "gpt-5.4",
+      "gpt-5.4-mini",
+      "gpt-5.4-nano",
+      "gpt-5.5",
+      "gpt-5.6",
+      "gpt-5.6-sol",
+      "gpt-5.6-terra",
+      "gpt-5.6-luna",
+      "gpt-6-astra",
+      "gpt-6-sol",
+      "gpt-6-luna",
+      "gpt-6.1-sol",
+      "gpt-6.1-terra",
+      "gpt-6.2-sol",
+    ],
+    272_000,
+    2,
+    1.5,
+  ],
 ];
 
 /** Aliases that do not follow from stripping a date. */
@@ -112,11 +141,27 @@ const ALIASES: Record<string, string> = {
 
 export const PRICE_TABLE: ReadonlyMap<string, ModelPrice> = new Map(
   ROWS.map(([id, provider, input, w5m, w1h, read, output, minCache]) => {
-    const price: ModelPrice = { id, provider, input, cache_write_5m: w5m, cache_write_1h: w1h, cache_read: read, output, min_cacheable_tokens: minCache };
+    const price: ModelPrice = {
+      id,
+      provider,
+      input,
+      cache_write_5m: w5m,
+      cache_write_1h: w1h,
+      cache_read: read,
+      output,
+      min_cacheable_tokens: minCache,
+    };
     const long = LONG_CONTEXT.find(([ids]) => ids.includes(id));
     if (long !== undefined) {
       const [, above, fi, fo] = long;
-      price.long_context = { above_tokens: above, input: input * fi, cache_write_5m: w5m * fi, cache_write_1h: w1h * fi, cache_read: read * fi, output: output * fo };
+      price.long_context = {
+        above_tokens: above,
+        input: input * fi,
+        cache_write_5m: w5m * fi,
+        cache_write_1h: w1h * fi,
+        cache_read: read * fi,
+        output: output * fo,
+      };
     }
     return [id, Object.freeze(price)];
   }),
@@ -143,7 +188,9 @@ export function resolveModel(model: string | null | undefined): ModelPrice | nul
 
 /** The rates that apply to a request of `promptTokens` (long-context pricing bills the whole request). */
 export function ratesFor(price: ModelPrice, promptTokens: number): Rates {
-  return price.long_context !== undefined && promptTokens > price.long_context.above_tokens ? price.long_context : price;
+  return price.long_context !== undefined && promptTokens > price.long_context.above_tokens
+    ? price.long_context
+    : price;
 }
 
 /** USD for `tokens` at a per-MTok `rate`. */

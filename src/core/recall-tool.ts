@@ -9,14 +9,28 @@ export const RECALL_TOOL_NAME = "recall_tool_result";
 
 export type ToolFormat = "anthropic" | "openai-chat" | "openai-responses";
 
-type JsonSchema = { type: "object"; properties: Record<string, unknown>; required: string[]; additionalProperties: false };
+type JsonSchema = {
+  type: "object";
+  properties: Record<string, unknown>;
+  required: string[];
+  additionalProperties: false;
+};
 
 /** The declaration's shape per format (type aliases, so each is also a `Record<string, unknown>`; test/types checks them against the SDKs). */
 export type RecallToolDefinitions = {
   anthropic: { name: string; description: string; input_schema: JsonSchema };
-  "openai-chat": { type: "function"; function: { name: string; description: string; parameters: JsonSchema } };
+  "openai-chat": {
+    type: "function";
+    function: { name: string; description: string; parameters: JsonSchema };
+  };
   // strict: false because the schema's arguments are optional (strict mode requires every property).
-  "openai-responses": { type: "function"; name: string; description: string; parameters: JsonSchema; strict: false };
+  "openai-responses": {
+    type: "function";
+    name: string;
+    description: string;
+    parameters: JsonSchema;
+    strict: false;
+  };
 };
 
 // Kept short on purpose: the declaration rides in every request of the session, while each stub already
@@ -27,25 +41,42 @@ export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
     properties.query = { type: "string", description: "exact substring; each match with context" };
     properties.window = { type: "integer", minimum: 0, maximum: 5000 };
   }
-  if (mode !== "window") properties.json_path = { type: "string", description: "e.g. $.items[3].price" };
+  if (mode !== "window")
+    properties.json_path = { type: "string", description: "e.g. $.items[3].price" };
   properties.offset = { type: "integer", minimum: 0 };
   properties.max_chars = { type: "integer", minimum: 1, maximum: RECALL_HARD_CAP_CHARS };
   return { type: "object", properties, required: ["mem_id"], additionalProperties: false };
 }
 
 export function recallToolDescription(mode: RecallMode = "both"): string {
-  const ways = [...(mode !== "structural" ? ["query"] : []), ...(mode !== "window" ? ["json_path"] : []), "offset+max_chars"];
+  const ways = [
+    ...(mode !== "structural" ? ["query"] : []),
+    ...(mode !== "window" ? ["json_path"] : []),
+    "offset+max_chars",
+  ];
   return `Read part of an offloaded tool result back: its mem_id (from the stub) and ${ways.join(", ")}, or nothing for the head. Max ${formatInt(RECALL_HARD_CAP_CHARS)} chars per answer.`;
 }
 
 /** The tool's definition in the given provider's request format. */
-export function recallToolDefinition<F extends ToolFormat = "anthropic">(format?: F, mode: RecallMode = "both"): RecallToolDefinitions[F] {
+export function recallToolDefinition<F extends ToolFormat = "anthropic">(
+  format?: F,
+  mode: RecallMode = "both",
+): RecallToolDefinitions[F] {
   const description = recallToolDescription(mode);
   const schema = recallInputSchema(mode);
   const definitions = {
     anthropic: () => ({ name: RECALL_TOOL_NAME, description, input_schema: schema }),
-    "openai-chat": () => ({ type: "function", function: { name: RECALL_TOOL_NAME, description, parameters: schema } }),
-    "openai-responses": () => ({ type: "function", name: RECALL_TOOL_NAME, description, parameters: schema, strict: false }),
+    "openai-chat": () => ({
+      type: "function",
+      function: { name: RECALL_TOOL_NAME, description, parameters: schema },
+    }),
+    "openai-responses": () => ({
+      type: "function",
+      name: RECALL_TOOL_NAME,
+      description,
+      parameters: schema,
+      strict: false,
+    }),
   } satisfies { [K in ToolFormat]: () => RecallToolDefinitions[K] };
   return definitions[format ?? "anthropic"]() as RecallToolDefinitions[F];
 }

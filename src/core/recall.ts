@@ -52,27 +52,40 @@ function mistake(content: string, total = 0): RecallAnswer {
 
 function optionalInt(v: unknown, name: string, min: number): number | string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isInteger(v) || v < min) return `${name} must be an integer ≥ ${min} (got ${JSON.stringify(v)}).`;
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min)
+    return `${name} must be an integer ≥ ${min} (got ${JSON.stringify(v)}).`;
   return v;
 }
 
 export async function recall(input: RecallInput): Promise<RecallAnswer> {
   const mode = input.mode ?? "both";
-  const cap = Math.min(RECALL_HARD_CAP_CHARS, Math.max(500, input.max_answer_chars ?? RECALL_HARD_CAP_CHARS));
+  const cap = Math.min(
+    RECALL_HARD_CAP_CHARS,
+    Math.max(500, input.max_answer_chars ?? RECALL_HARD_CAP_CHARS),
+  );
   const { mem_id: memId, query, json_path: jsonPath } = input;
 
-  if (typeof memId !== "string" || memId === "") return mistake('mem_id is required: copy it from the stub (it looks like "trm_…").');
+  if (typeof memId !== "string" || memId === "")
+    return mistake('mem_id is required: copy it from the stub (it looks like "trm_…").');
   const offset = optionalInt(input.offset, "offset", 0);
   const maxChars = optionalInt(input.max_chars, "max_chars", 1);
   const window = optionalInt(input.window, "window", 0);
   for (const v of [offset, maxChars, window]) if (typeof v === "string") return mistake(v);
-  if (query !== undefined && query !== null && (typeof query !== "string" || query === "")) return mistake("query must be a non-empty string.");
-  if (jsonPath !== undefined && jsonPath !== null && (typeof jsonPath !== "string" || jsonPath.trim() === "")) return mistake("json_path must be a non-empty string.");
+  if (query !== undefined && query !== null && (typeof query !== "string" || query === ""))
+    return mistake("query must be a non-empty string.");
+  if (
+    jsonPath !== undefined &&
+    jsonPath !== null &&
+    (typeof jsonPath !== "string" || jsonPath.trim() === "")
+  )
+    return mistake("json_path must be a non-empty string.");
   const hasQuery = typeof query === "string";
   const hasPath = typeof jsonPath === "string";
   if (hasQuery && hasPath) return mistake("Give either query or json_path, not both.");
-  if (hasQuery && mode === "structural") return mistake("query is not enabled here; use json_path, or offset with max_chars.");
-  if (hasPath && mode === "window") return mistake("json_path is not enabled here; use query, or offset with max_chars.");
+  if (hasQuery && mode === "structural")
+    return mistake("query is not enabled here; use json_path, or offset with max_chars.");
+  if (hasPath && mode === "window")
+    return mistake("json_path is not enabled here; use query, or offset with max_chars.");
 
   const ref = sessionRef(input.session);
   let stored;
@@ -82,13 +95,30 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
     throw new OffloadError("storage_error", "the ledger could not be read", { cause });
   }
   if (stored === null) {
-    return mistake(`No offloaded result has mem_id ${JSON.stringify(memId)} in this conversation. Use a mem_id exactly as shown in a stub.`);
+    return mistake(
+      `No offloaded result has mem_id ${JSON.stringify(memId)} in this conversation. Use a mem_id exactly as shown in a stub.`,
+    );
   }
   const body = stored.body;
   let answer: RecallAnswer;
-  if (hasQuery) answer = byQuery(body, memId, query as string, (window as number | undefined) ?? input.default_window ?? 300, cap);
+  if (hasQuery)
+    answer = byQuery(
+      body,
+      memId,
+      query as string,
+      (window as number | undefined) ?? input.default_window ?? 300,
+      cap,
+    );
   else if (hasPath) answer = byJsonPath(body, memId, jsonPath as string, cap);
-  else answer = bySlice(body, memId, (offset as number | undefined) ?? 0, (maxChars as number | undefined) ?? cap, cap, offset === undefined && maxChars === undefined);
+  else
+    answer = bySlice(
+      body,
+      memId,
+      (offset as number | undefined) ?? 0,
+      (maxChars as number | undefined) ?? cap,
+      cap,
+      offset === undefined && maxChars === undefined,
+    );
   if (!answer.is_error) {
     try {
       await input.store.noteRecall(ref, memId);
@@ -99,13 +129,24 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
   return answer;
 }
 
-function bySlice(body: string, memId: string, offset: number, maxChars: number, cap: number, head: boolean): RecallAnswer {
+function bySlice(
+  body: string,
+  memId: string,
+  offset: number,
+  maxChars: number,
+  cap: number,
+  head: boolean,
+): RecallAnswer {
   const total = body.length;
   if (offset >= total && !(offset === 0 && total === 0)) {
-    return mistake(`offset ${formatInt(offset)} is past the end: ${memId} has ${formatInt(total)} chars.`, total);
+    return mistake(
+      `offset ${formatInt(offset)} is past the end: ${memId} has ${formatInt(total)} chars.`,
+      total,
+    );
   }
   // Never split a surrogate pair: a slice starting on a low surrogate starts one unit earlier.
-  const start = offset > 0 && offset < total && safeCut(body, offset) !== offset ? offset - 1 : offset;
+  const start =
+    offset > 0 && offset < total && safeCut(body, offset) !== offset ? offset - 1 : offset;
   const want = Math.min(maxChars, cap - NOTICE_RESERVE);
   const end = safeCut(body, Math.min(total, start + want));
   const slice = body.slice(start, end);
@@ -122,10 +163,21 @@ function bySlice(body: string, memId: string, offset: number, maxChars: number, 
   };
 }
 
-function byQuery(body: string, memId: string, query: string, window: number, cap: number): RecallAnswer {
+function byQuery(
+  body: string,
+  memId: string,
+  query: string,
+  window: number,
+  cap: number,
+): RecallAnswer {
   const total = body.length;
   const offsets: number[] = [];
-  for (let i = body.indexOf(query); i !== -1; i = body.indexOf(query, i + Math.max(1, query.length))) offsets.push(i);
+  for (
+    let i = body.indexOf(query);
+    i !== -1;
+    i = body.indexOf(query, i + Math.max(1, query.length))
+  )
+    offsets.push(i);
   if (offsets.length === 0) {
     return {
       content: `No match for ${JSON.stringify(query)} in ${memId} (${formatInt(total)} chars; matching is exact and case-sensitive). Try a shorter or differently cased query, or read a slice with offset and max_chars.`,
@@ -190,16 +242,28 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
   try {
     json = JSON.parse(body);
   } catch {
-    return mistake(`${memId} is not JSON, so json_path does not apply; use query, or offset with max_chars.`, total);
+    return mistake(
+      `${memId} is not JSON, so json_path does not apply; use query, or offset with max_chars.`,
+      total,
+    );
   }
   const normalized = normalizeJsonPath(path);
   let results: { path: string; value: unknown }[];
   try {
     // "safe" evaluation: production Workers forbid eval/new Function, and a model's filter is untrusted input.
-    const found = JSONPath({ path: normalized, json: json as object, eval: "safe", wrap: true, resultType: "all" }) as { path: string; value: unknown }[];
+    const found = JSONPath({
+      path: normalized,
+      json: json as object,
+      eval: "safe",
+      wrap: true,
+      resultType: "all",
+    }) as { path: string; value: unknown }[];
     results = found.map((r) => ({ path: r.path, value: r.value }));
   } catch (e) {
-    return mistake(`json_path ${JSON.stringify(path)} is not a valid JSONPath (${e instanceof Error ? e.message : "parse error"}). Example: "$.items[0].name".`, total);
+    return mistake(
+      `json_path ${JSON.stringify(path)} is not a valid JSONPath (${e instanceof Error ? e.message : "parse error"}). Example: "$.items[0].name".`,
+      total,
+    );
   }
   if (results.length === 0) {
     return {
@@ -229,6 +293,14 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
     out += piece;
     shown++;
   }
-  if (truncated) out += `\n[cut at ${formatInt(cap)} chars: showing ${formatInt(shown)} of ${formatInt(results.length)} values; narrow the path (e.g. an index or a slice like [0:10]).]`;
-  return { content: out, is_error: false, mode: "json_path", total_chars: total, truncated, matches: results.length };
+  if (truncated)
+    out += `\n[cut at ${formatInt(cap)} chars: showing ${formatInt(shown)} of ${formatInt(results.length)} values; narrow the path (e.g. an index or a slice like [0:10]).]`;
+  return {
+    content: out,
+    is_error: false,
+    mode: "json_path",
+    total_chars: total,
+    truncated,
+    matches: results.length,
+  };
 }

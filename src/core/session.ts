@@ -11,10 +11,18 @@ export function sessionRef(input: SessionInput): SessionRef {
   const tenant = typeof input === "string" ? DEFAULT_TENANT : (input.tenant ?? DEFAULT_TENANT);
   const session = typeof input === "string" ? input : "session" in input ? input.session : input.id;
   if (typeof session !== "string" || !ID.test(session)) {
-    throw new OffloadError("invalid_argument", "session id must be 1-128 chars of letters, digits and . _ : -", { path: "session" });
+    throw new OffloadError(
+      "invalid_argument",
+      "session id must be 1-128 chars of letters, digits and . _ : -",
+      { path: "session" },
+    );
   }
   if (typeof tenant !== "string" || !ID.test(tenant)) {
-    throw new OffloadError("invalid_argument", "tenant must be 1-128 chars of letters, digits and . _ : -", { path: "tenant" });
+    throw new OffloadError(
+      "invalid_argument",
+      "tenant must be 1-128 chars of letters, digits and . _ : -",
+      { path: "tenant" },
+    );
   }
   return { tenant, session };
 }

@@ -20,7 +20,11 @@ const MAX_KEYS = 24;
 const MAX_ITEM_KEYS = 16;
 const ITEMS_SAMPLED = 200;
 
-export function structureOf(text: string, kind: ContentKind = detectKind(text), maxChars = 600): StructureIndex {
+export function structureOf(
+  text: string,
+  kind: ContentKind = detectKind(text),
+  maxChars = 600,
+): StructureIndex {
   const lines = countLines(text);
   const base = { chars: text.length, lines };
   if (kind === "json") {
@@ -38,15 +42,32 @@ export function structureOf(text: string, kind: ContentKind = detectKind(text), 
     const header = (nl === -1 ? text : text.slice(0, nl)).replace(/\r$/, "");
     const columns = splitRow(header, delimiter);
     const rows = Math.max(0, countNonEmptyLines(text) - 1);
-    const shown = columns.slice(0, MAX_KEYS).join(", ") + (columns.length > MAX_KEYS ? `, … (${columns.length - MAX_KEYS} more)` : "");
+    const shown =
+      columns.slice(0, MAX_KEYS).join(", ") +
+      (columns.length > MAX_KEYS ? `, … (${columns.length - MAX_KEYS} more)` : "");
     const outline = `${kind.toUpperCase()}: ${plural(rows, "row")} × ${plural(columns.length, "column")} (header: ${shown})`;
-    return { ...base, kind, outline: bound(outline, maxChars), table: { delimiter, columns, rows } };
+    return {
+      ...base,
+      kind,
+      outline: bound(outline, maxChars),
+      table: { delimiter, columns, rows },
+    };
   }
-  return { ...base, kind, outline: `${kindName(kind)}: ${plural(lines, "line")}, ${plural(text.length, "char")}` };
+  return {
+    ...base,
+    kind,
+    outline: `${kindName(kind)}: ${plural(lines, "line")}, ${plural(text.length, "char")}`,
+  };
 }
 
 function kindName(kind: ContentKind): string {
-  return kind === "log" ? "log output" : kind === "code" ? "source code" : kind === "prose" ? "prose" : "text";
+  return kind === "log"
+    ? "log output"
+    : kind === "code"
+      ? "source code"
+      : kind === "prose"
+        ? "prose"
+        : "text";
 }
 
 function bound(text: string, max: number): string {
@@ -112,7 +133,9 @@ function describe(v: unknown): string {
 function itemsOf(items: readonly unknown[]): string {
   if (items.length === 0) return "";
   const sample = items.slice(0, ITEMS_SAMPLED);
-  const types = [...new Set(sample.map((x) => (x === null ? "null" : Array.isArray(x) ? "array" : typeof x)))];
+  const types = [
+    ...new Set(sample.map((x) => (x === null ? "null" : Array.isArray(x) ? "array" : typeof x))),
+  ];
   if (types.length === 1 && types[0] === "object") {
     const keys = new Map<string, Set<string>>();
     for (const item of sample) {
@@ -152,5 +175,7 @@ function jsonOutline(value: unknown): string {
 
 /** How a key is written in a JSONPath: `$.name` or `$['odd key']`. */
 function pathKey(k: string): string {
-  return /^[A-Za-z_$][\w$]*$/.test(k) ? `$.${k}` : `$['${k.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}']`;
+  return /^[A-Za-z_$][\w$]*$/.test(k)
+    ? `$.${k}`
+    : `$['${k.replace(/\\/g, "\\\\").replace(/'/g, "\\'")}']`;
 }

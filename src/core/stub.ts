@@ -3,7 +3,7 @@
  * for a settled recall answer. Each is a pure function of its inputs (no clock, no random id), so the same
  * body in the same session always renders the same bytes.
  */
-import { type RecallMode } from "../config.ts";
+import type { RecallMode } from "../config.ts";
 import { RECALL_TOOL_NAME } from "./recall-tool.ts";
 import type { StructureIndex } from "./structure.ts";
 import { formatInt, headOf, plural } from "./text.ts";
@@ -36,7 +36,11 @@ export function renderShape(input: ShapeInput): string[] {
     `${input.tool_name ? `Output of ${input.tool_name}: ` : ""}${formatInt(input.chars)} chars (~${formatInt(input.tokens)} tokens), ${structure.kind}, ${plural(structure.lines, "line")}.`,
   ];
   if (structure.outline !== "") lines.push(structure.outline);
-  if (head !== "") lines.push(`Preview (first ${formatInt(head.length)} chars${cut ? "" : ", the whole result"}):`, head + (cut ? "\n…" : ""));
+  if (head !== "")
+    lines.push(
+      `Preview (first ${formatInt(head.length)} chars${cut ? "" : ", the whole result"}):`,
+      head + (cut ? "\n…" : ""),
+    );
   return lines;
 }
 

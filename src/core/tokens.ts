@@ -29,8 +29,10 @@ export function estimateTextTokens(text: string, kind: ContentKind = detectKind(
 }
 
 const SAMPLE = 4096;
-const LOG_LINE = /^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)/;
-const CODE_LINE = /(?:[;{}]\s*$|^\s*(?:import|export|from|def|class|function|const|let|var|return|if|for|while|#include|package|public|private|fn|use)\b)/;
+const LOG_LINE =
+  /^(?:\[?\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}|\[?\d{2}:\d{2}:\d{2}|\[?(?:TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\b)/;
+const CODE_LINE =
+  /(?:[;{}]\s*$|^\s*(?:import|export|from|def|class|function|const|let|var|return|if|for|while|#include|package|public|private|fn|use)\b)/;
 
 /**
  * Classify a body from its head (at most 4 KB looked at, whatever its size). JSON is recognised by shape
@@ -58,14 +60,18 @@ export function detectKind(text: string): ContentKind {
   }
   const letters = (head.match(/[A-Za-z]/g) ?? []).length;
   const spaces = (head.match(/ /g) ?? []).length;
-  if (head.length > 200 && letters / head.length > 0.6 && spaces / head.length > 0.12) return "prose";
+  if (head.length > 200 && letters / head.length > 0.6 && spaces / head.length > 0.12)
+    return "prose";
   return "text";
 }
 
 /** CSV or TSV when every sampled line has the same, non-zero count of one delimiter. */
 function delimiterOf(lines: readonly string[]): "csv" | "tsv" | null {
   const sample = lines.slice(0, 20);
-  for (const [kind, ch] of [["tsv", "\t"], ["csv", ","]] as const) {
+  for (const [kind, ch] of [
+    ["tsv", "\t"],
+    ["csv", ","],
+  ] as const) {
     const counts = sample.map((l) => countOutsideQuotes(l, ch));
     const n = counts[0]!;
     if (n > 0 && counts.every((c) => c === n)) return kind;

@@ -12,12 +12,14 @@
  */
 import { AttachmentError, type AttachmentErrorBody } from "./errors.ts";
 import { extractText } from "./extract.ts";
-import { normalizeAttachment, type NormalizedAttachment } from "./input.ts";
-import { extractionVariant, resolveExtractOptions, type ExtractOptions } from "./options.ts";
+import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
+import { type ExtractOptions, extractionVariant, resolveExtractOptions } from "./options.ts";
 import { sniff } from "./sniff.ts";
 import type { Attachment, DetectedFormat, ExtractResult } from "./types.ts";
 
-export type CachedExtraction = { ok: true; result: ExtractResult } | { ok: false; error: AttachmentErrorBody };
+export type CachedExtraction =
+  | { ok: true; result: ExtractResult }
+  | { ok: false; error: AttachmentErrorBody };
 
 /** Where cached extractions live, per tenant (the service: R2 under `extracts/<tenant>/`). */
 export interface ExtractionCache {
@@ -53,33 +55,58 @@ export interface CachedExtractOutput {
 }
 
 async function sha256Hex(bytes: Uint8Array): Promise<string> {
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+  const digest = new Uint8Array(
+    await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>),
+  );
   let hex = "";
   for (const b of digest) hex += b.toString(16).padStart(2, "0");
   return hex;
 }
 
 /** The cache key of an already normalised attachment: digest, detected format (+ charset), options variant. */
-export function extractionCacheKey(digest: string, format: DetectedFormat, charset: string | undefined, variant: string): string {
+export function extractionCacheKey(
+  digest: string,
+  format: DetectedFormat,
+  charset: string | undefined,
+  variant: string,
+): string {
   return `${digest}/${format}${charset === undefined ? "" : `;${charset.replace(/[^a-z0-9._-]/g, "")}`}/${variant}`;
 }
 
 /** Failures that follow from the bytes alone, so caching them can never hide a later success. */
 export function isCacheableFailure(error: AttachmentErrorBody): boolean {
-  return error.type === "extraction_failed" && (error.reason === "corrupt" || error.reason === "encrypted" || error.reason === "empty");
+  return (
+    error.type === "extraction_failed" &&
+    (error.reason === "corrupt" || error.reason === "encrypted" || error.reason === "empty")
+  );
 }
 
 function isCachedExtraction(value: unknown): value is CachedExtraction {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;
-  if (v.ok === true) return typeof v.result === "object" && v.result !== null && typeof (v.result as Record<string, unknown>).text === "string";
-  return v.ok === false && typeof v.error === "object" && v.error !== null && typeof (v.error as Record<string, unknown>).type === "string";
+  if (v.ok === true)
+    return (
+      typeof v.result === "object" &&
+      v.result !== null &&
+      typeof (v.result as Record<string, unknown>).text === "string"
+    );
+  return (
+    v.ok === false &&
+    typeof v.error === "object" &&
+    v.error !== null &&
+    typeof (v.error as Record<string, unknown>).type === "string"
+  );
 }
 
 /** The bytes handed to the extractor: already decoded, so base64 is not decoded twice. */
 function decodedAttachment(original: Attachment, a: NormalizedAttachment): Attachment {
   if (a.text !== undefined) return original; // a text source: keep its text exactly (no UTF-8 round trip)
-  const mediaType = a.media_type === undefined ? undefined : a.charset === undefined ? a.media_type : `${a.media_type}; charset=${a.charset}`;
+  const mediaType =
+    a.media_type === undefined
+      ? undefined
+      : a.charset === undefined
+        ? a.media_type
+        : `${a.media_type}; charset=${a.charset}`;
   return { data: a.bytes, media_type: mediaType, filename: a.filename };
 }
 
@@ -95,12 +122,25 @@ export async function extractCached(input: CachedExtractInput): Promise<CachedEx
   try {
     a = normalizeAttachment(input.attachment, resolved.max_bytes);
   } catch (error) {
-    if (error instanceof AttachmentError) return { outcome: { ok: false, error: error.body() }, cached: false, key: null, digest: null, format: error.format, bytes: 0 };
+    if (error instanceof AttachmentError)
+      return {
+        outcome: { ok: false, error: error.body() },
+        cached: false,
+        key: null,
+        digest: null,
+        format: error.format,
+        bytes: 0,
+      };
     throw error;
   }
   const { format } = sniff(a);
   const digest = await sha256Hex(a.bytes);
-  const key = extractionCacheKey(digest, format, a.text === undefined ? a.charset : undefined, extractionVariant(options));
+  const key = extractionCacheKey(
+    digest,
+    format,
+    a.text === undefined ? a.charset : undefined,
+    extractionVariant(options),
+  );
   const base = { key, digest, format, bytes: a.bytes.length };
   let cacheError: CachedExtractOutput["cache_error"];
   if (input.cache !== undefined) {
@@ -125,5 +165,10 @@ export async function extractCached(input: CachedExtractInput): Promise<CachedEx
       cacheError = "write";
     }
   }
-  return { outcome, cached: false, ...base, ...(cacheError === undefined ? {} : { cache_error: cacheError }) };
+  return {
+    outcome,
+    cached: false,
+    ...base,
+    ...(cacheError === undefined ? {} : { cache_error: cacheError }),
+  };
 }

@@ -11,7 +11,8 @@ const END_OF_CHAIN = 0xfffffffe;
 const MAX_DIRECTORY_SECTORS = 64;
 
 const u16 = (b: Uint8Array, o: number): number => b[o]! | (b[o + 1]! << 8);
-const u32 = (b: Uint8Array, o: number): number => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
+const u32 = (b: Uint8Array, o: number): number =>
+  (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 
 /** Stream and storage names of the root directory (at most 64 directory sectors are read); null if unreadable. */
 export function oleEntryNames(b: Uint8Array): string[] | null {

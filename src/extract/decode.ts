@@ -5,8 +5,9 @@
  */
 
 const CP1252_HIGH = [
-  0x20ac, 0x81, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039, 0x0152, 0x8d, 0x017d, 0x8f,
-  0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc, 0x2122, 0x0161, 0x203a, 0x0153, 0x9d, 0x017e, 0x0178,
+  0x20ac, 0x81, 0x201a, 0x0192, 0x201e, 0x2026, 0x2020, 0x2021, 0x02c6, 0x2030, 0x0160, 0x2039,
+  0x0152, 0x8d, 0x017d, 0x8f, 0x90, 0x2018, 0x2019, 0x201c, 0x201d, 0x2022, 0x2013, 0x2014, 0x02dc,
+  0x2122, 0x0161, 0x203a, 0x0153, 0x9d, 0x017e, 0x0178,
 ];
 
 function decodeCp1252(b: Uint8Array): string {
@@ -59,13 +60,21 @@ export function decodeText(b: Uint8Array, charset?: string): string {
   const bom = bomOf(b);
   if (bom) {
     const body = b.subarray(bom.length);
-    if (bom.encoding === "utf-8") return new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(body);
+    if (bom.encoding === "utf-8")
+      return new TextDecoder("utf-8", { fatal: false, ignoreBOM: true }).decode(body);
     return decodeUtf16(body, bom.encoding === "utf-16be");
   }
   const cs = charset?.toLowerCase();
   if (cs === "utf-16le" || cs === "utf-16") return decodeUtf16(b, false);
   if (cs === "utf-16be") return decodeUtf16(b, true);
-  if (cs === "iso-8859-1" || cs === "latin1" || cs === "windows-1252" || cs === "cp1252" || cs === "us-ascii" || cs === "ascii") {
+  if (
+    cs === "iso-8859-1" ||
+    cs === "latin1" ||
+    cs === "windows-1252" ||
+    cs === "cp1252" ||
+    cs === "us-ascii" ||
+    cs === "ascii"
+  ) {
     return decodeCp1252(b);
   }
   try {

@@ -6,9 +6,9 @@
  * are not read.
  */
 import { tidy } from "./html.ts";
+import { type OoxmlPackage, officeDocumentPath } from "./ooxml.ts";
 import type { ExtractResult } from "./types.ts";
 import { attrLocal, scanXml } from "./xml.ts";
-import { officeDocumentPath, OoxmlPackage } from "./ooxml.ts";
 
 interface Cell {
   parts: string[];
@@ -70,7 +70,8 @@ export function docxXmlToText(xml: string): string {
         }
         case "ilvl": {
           const p = paragraphs[paragraphs.length - 1];
-          if (p) p.prefix = `${"  ".repeat(Math.min(8, Number(attrLocal(attrs, "val") ?? 0) || 0))}- `;
+          if (p)
+            p.prefix = `${"  ".repeat(Math.min(8, Number(attrLocal(attrs, "val") ?? 0) || 0))}- `;
           return;
         }
         case "numPr": {
@@ -125,7 +126,13 @@ export function docxXmlToText(xml: string): string {
         }
         case "tc": {
           const t = tables[tables.length - 1];
-          if (t?.cell && t.row) t.row.push(t.cell.parts.filter((s) => s !== "").join(" ").replace(/\|/g, "\\|"));
+          if (t?.cell && t.row)
+            t.row.push(
+              t.cell.parts
+                .filter((s) => s !== "")
+                .join(" ")
+                .replace(/\|/g, "\\|"),
+            );
           if (t) t.cell = null;
           return;
         }
@@ -145,7 +152,8 @@ export function docxXmlToText(xml: string): string {
           }
           const rows = t.rows.map((row) => `| ${row.join(" | ")} |`);
           const first = t.rows[0];
-          if (first && t.rows.length > 1) rows.splice(1, 0, `|${first.map(() => " --- |").join("")}`);
+          if (first && t.rows.length > 1)
+            rows.splice(1, 0, `|${first.map(() => " --- |").join("")}`);
           out.push("", ...rows, "");
           return;
         }

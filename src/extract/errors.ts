@@ -13,7 +13,10 @@ import type { DetectedFormat } from "./types.ts";
 export type ExtractionFailureReason = "corrupt" | "encrypted" | "empty" | "too_large";
 export type MissingDependency = "ocr_engine" | "ocr_model" | "pdf_engine";
 
-export type AttachmentErrorType = "unsupported_attachment" | "extraction_dependency_missing" | "extraction_failed";
+export type AttachmentErrorType =
+  | "unsupported_attachment"
+  | "extraction_dependency_missing"
+  | "extraction_failed";
 
 /** The error part of a 422 answer or of a warn-mode result. */
 export interface AttachmentErrorBody {
@@ -33,14 +36,24 @@ export abstract class AttachmentError extends OffloadError {
   /** Position in the list, when thrown by extractTexts in "raise" mode. */
   index: number | undefined = undefined;
 
-  protected constructor(type: AttachmentErrorType, format: DetectedFormat, message: string, cause?: unknown) {
+  protected constructor(
+    type: AttachmentErrorType,
+    format: DetectedFormat,
+    message: string,
+    cause?: unknown,
+  ) {
     super(type, message, cause === undefined ? {} : { cause });
     this.type = type;
     this.format = format;
   }
 
   body(): AttachmentErrorBody {
-    return { type: this.type, message: this.message, format: this.format, ...(this.index === undefined ? {} : { index: this.index }) };
+    return {
+      type: this.type,
+      message: this.message,
+      format: this.format,
+      ...(this.index === undefined ? {} : { index: this.index }),
+    };
   }
 
   /** `{ok:false, error:{type, message, format, reason?}, fallback:"native"}` — the route's 422 body. */
@@ -61,7 +74,12 @@ export class UnsupportedAttachmentError extends AttachmentError {
 export class ExtractionDependencyMissingError extends AttachmentError {
   readonly dependency: MissingDependency;
 
-  constructor(format: DetectedFormat, dependency: MissingDependency, message: string, cause?: unknown) {
+  constructor(
+    format: DetectedFormat,
+    dependency: MissingDependency,
+    message: string,
+    cause?: unknown,
+  ) {
     super("extraction_dependency_missing", format, message, cause);
     this.name = "ExtractionDependencyMissingError";
     this.dependency = dependency;
@@ -76,7 +94,12 @@ export class ExtractionDependencyMissingError extends AttachmentError {
 export class ExtractionFailedError extends AttachmentError {
   readonly reason: ExtractionFailureReason;
 
-  constructor(format: DetectedFormat, reason: ExtractionFailureReason, message: string, cause?: unknown) {
+  constructor(
+    format: DetectedFormat,
+    reason: ExtractionFailureReason,
+    message: string,
+    cause?: unknown,
+  ) {
     super("extraction_failed", format, message, cause);
     this.name = "ExtractionFailedError";
     this.reason = reason;

@@ -9,31 +9,51 @@ import { decodeText } from "./decode.ts";
 import { extractDocx } from "./docx.ts";
 import {
   AttachmentError,
+  type AttachmentErrorBody,
   ExtractionDependencyMissingError,
   ExtractionFailedError,
   UnsupportedAttachmentError,
-  type AttachmentErrorBody,
 } from "./errors.ts";
 import { htmlToText } from "./html.ts";
 import { imageInfo } from "./image.ts";
-import { normalizeAttachment, type NormalizedAttachment } from "./input.ts";
+import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
 import { DEFAULT_OCR_MAX_PIXELS, type OcrOptions } from "./ocr.ts";
 import { OoxmlPackage } from "./ooxml.ts";
-import { resolveExtractOptions, type ExtractOptions, type ResolvedExtractOptions } from "./options.ts";
+import {
+  type ExtractOptions,
+  type ResolvedExtractOptions,
+  resolveExtractOptions,
+} from "./options.ts";
 import { extractPdf } from "./pdf.ts";
 import { isImageFormat, isTextFormat, judge, kindOf, sniff } from "./sniff.ts";
-import type { Attachment, AttachmentProbe, DetectedFormat, ExtractResult, ImageFormat, TextFormat } from "./types.ts";
+import type {
+  Attachment,
+  AttachmentProbe,
+  DetectedFormat,
+  ExtractResult,
+  ImageFormat,
+  TextFormat,
+} from "./types.ts";
 import { extractXlsx } from "./xlsx.ts";
 import type { ZipEntry } from "./zip.ts";
 
 /** The cheap probe: format from magic bytes and declared type, and whether extractText would handle it. */
-export function probeAttachment(attachment: Attachment, options: { ocr?: OcrOptions | undefined } = {}): AttachmentProbe {
+export function probeAttachment(
+  attachment: Attachment,
+  options: { ocr?: OcrOptions | undefined } = {},
+): AttachmentProbe {
   let a: NormalizedAttachment;
   try {
     a = normalizeAttachment(attachment);
   } catch (error) {
     const format: DetectedFormat = error instanceof AttachmentError ? error.format : "unknown";
-    return { format, kind: "other", extractable: false, reason: error instanceof Error ? error.message : String(error), bytes: 0 };
+    return {
+      format,
+      kind: "other",
+      extractable: false,
+      reason: error instanceof Error ? error.message : String(error),
+      bytes: 0,
+    };
   }
   const { format } = sniff(a);
   const verdict = judge(format, options.ocr);
@@ -44,21 +64,32 @@ export function probeAttachment(attachment: Attachment, options: { ocr?: OcrOpti
     extractable: verdict.extractable,
     ...(verdict.reason === undefined ? {} : { reason: verdict.reason }),
     bytes: a.bytes.length,
-    ...(info?.width === undefined || info.height === undefined ? {} : { width: info.width, height: info.height }),
+    ...(info?.width === undefined || info.height === undefined
+      ? {}
+      : { width: info.width, height: info.height }),
   };
 }
 
 /** True when extractText is expected to succeed on a well-formed file of this kind (see probeAttachment). */
-export function isExtractable(attachment: Attachment, options: { ocr?: OcrOptions | undefined } = {}): boolean {
+export function isExtractable(
+  attachment: Attachment,
+  options: { ocr?: OcrOptions | undefined } = {},
+): boolean {
   return probeAttachment(attachment, options).extractable;
 }
 
 function finish(result: ExtractResult, format: DetectedFormat, maxChars: number): ExtractResult {
   let out = result;
   if (out.text.length > maxChars) {
-    out = { ...out, text: out.text.slice(0, safeCut(out.text, maxChars)), truncated: true, truncated_by: out.truncated_by ?? "max_chars" };
+    out = {
+      ...out,
+      text: out.text.slice(0, safeCut(out.text, maxChars)),
+      truncated: true,
+      truncated_by: out.truncated_by ?? "max_chars",
+    };
   }
-  if (out.text.trim() === "") throw new ExtractionFailedError(format, "empty", "the attachment contains no text");
+  if (out.text.trim() === "")
+    throw new ExtractionFailedError(format, "empty", "the attachment contains no text");
   return out;
 }
 
@@ -67,38 +98,71 @@ function extractPlain(a: NormalizedAttachment, format: TextFormat): ExtractResul
   return { text: format === "html" ? htmlToText(raw) : raw, format, truncated: false };
 }
 
-async function extractImage(a: NormalizedAttachment, format: ImageFormat, ocr: OcrOptions): Promise<ExtractResult> {
+async function extractImage(
+  a: NormalizedAttachment,
+  format: ImageFormat,
+  ocr: OcrOptions,
+): Promise<ExtractResult> {
   // judge() has already checked that OCR is on and that an engine and a model source are configured.
   const engine = ocr.engine!;
   const source = ocr.model!;
   const info = imageInfo(a.bytes);
-  const size = info?.width !== undefined && info.height !== undefined ? { width: info.width, height: info.height } : {};
+  const size =
+    info?.width !== undefined && info.height !== undefined
+      ? { width: info.width, height: info.height }
+      : {};
   const maxPixels = ocr.max_pixels ?? DEFAULT_OCR_MAX_PIXELS;
   if (size.width !== undefined && size.width * size.height > maxPixels) {
-    throw new ExtractionFailedError(format, "too_large", `the image has ${size.width}×${size.height} pixels, more than the ${maxPixels} OCR reads`);
+    throw new ExtractionFailedError(
+      format,
+      "too_large",
+      `the image has ${size.width}×${size.height} pixels, more than the ${maxPixels} OCR reads`,
+    );
   }
   let model: Uint8Array | null;
   try {
     model = await source.load();
   } catch (cause) {
-    throw new ExtractionDependencyMissingError(format, "ocr_model", `the OCR model (${source.name}) could not be loaded`, cause);
+    throw new ExtractionDependencyMissingError(
+      format,
+      "ocr_model",
+      `the OCR model (${source.name}) could not be loaded`,
+      cause,
+    );
   }
-  if (model === null) throw new ExtractionDependencyMissingError(format, "ocr_model", `OCR is on but its model (${source.name}) is absent`);
+  if (model === null)
+    throw new ExtractionDependencyMissingError(
+      format,
+      "ocr_model",
+      `OCR is on but its model (${source.name}) is absent`,
+    );
   let text: string;
   try {
     text = await engine.recognize({ bytes: a.bytes, format, ...size }, model);
   } catch (cause) {
     if (cause instanceof AttachmentError) throw cause;
-    throw new ExtractionFailedError(format, "corrupt", `the OCR engine ${engine.name} could not read the image`, cause);
+    throw new ExtractionFailedError(
+      format,
+      "corrupt",
+      `the OCR engine ${engine.name} could not read the image`,
+      cause,
+    );
   }
-  if (text.trim() === "") throw new ExtractionFailedError(format, "empty", "OCR found no text in the image");
+  if (text.trim() === "")
+    throw new ExtractionFailedError(format, "empty", "OCR found no text in the image");
   return { text: text.trim(), format, truncated: false, ...size };
 }
 
-async function extractSniffed(a: NormalizedAttachment, format: DetectedFormat, zip: ZipEntry[] | undefined, options: ResolvedExtractOptions): Promise<ExtractResult> {
+async function extractSniffed(
+  a: NormalizedAttachment,
+  format: DetectedFormat,
+  zip: ZipEntry[] | undefined,
+  options: ResolvedExtractOptions,
+): Promise<ExtractResult> {
   if (format === "pdf") return extractPdf(a.bytes, options);
   if (format === "docx") return extractDocx(new OoxmlPackage("docx", a.bytes, options, zip));
-  if (format === "xlsx") return extractXlsx(new OoxmlPackage("xlsx", a.bytes, options, zip), options);
+  if (format === "xlsx")
+    return extractXlsx(new OoxmlPackage("xlsx", a.bytes, options, zip), options);
   if (isTextFormat(format)) return extractPlain(a, format);
   if (isImageFormat(format) && options.ocr) return extractImage(a, format, options.ocr);
   throw new UnsupportedAttachmentError(format, `${format} files are not extracted`);
@@ -109,18 +173,30 @@ async function extractSniffed(a: NormalizedAttachment, format: DetectedFormat, z
  * ExtractionFailedError (all with `fallback: "native"`), or an `invalid_argument` OffloadError for a
  * malformed attachment object or invalid options.
  */
-export async function extractText(attachment: Attachment, options: ExtractOptions = {}): Promise<ExtractResult> {
+export async function extractText(
+  attachment: Attachment,
+  options: ExtractOptions = {},
+): Promise<ExtractResult> {
   const opts = resolveExtractOptions(options);
   const a = normalizeAttachment(attachment, opts.max_bytes);
   const { format, zip } = sniff(a);
   const verdict = judge(format, opts.ocr);
   if (!verdict.extractable) {
     const reason = verdict.reason ?? `${format} files are not extracted`;
-    if (verdict.error === "extraction_dependency_missing") throw new ExtractionDependencyMissingError(format, verdict.dependency ?? "ocr_engine", reason);
+    if (verdict.error === "extraction_dependency_missing")
+      throw new ExtractionDependencyMissingError(
+        format,
+        verdict.dependency ?? "ocr_engine",
+        reason,
+      );
     throw new UnsupportedAttachmentError(format, reason);
   }
   if (a.bytes.length > opts.max_bytes) {
-    throw new ExtractionFailedError(format, "too_large", `the attachment has ${a.bytes.length} bytes, more than the ${opts.max_bytes} allowed`);
+    throw new ExtractionFailedError(
+      format,
+      "too_large",
+      `the attachment has ${a.bytes.length} bytes, more than the ${opts.max_bytes} allowed`,
+    );
   }
   let result: ExtractResult;
   try {
@@ -128,14 +204,25 @@ export async function extractText(attachment: Attachment, options: ExtractOption
   } catch (error) {
     if (isOffloadError(error)) throw error;
     // Parsers see untrusted bytes: whatever else they throw means this file could not be read.
-    throw new ExtractionFailedError(format, "corrupt", `the ${format} file could not be read`, error);
+    throw new ExtractionFailedError(
+      format,
+      "corrupt",
+      `the ${format} file could not be read`,
+      error,
+    );
   }
   return finish(result, format, opts.max_chars);
 }
 
 export type ExtractTextsItem =
   | ({ index: number; filename?: string; ok: true } & ExtractResult)
-  | { index: number; filename?: string; ok: false; error: AttachmentErrorBody | { type: string; message: string }; fallback: "native" };
+  | {
+      index: number;
+      filename?: string;
+      ok: false;
+      error: AttachmentErrorBody | { type: string; message: string };
+      fallback: "native";
+    };
 
 export interface ExtractTextsOptions extends ExtractOptions {
   /** "warn" (default): every attachment gets a result, failures included. "raise": throw the first failure. */
@@ -154,10 +241,15 @@ function filenameOf(attachment: Attachment): string | undefined {
  * Extract many attachments, one after the other (extraction is CPU-bound, and one at a time keeps at most
  * one file's parse in memory). In "raise" mode the first failure is thrown with `index` set.
  */
-export async function extractTexts(attachments: readonly Attachment[], options: ExtractTextsOptions = {}): Promise<ExtractTextsItem[]> {
+export async function extractTexts(
+  attachments: readonly Attachment[],
+  options: ExtractTextsOptions = {},
+): Promise<ExtractTextsItem[]> {
   const { on_error = "warn", ...extractOptions } = options;
   if (on_error !== "warn" && on_error !== "raise") {
-    throw new OffloadError("invalid_argument", 'on_error must be "warn" or "raise"', { path: "on_error" });
+    throw new OffloadError("invalid_argument", 'on_error must be "warn" or "raise"', {
+      path: "on_error",
+    });
   }
   resolveExtractOptions(extractOptions); // invalid options fail once, up front, in both modes
   const results: ExtractTextsItem[] = [];

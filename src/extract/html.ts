@@ -5,11 +5,53 @@
  */
 import { decodeHtmlEntities } from "./entities.ts";
 
-const SKIP = new Set(["script", "style", "noscript", "template", "svg", "math", "iframe", "object", "head", "select", "canvas"]);
+const SKIP = new Set([
+  "script",
+  "style",
+  "noscript",
+  "template",
+  "svg",
+  "math",
+  "iframe",
+  "object",
+  "head",
+  "select",
+  "canvas",
+]);
 const BLOCK = new Set([
-  "address", "article", "aside", "blockquote", "body", "caption", "dd", "details", "dialog", "div", "dl", "dt",
-  "fieldset", "figcaption", "figure", "footer", "form", "header", "hgroup", "html", "legend", "main", "nav", "ol",
-  "p", "section", "summary", "table", "tbody", "tfoot", "thead", "title", "ul",
+  "address",
+  "article",
+  "aside",
+  "blockquote",
+  "body",
+  "caption",
+  "dd",
+  "details",
+  "dialog",
+  "div",
+  "dl",
+  "dt",
+  "fieldset",
+  "figcaption",
+  "figure",
+  "footer",
+  "form",
+  "header",
+  "hgroup",
+  "html",
+  "legend",
+  "main",
+  "nav",
+  "ol",
+  "p",
+  "section",
+  "summary",
+  "table",
+  "tbody",
+  "tfoot",
+  "thead",
+  "title",
+  "ul",
 ]);
 
 /** Lower-case tag name starting at `i` (just after "<" or "</"), and where it ends. */
@@ -17,7 +59,10 @@ function tagName(html: string, i: number): [string, number] {
   let j = i;
   while (j < html.length) {
     const c = html.charCodeAt(j);
-    const letter = (c >= 97 && c <= 122) || (c >= 65 && c <= 90) || (j > i && ((c >= 48 && c <= 57) || c === 45 || c === 58));
+    const letter =
+      (c >= 97 && c <= 122) ||
+      (c >= 65 && c <= 90) ||
+      (j > i && ((c >= 48 && c <= 57) || c === 45 || c === 58));
     if (!letter) break;
     j++;
   }
@@ -55,7 +100,10 @@ export function htmlToText(html: string): string {
   };
   const pushText = (raw: string): void => {
     const text = decodeHtmlEntities(raw);
-    if (pre > 0) return write(text);
+    if (pre > 0) {
+      write(text);
+      return;
+    }
     const collapsed = text.replace(/\s+/g, " ");
     if (collapsed === " " && (owed > 0 || out.length === 0)) return;
     write(collapsed);
@@ -123,7 +171,8 @@ export function htmlToText(html: string): string {
       const alt = /\salt\s*=\s*("([^"]*)"|'([^']*)')/i.exec(html.slice(after, end));
       const text = alt?.[2] ?? alt?.[3];
       if (text) pushText(`[${text}]`);
-    } else if (BLOCK.has(name)) newline(name === "p" || name === "table" || name === "blockquote" ? 2 : 1);
+    } else if (BLOCK.has(name))
+      newline(name === "p" || name === "table" || name === "blockquote" ? 2 : 1);
   }
   return tidy(out.join(""));
 }

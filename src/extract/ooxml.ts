@@ -6,7 +6,7 @@ import { ExtractionFailedError } from "./errors.ts";
 import type { ResolvedExtractOptions } from "./options.ts";
 import type { DocumentFormat } from "./types.ts";
 import { attr, decodeXmlBytes, scanXml, XmlError } from "./xml.ts";
-import { listZip, readZipEntry, UnzipBudget, ZipFormatError, type ZipEntry } from "./zip.ts";
+import { listZip, readZipEntry, UnzipBudget, type ZipEntry, ZipFormatError } from "./zip.ts";
 
 export class OoxmlPackage {
   readonly format: DocumentFormat;
@@ -14,7 +14,12 @@ export class OoxmlPackage {
   private readonly entries: Map<string, ZipEntry>;
   private readonly budget: UnzipBudget;
 
-  constructor(format: DocumentFormat, bytes: Uint8Array, options: ResolvedExtractOptions, entries?: ZipEntry[]) {
+  constructor(
+    format: DocumentFormat,
+    bytes: Uint8Array,
+    options: ResolvedExtractOptions,
+    entries?: ZipEntry[],
+  ) {
     this.format = format;
     this.bytes = bytes;
     this.budget = new UnzipBudget(options, format);
@@ -52,7 +57,8 @@ export class OoxmlPackage {
       return run();
     } catch (error) {
       if (error instanceof ExtractionFailedError) throw error;
-      if (error instanceof XmlError || error instanceof ZipFormatError) throw this.corrupt(`${path} is not well-formed XML`, error);
+      if (error instanceof XmlError || error instanceof ZipFormatError)
+        throw this.corrupt(`${path} is not well-formed XML`, error);
       throw error;
     }
   }
@@ -71,7 +77,8 @@ export class OoxmlPackage {
           if (name !== "Relationship") return;
           const id = attr(attrs, "Id");
           const target = attr(attrs, "Target");
-          if (id === undefined || target === undefined || attr(attrs, "TargetMode") === "External") return;
+          if (id === undefined || target === undefined || attr(attrs, "TargetMode") === "External")
+            return;
           rels.set(id, { type: attr(attrs, "Type") ?? "", target: resolvePartPath(dir, target) });
         },
       }),
@@ -94,6 +101,7 @@ export function resolvePartPath(dir: string, target: string): string {
 /** The package's main part, from the root relationships (`officeDocument`). */
 export async function officeDocumentPath(pkg: OoxmlPackage): Promise<string | undefined> {
   const rels = await pkg.relationships("");
-  for (const rel of rels.values()) if (rel.type.endsWith("/officeDocument") && pkg.has(rel.target)) return rel.target;
+  for (const rel of rels.values())
+    if (rel.type.endsWith("/officeDocument") && pkg.has(rel.target)) return rel.target;
   return undefined;
 }

@@ -23,7 +23,12 @@ function loadPdfJs(): Promise<PdfJs> {
     .catch((cause: unknown) => {
       pdfjs = undefined;
       // Not the file's fault: the runtime could not load pdf.js (a bundle without unpdf, say).
-      throw new ExtractionDependencyMissingError("pdf", "pdf_engine", "pdf.js (unpdf) could not be loaded", cause);
+      throw new ExtractionDependencyMissingError(
+        "pdf",
+        "pdf_engine",
+        "pdf.js (unpdf) could not be loaded",
+        cause,
+      );
     });
   return pdfjs;
 }
@@ -36,16 +41,29 @@ function pageText(items: readonly TextItemLike[]): string {
     if (item.hasEOL) s += "\n";
   }
   // Same normalisation as unpdf's merged text: runs of spaces collapse, line structure survives.
-  return s.replace(/[^\S\n]+/g, " ").replace(/ ?\n ?/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  return s
+    .replace(/[^\S\n]+/g, " ")
+    .replace(/ ?\n ?/g, "\n")
+    .replace(/\n{3,}/g, "\n\n")
+    .trim();
 }
 
 function mapPdfError(error: unknown): ExtractionFailedError {
   const name = (error as { name?: unknown } | null)?.name;
-  if (name === "PasswordException") return new ExtractionFailedError("pdf", "encrypted", "the PDF is password-protected", error);
-  return new ExtractionFailedError("pdf", "corrupt", name === "InvalidPDFException" ? "the PDF is invalid or damaged" : "the PDF could not be read", error);
+  if (name === "PasswordException")
+    return new ExtractionFailedError("pdf", "encrypted", "the PDF is password-protected", error);
+  return new ExtractionFailedError(
+    "pdf",
+    "corrupt",
+    name === "InvalidPDFException" ? "the PDF is invalid or damaged" : "the PDF could not be read",
+    error,
+  );
 }
 
-export async function extractPdf(bytes: Uint8Array, options: ResolvedExtractOptions): Promise<ExtractResult> {
+export async function extractPdf(
+  bytes: Uint8Array,
+  options: ResolvedExtractOptions,
+): Promise<ExtractResult> {
   const { getDocument } = await loadPdfJs();
   // pdf.js transfers (detaches) the buffer it is given: hand it a copy so the caller's bytes stay intact. A
   // plain Uint8Array: pdf.js refuses a Node Buffer, and a Buffer's slice() is a view, not a copy.
@@ -100,7 +118,11 @@ export async function extractPdf(bytes: Uint8Array, options: ResolvedExtractOpti
     if (truncatedBy === undefined && last < total) truncatedBy = "max_pages";
     const text = parts.join("\n\n");
     if (text.trim() === "") {
-      throw new ExtractionFailedError("pdf", "empty", `no text layer in the ${read === total ? "" : `first ${read} of ${total} `}page${read === 1 ? "" : "s"} read (a scanned PDF?)`);
+      throw new ExtractionFailedError(
+        "pdf",
+        "empty",
+        `no text layer in the ${read === total ? "" : `first ${read} of ${total} `}page${read === 1 ? "" : "s"} read (a scanned PDF?)`,
+      );
     }
     return {
       text,

@@ -3,13 +3,19 @@
  * second (magic wins: a PDF labelled image/png is a PDF). Only headers and, for ZIP containers, the central
  * directory's names are read; nothing is inflated or parsed.
  */
-import { oleKind, OLE_MAGIC } from "./cfb.ts";
+import { OLE_MAGIC, oleKind } from "./cfb.ts";
 import { looksLikeText } from "./decode.ts";
 import { imageFormatOf } from "./image.ts";
 import { extensionOf, type NormalizedAttachment } from "./input.ts";
 import type { OcrOptions } from "./ocr.ts";
-import type { AttachmentKind, AttachmentProbe, DetectedFormat, ImageFormat, TextFormat } from "./types.ts";
-import { zipDirectory, type ZipEntry } from "./zip.ts";
+import type {
+  AttachmentKind,
+  AttachmentProbe,
+  DetectedFormat,
+  ImageFormat,
+  TextFormat,
+} from "./types.ts";
+import { type ZipEntry, zipDirectory } from "./zip.ts";
 
 /** The probe reads at most this many directory entries (OOXML's main parts come early; a huge directory is
  * refused later, by extraction's own cap). */
@@ -58,16 +64,70 @@ const DECLARED: Record<string, DetectedFormat> = {
 };
 
 const EXTENSIONS: Record<string, DetectedFormat> = {
-  pdf: "pdf", docx: "docx", docm: "docx", dotx: "docx", xlsx: "xlsx", xlsm: "xlsx", xltx: "xlsx", xlsb: "xlsb",
-  pptx: "pptx", doc: "doc", xls: "xls", ppt: "ppt", rtf: "rtf", odt: "opendocument", ods: "opendocument",
-  odp: "opendocument", zip: "zip", txt: "text", text: "text", log: "text", csv: "csv", tsv: "tsv", tab: "tsv",
-  json: "json", jsonl: "json", ndjson: "json", html: "html", htm: "html", xhtml: "html", md: "markdown",
-  markdown: "markdown", xml: "xml", png: "png", jpg: "jpeg", jpeg: "jpeg", gif: "gif", webp: "webp", bmp: "bmp",
-  tif: "tiff", tiff: "tiff", heic: "heic", heif: "heic", avif: "avif",
+  pdf: "pdf",
+  docx: "docx",
+  docm: "docx",
+  dotx: "docx",
+  xlsx: "xlsx",
+  xlsm: "xlsx",
+  xltx: "xlsx",
+  xlsb: "xlsb",
+  pptx: "pptx",
+  doc: "doc",
+  xls: "xls",
+  ppt: "ppt",
+  rtf: "rtf",
+  odt: "opendocument",
+  ods: "opendocument",
+  odp: "opendocument",
+  zip: "zip",
+  txt: "text",
+  text: "text",
+  log: "text",
+  csv: "csv",
+  tsv: "tsv",
+  tab: "tsv",
+  json: "json",
+  jsonl: "json",
+  ndjson: "json",
+  html: "html",
+  htm: "html",
+  xhtml: "html",
+  md: "markdown",
+  markdown: "markdown",
+  xml: "xml",
+  png: "png",
+  jpg: "jpeg",
+  jpeg: "jpeg",
+  gif: "gif",
+  webp: "webp",
+  bmp: "bmp",
+  tif: "tiff",
+  tiff: "tiff",
+  heic: "heic",
+  heif: "heic",
+  avif: "avif",
 };
 
-const TEXT_FORMATS = new Set<DetectedFormat>(["text", "csv", "tsv", "json", "html", "markdown", "xml"]);
-const IMAGE_FORMATS = new Set<DetectedFormat>(["png", "jpeg", "gif", "webp", "bmp", "tiff", "heic", "avif"]);
+const TEXT_FORMATS = new Set<DetectedFormat>([
+  "text",
+  "csv",
+  "tsv",
+  "json",
+  "html",
+  "markdown",
+  "xml",
+]);
+const IMAGE_FORMATS = new Set<DetectedFormat>([
+  "png",
+  "jpeg",
+  "gif",
+  "webp",
+  "bmp",
+  "tiff",
+  "heic",
+  "avif",
+]);
 
 export function isTextFormat(f: DetectedFormat): f is TextFormat {
   return TEXT_FORMATS.has(f);
@@ -142,7 +202,8 @@ function sniffText(b: Uint8Array): TextFormat {
 export function sniff(a: NormalizedAttachment): Sniffed {
   const b = a.bytes;
   const declared = declaredFormat(a);
-  if (a.text !== undefined) return { format: declared !== undefined && isTextFormat(declared) ? declared : "text" };
+  if (a.text !== undefined)
+    return { format: declared !== undefined && isTextFormat(declared) ? declared : "text" };
   if (hasPdfHeader(b)) return { format: "pdf" };
   if (startsWithAscii(b, "PK\x03\x04") || startsWithAscii(b, "PK\x05\x06")) {
     try {
@@ -154,7 +215,12 @@ export function sniff(a: NormalizedAttachment): Sniffed {
   }
   if (OLE_MAGIC.every((v, i) => b[i] === v)) {
     const kind = oleKind(b);
-    return { format: kind === "ole" && (declared === "doc" || declared === "xls" || declared === "ppt") ? declared : kind };
+    return {
+      format:
+        kind === "ole" && (declared === "doc" || declared === "xls" || declared === "ppt")
+          ? declared
+          : kind,
+    };
   }
   const image = imageFormatOf(b);
   if (image !== null) return { format: image };
@@ -180,19 +246,47 @@ const FOREIGN_REASONS: Partial<Record<DetectedFormat, string>> = {
 };
 
 /** Whether the probe's "no" means unsupported or a missing dependency, and why. */
-export function judge(format: DetectedFormat, ocr: OcrOptions | undefined): Pick<AttachmentProbe, "extractable" | "reason"> & {
+export function judge(
+  format: DetectedFormat,
+  ocr: OcrOptions | undefined,
+): Pick<AttachmentProbe, "extractable" | "reason"> & {
   error?: "unsupported_attachment" | "extraction_dependency_missing";
   dependency?: "ocr_engine" | "ocr_model";
 } {
   if (kindOf(format) === "document" || isTextFormat(format)) return { extractable: true };
   if (isImageFormat(format)) {
-    if (!ocr?.enabled) return { extractable: false, error: "unsupported_attachment", reason: `${format} image: OCR is off` };
-    if (!ocr.engine) return { extractable: false, error: "extraction_dependency_missing", dependency: "ocr_engine", reason: "OCR is on but no OCR engine is configured" };
+    if (!ocr?.enabled)
+      return {
+        extractable: false,
+        error: "unsupported_attachment",
+        reason: `${format} image: OCR is off`,
+      };
+    if (!ocr.engine)
+      return {
+        extractable: false,
+        error: "extraction_dependency_missing",
+        dependency: "ocr_engine",
+        reason: "OCR is on but no OCR engine is configured",
+      };
     if (!ocr.engine.formats.includes(format)) {
-      return { extractable: false, error: "unsupported_attachment", reason: `the OCR engine ${ocr.engine.name} does not read ${format} images` };
+      return {
+        extractable: false,
+        error: "unsupported_attachment",
+        reason: `the OCR engine ${ocr.engine.name} does not read ${format} images`,
+      };
     }
-    if (!ocr.model) return { extractable: false, error: "extraction_dependency_missing", dependency: "ocr_model", reason: "OCR is on but no OCR model source is configured" };
+    if (!ocr.model)
+      return {
+        extractable: false,
+        error: "extraction_dependency_missing",
+        dependency: "ocr_model",
+        reason: "OCR is on but no OCR model source is configured",
+      };
     return { extractable: true };
   }
-  return { extractable: false, error: "unsupported_attachment", reason: FOREIGN_REASONS[format] ?? `${format} files are not extracted` };
+  return {
+    extractable: false,
+    error: "unsupported_attachment",
+    reason: FOREIGN_REASONS[format] ?? `${format} files are not extracted`,
+  };
 }

@@ -5,8 +5,9 @@
  * Rows, cells, sheets and characters are capped; scanning a sheet stops at the cap instead of finishing it.
  * Empty rows are left out; empty cells inside a row keep their column.
  */
+
+import { type OoxmlPackage, officeDocumentPath } from "./ooxml.ts";
 import type { ResolvedExtractOptions } from "./options.ts";
-import { officeDocumentPath, type OoxmlPackage } from "./ooxml.ts";
 import type { ExtractResult, TruncatedBy } from "./types.ts";
 import { attr, scanXml } from "./xml.ts";
 
@@ -34,7 +35,11 @@ export function parseWorkbook(xml: string): { sheets: SheetRef[]; date1904: bool
         const rid = attr(attrs, "r:id") ?? /\s[\w.-]+:id\s*=\s*"([^"]*)"/.exec(attrs)?.[1];
         if (rid === undefined) return;
         const state = attr(attrs, "state");
-        sheets.push({ name: attr(attrs, "name") ?? `Sheet${sheets.length + 1}`, rid, hidden: state === "hidden" || state === "veryHidden" });
+        sheets.push({
+          name: attr(attrs, "name") ?? `Sheet${sheets.length + 1}`,
+          rid,
+          hidden: state === "hidden" || state === "veryHidden",
+        });
       }
     },
   });
@@ -66,7 +71,9 @@ export function parseSharedStrings(xml: string): string[] {
   return strings;
 }
 
-const BUILTIN_DATE = new Set([14, 15, 16, 17, 22, 27, 28, 29, 30, 31, 34, 35, 36, 50, 51, 52, 53, 54, 57, 58]);
+const BUILTIN_DATE = new Set([
+  14, 15, 16, 17, 22, 27, 28, 29, 30, 31, 34, 35, 36, 50, 51, 52, 53, 54, 57, 58,
+]);
 const BUILTIN_TIME = new Set([18, 19, 20, 21, 32, 33, 45, 46, 47, 55, 56]);
 
 export type DateStyle = "date" | "time";
@@ -99,7 +106,13 @@ export function parseStyles(xml: string): Map<number, DateStyle> {
         xf = 0;
       } else if (name === "xf" && inCellXfs) {
         const id = Number(attr(attrs, "numFmtId") ?? 0);
-        const style = custom.has(id) ? custom.get(id) : BUILTIN_DATE.has(id) ? "date" : BUILTIN_TIME.has(id) ? "time" : undefined;
+        const style = custom.has(id)
+          ? custom.get(id)
+          : BUILTIN_DATE.has(id)
+            ? "date"
+            : BUILTIN_TIME.has(id)
+              ? "time"
+              : undefined;
         if (style) styles.set(xf, style);
         xf++;
       }
@@ -114,7 +127,11 @@ export function parseStyles(xml: string): Map<number, DateStyle> {
 const pad = (n: number, w = 2): string => String(n).padStart(w, "0");
 
 /** An Excel serial date as ISO text ("2024-03-01", "2024-03-01 12:30:00", "12:30:00"). */
-export function excelSerialToIso(serial: number, date1904: boolean, style: DateStyle): string | undefined {
+export function excelSerialToIso(
+  serial: number,
+  date1904: boolean,
+  style: DateStyle,
+): string | undefined {
   if (!Number.isFinite(serial) || serial < 0 || serial > 2958465) return undefined;
   let days = Math.floor(serial);
   let seconds = Math.round((serial - days) * 86400);
@@ -172,7 +189,10 @@ interface SheetContext {
 const MAX_COLUMNS = 16384;
 
 /** One worksheet's rows; stops at the first cap and says which. */
-export function sheetXmlToRows(xml: string, ctx: SheetContext): { lines: string[]; cells: number; truncatedBy?: TruncatedBy } {
+export function sheetXmlToRows(
+  xml: string,
+  ctx: SheetContext,
+): { lines: string[]; cells: number; truncatedBy?: TruncatedBy } {
   const lines: string[] = [];
   let cells = 0;
   let truncatedBy: TruncatedBy | undefined;
@@ -252,7 +272,9 @@ export function sheetXmlToRows(xml: string, ctx: SheetContext): { lines: string[
               break;
             default: {
               const dateStyle = ctx.styles.get(style);
-              text = (dateStyle && excelSerialToIso(Number(value), ctx.date1904, dateStyle)) ?? formatNumber(value.trim());
+              text =
+                (dateStyle && excelSerialToIso(Number(value), ctx.date1904, dateStyle)) ??
+                formatNumber(value.trim());
             }
           }
           if (text === "") return;
@@ -292,11 +314,15 @@ export function sheetXmlToRows(xml: string, ctx: SheetContext): { lines: string[
     },
   });
   // A row cut by the cell cap still counts: keep what it had.
-  if (truncatedBy === "max_cells" && row !== null && (row as string[]).length > 0) lines.push((row as string[]).join(ctx.delimiter));
+  if (truncatedBy === "max_cells" && row !== null && (row as string[]).length > 0)
+    lines.push((row as string[]).join(ctx.delimiter));
   return truncatedBy === undefined ? { lines, cells } : { lines, cells, truncatedBy };
 }
 
-export async function extractXlsx(pkg: OoxmlPackage, options: ResolvedExtractOptions): Promise<ExtractResult> {
+export async function extractXlsx(
+  pkg: OoxmlPackage,
+  options: ResolvedExtractOptions,
+): Promise<ExtractResult> {
   const main = (await officeDocumentPath(pkg)) ?? "xl/workbook.xml";
   const workbookXml = await pkg.text(main);
   if (workbookXml === null) throw pkg.corrupt(`the workbook part ${main} is missing`);
@@ -310,10 +336,14 @@ export async function extractXlsx(pkg: OoxmlPackage, options: ResolvedExtractOpt
 
   const stringsPath = relOfType(REL.sharedStrings, "sharedStrings.xml");
   const stringsXml = await pkg.text(stringsPath);
-  const strings = stringsXml === null ? [] : pkg.parse(stringsPath, () => parseSharedStrings(stringsXml));
+  const strings =
+    stringsXml === null ? [] : pkg.parse(stringsPath, () => parseSharedStrings(stringsXml));
   const stylesPath = relOfType(REL.styles, "styles.xml");
   const stylesXml = await pkg.text(stylesPath);
-  const styles = stylesXml === null ? new Map<number, DateStyle>() : pkg.parse(stylesPath, () => parseStyles(stylesXml));
+  const styles =
+    stylesXml === null
+      ? new Map<number, DateStyle>()
+      : pkg.parse(stylesPath, () => parseStyles(stylesXml));
 
   const worksheets = sheets.filter((s) => rels.get(s.rid)?.type.endsWith(REL.worksheet));
   const ctx: SheetContext = {
@@ -326,7 +356,8 @@ export async function extractXlsx(pkg: OoxmlPackage, options: ResolvedExtractOpt
     charsLeft: options.max_chars,
   };
   const blocks: string[] = [];
-  let truncatedBy: TruncatedBy | undefined = worksheets.length > options.max_sheets ? "max_sheets" : undefined;
+  let truncatedBy: TruncatedBy | undefined =
+    worksheets.length > options.max_sheets ? "max_sheets" : undefined;
   let cells = 0;
   for (const sheet of worksheets.slice(0, options.max_sheets)) {
     const path = rels.get(sheet.rid)!.target;
@@ -337,8 +368,10 @@ export async function extractXlsx(pkg: OoxmlPackage, options: ResolvedExtractOpt
     const result = pkg.parse(path, () => sheetXmlToRows(xml, ctx));
     cells += result.cells;
     const lines = [header, ...result.lines];
-    if (result.truncatedBy === "max_rows") lines.push(`[truncated: first ${result.lines.length} rows of this sheet]`);
-    if (result.truncatedBy === "max_cells") lines.push(`[truncated: cell limit of ${options.max_cells} reached]`);
+    if (result.truncatedBy === "max_rows")
+      lines.push(`[truncated: first ${result.lines.length} rows of this sheet]`);
+    if (result.truncatedBy === "max_cells")
+      lines.push(`[truncated: cell limit of ${options.max_cells} reached]`);
     blocks.push(lines.join("\n"));
     if (result.truncatedBy !== undefined) {
       truncatedBy ??= result.truncatedBy;

@@ -7,9 +7,9 @@ import { decodeXmlEntities } from "./entities.ts";
 
 export interface XmlVisitor {
   /** An element starts; `attrs` is the raw text after its name. Return true to stop scanning. */
-  open?(name: string, attrs: string, selfClosing: boolean): boolean | void;
+  open?(name: string, attrs: string, selfClosing: boolean): boolean | undefined;
   /** An element ends (also called right after `open` for a self-closing element). Return true to stop. */
-  close?(name: string): boolean | void;
+  close?(name: string): boolean | undefined;
   /** Character data (entities decoded, CDATA as is). */
   text?(text: string): void;
 }
@@ -82,7 +82,7 @@ export function scanXml(xml: string, v: XmlVisitor): void {
       const name = localName(xml.slice(lt + 2, nameEnd(xml, lt + 2)));
       i = gt + 1;
       if (--depth < 0) throw new XmlError(`unexpected </${name}>`);
-      if (close && close(name)) return;
+      if (close?.(name)) return;
       continue;
     }
     // Attribute values may contain ">" in theory; OOXML writers escape it, and a stray one only shortens
@@ -92,8 +92,8 @@ export function scanXml(xml: string, v: XmlVisitor): void {
     const selfClosing = xml.charCodeAt(gt - 1) === 47;
     i = gt + 1;
     if (!selfClosing) depth++;
-    if (open && open(name, xml.slice(ne, selfClosing ? gt - 1 : gt), selfClosing)) return;
-    if (selfClosing && close && close(name)) return;
+    if (open?.(name, xml.slice(ne, selfClosing ? gt - 1 : gt), selfClosing)) return;
+    if (selfClosing && close?.(name)) return;
   }
   // A part cut short (or never closed) is damaged, even if every tag seen so far was fine.
   if (depth !== 0) throw new XmlError("unclosed elements at the end of the part");
@@ -128,7 +128,11 @@ export function attrLocal(attrs: string, local: string): string | undefined {
   const direct = attr(attrs, local);
   if (direct !== undefined) return direct;
   let re = prefixed.get(local);
-  if (!re) prefixed.set(local, (re = new RegExp(`(?:^|\\s)[A-Za-z_][\\w.-]*:${local}\\s*=\\s*("([^"]*)"|'([^']*)')`)));
+  if (!re)
+    prefixed.set(
+      local,
+      (re = new RegExp(`(?:^|\\s)[A-Za-z_][\\w.-]*:${local}\\s*=\\s*("([^"]*)"|'([^']*)')`)),
+    );
   const m = re.exec(attrs);
   return m ? decodeXmlEntities(m[2] ?? m[3] ?? "") : undefined;
 }

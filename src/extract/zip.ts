@@ -5,8 +5,9 @@
  * filled memory. Guards: entry count, declared size per entry and in total, actual size against declared
  * size, compression ratio.
  */
-import type { DetectedFormat } from "./types.ts";
+
 import { ExtractionFailedError } from "./errors.ts";
+import type { DetectedFormat } from "./types.ts";
 
 export interface ZipEntry {
   name: string;
@@ -28,7 +29,8 @@ export interface ZipLimits {
 const RATIO_FLOOR_BYTES = 1 << 20;
 
 const u16 = (b: Uint8Array, o: number): number => b[o]! | (b[o + 1]! << 8);
-const u32 = (b: Uint8Array, o: number): number => (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
+const u32 = (b: Uint8Array, o: number): number =>
+  (b[o]! | (b[o + 1]! << 8) | (b[o + 2]! << 16) | (b[o + 3]! << 24)) >>> 0;
 const u64 = (b: Uint8Array, o: number): number => u32(b, o) + u32(b, o + 4) * 2 ** 32;
 
 const latin1 = new TextDecoder("latin1");
@@ -51,11 +53,20 @@ function findEndOfCentralDirectory(b: Uint8Array): number {
  * ExtractionFailedError for `format`) when it lists more entries than `maxEntries` — unless `partial`, in
  * which case the first `maxEntries` are returned and `complete` is false (the probe only needs names).
  */
-export function listZip(b: Uint8Array, maxEntries: number, format: DetectedFormat = "zip"): ZipEntry[] {
+export function listZip(
+  b: Uint8Array,
+  maxEntries: number,
+  format: DetectedFormat = "zip",
+): ZipEntry[] {
   return zipDirectory(b, maxEntries, format, false).entries;
 }
 
-export function zipDirectory(b: Uint8Array, maxEntries: number, format: DetectedFormat, partial: boolean): { entries: ZipEntry[]; complete: boolean } {
+export function zipDirectory(
+  b: Uint8Array,
+  maxEntries: number,
+  format: DetectedFormat,
+  partial: boolean,
+): { entries: ZipEntry[]; complete: boolean } {
   const eocd = findEndOfCentralDirectory(b);
   if (eocd < 0) throw new ZipFormatError("no end of central directory");
   let count = u16(b, eocd + 10);
@@ -66,7 +77,8 @@ export function zipDirectory(b: Uint8Array, maxEntries: number, format: Detected
     const loc = eocd - 20;
     if (loc < 0 || u32(b, loc) !== 0x07064b50) throw new ZipFormatError("zip64 locator missing");
     const rec = u64(b, loc + 8);
-    if (rec + 56 > b.length || u32(b, rec) !== 0x06064b50) throw new ZipFormatError("zip64 record missing");
+    if (rec + 56 > b.length || u32(b, rec) !== 0x06064b50)
+      throw new ZipFormatError("zip64 record missing");
     count = u64(b, rec + 32);
     cdSize = u64(b, rec + 40);
     cdOffset = u64(b, rec + 48);
@@ -74,13 +86,18 @@ export function zipDirectory(b: Uint8Array, maxEntries: number, format: Detected
   const complete = count <= maxEntries;
   if (!complete && partial) count = maxEntries;
   else if (!complete) {
-    throw new ExtractionFailedError(format, "too_large", `the archive lists ${count} entries, more than the ${maxEntries} allowed`);
+    throw new ExtractionFailedError(
+      format,
+      "too_large",
+      `the archive lists ${count} entries, more than the ${maxEntries} allowed`,
+    );
   }
   if (cdOffset + cdSize > b.length) throw new ZipFormatError("central directory outside the file");
   const entries: ZipEntry[] = [];
   let p = cdOffset;
   for (let i = 0; i < count; i++) {
-    if (p + 46 > b.length || u32(b, p) !== 0x02014b50) throw new ZipFormatError("bad central directory entry");
+    if (p + 46 > b.length || u32(b, p) !== 0x02014b50)
+      throw new ZipFormatError("bad central directory entry");
     const flags = u16(b, p + 8);
     const method = u16(b, p + 10);
     let compressed = u32(b, p + 20);
@@ -99,13 +116,26 @@ export function zipDirectory(b: Uint8Array, maxEntries: number, format: Detected
       const len = u16(b, x + 2);
       if (id === 0x0001) {
         let q = x + 4;
-        if (size === 0xffffffff) (size = u64(b, q)), (q += 8);
-        if (compressed === 0xffffffff) (compressed = u64(b, q)), (q += 8);
+        if (size === 0xffffffff) {
+          size = u64(b, q);
+          q += 8;
+        }
+        if (compressed === 0xffffffff) {
+          compressed = u64(b, q);
+          q += 8;
+        }
         if (offset === 0xffffffff) offset = u64(b, q);
       }
       x += 4 + len;
     }
-    entries.push({ name: name.replace(/\\/g, "/"), method, flags, compressed_size: compressed, size, local_offset: offset });
+    entries.push({
+      name: name.replace(/\\/g, "/"),
+      method,
+      flags,
+      compressed_size: compressed,
+      size,
+      local_offset: offset,
+    });
     p += 46 + nameLen + extraLen + commentLen;
   }
   return { entries, complete };
@@ -131,27 +161,48 @@ function corrupt(budget: UnzipBudget, message: string, cause?: unknown): Extract
 }
 
 /** Inflate one entry, enforcing every cap while the bytes stream out. */
-export async function readZipEntry(b: Uint8Array, entry: ZipEntry, budget: UnzipBudget): Promise<Uint8Array> {
+export async function readZipEntry(
+  b: Uint8Array,
+  entry: ZipEntry,
+  budget: UnzipBudget,
+): Promise<Uint8Array> {
   const { limits } = budget;
-  if (entry.flags & 1) throw new ExtractionFailedError(budget.format, "encrypted", `archive entry ${entry.name} is encrypted`);
+  if (entry.flags & 1)
+    throw new ExtractionFailedError(
+      budget.format,
+      "encrypted",
+      `archive entry ${entry.name} is encrypted`,
+    );
   if (entry.size > limits.max_unzipped_entry_bytes) {
-    throw tooLarge(budget, `archive entry ${entry.name} declares ${entry.size} bytes, more than the ${limits.max_unzipped_entry_bytes} allowed`);
+    throw tooLarge(
+      budget,
+      `archive entry ${entry.name} declares ${entry.size} bytes, more than the ${limits.max_unzipped_entry_bytes} allowed`,
+    );
   }
   if (budget.used + entry.size > limits.max_unzipped_bytes) {
-    throw tooLarge(budget, `the archive would inflate to more than the ${limits.max_unzipped_bytes} bytes allowed`);
+    throw tooLarge(
+      budget,
+      `the archive would inflate to more than the ${limits.max_unzipped_bytes} bytes allowed`,
+    );
   }
   if (entry.size > RATIO_FLOOR_BYTES && entry.size > entry.compressed_size * limits.max_zip_ratio) {
-    throw tooLarge(budget, `archive entry ${entry.name} has a compression ratio above ${limits.max_zip_ratio}:1`);
+    throw tooLarge(
+      budget,
+      `archive entry ${entry.name} has a compression ratio above ${limits.max_zip_ratio}:1`,
+    );
   }
   const h = entry.local_offset;
-  if (h + 30 > b.length || u32(b, h) !== 0x04034b50) throw corrupt(budget, `archive entry ${entry.name} has no local header`);
+  if (h + 30 > b.length || u32(b, h) !== 0x04034b50)
+    throw corrupt(budget, `archive entry ${entry.name} has no local header`);
   const start = h + 30 + u16(b, h + 26) + u16(b, h + 28);
   const end = start + entry.compressed_size;
-  if (end > b.length) throw corrupt(budget, `archive entry ${entry.name} runs past the end of the file`);
+  if (end > b.length)
+    throw corrupt(budget, `archive entry ${entry.name} runs past the end of the file`);
   const compressed = b.subarray(start, end);
   let out: Uint8Array;
   if (entry.method === 0) {
-    if (entry.compressed_size !== entry.size) throw corrupt(budget, `stored entry ${entry.name} has mismatched sizes`);
+    if (entry.compressed_size !== entry.size)
+      throw corrupt(budget, `stored entry ${entry.name} has mismatched sizes`);
     out = compressed;
   } else if (entry.method === 8) {
     out = await inflateCapped(compressed, entry, budget);
@@ -162,7 +213,11 @@ export async function readZipEntry(b: Uint8Array, entry: ZipEntry, budget: Unzip
   return out;
 }
 
-async function inflateCapped(compressed: Uint8Array, entry: ZipEntry, budget: UnzipBudget): Promise<Uint8Array> {
+async function inflateCapped(
+  compressed: Uint8Array,
+  entry: ZipEntry,
+  budget: UnzipBudget,
+): Promise<Uint8Array> {
   // The declared size is the hard cap for this entry (already checked against the limits above); producing
   // more than declared is the signature of a lying header, so it is refused at the first byte over.
   const out = new Uint8Array(entry.size);
@@ -179,7 +234,10 @@ async function inflateCapped(compressed: Uint8Array, entry: ZipEntry, budget: Un
       if (done) break;
       if (n + value.length > out.length) {
         await reader.cancel().catch(() => {});
-        throw corrupt(budget, `archive entry ${entry.name} inflates past its declared ${entry.size} bytes`);
+        throw corrupt(
+          budget,
+          `archive entry ${entry.name} inflates past its declared ${entry.size} bytes`,
+        );
       }
       out.set(value, n);
       n += value.length;
@@ -188,6 +246,10 @@ async function inflateCapped(compressed: Uint8Array, entry: ZipEntry, budget: Un
     if (cause instanceof ExtractionFailedError) throw cause;
     throw corrupt(budget, `archive entry ${entry.name} does not inflate`, cause);
   }
-  if (n !== out.length) throw corrupt(budget, `archive entry ${entry.name} inflates to ${n} bytes, not the declared ${entry.size}`);
+  if (n !== out.length)
+    throw corrupt(
+      budget,
+      `archive entry ${entry.name} inflates to ${n} bytes, not the declared ${entry.size}`,
+    );
   return out;
 }

@@ -24,7 +24,10 @@ async function sha256(text: string): Promise<Uint8Array> {
  * Malformed entries and keys given to two tenants are dropped (with a warning that names the entry's
  * position, not its content): a deployment with a typo fails closed for that key, not open.
  */
-export function parseApiKeys(raw: string | undefined, warn: (line: string) => void = (l) => console.warn(l)): Promise<ApiKey[]> {
+export function parseApiKeys(
+  raw: string | undefined,
+  warn: (line: string) => void = (l) => console.warn(l),
+): Promise<ApiKey[]> {
   const text = raw ?? "";
   if (cached?.raw === text) return cached.keys;
   const keys = (async () => {
@@ -37,17 +40,22 @@ export function parseApiKeys(raw: string | undefined, warn: (line: string) => vo
         const at = entry.indexOf(":");
         const tenant = entry.slice(0, at);
         const key = entry.slice(at + 1);
-        if (at <= 0 || !TENANT.test(tenant) || key.length === 0) warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: expected tenant:key`);
+        if (at <= 0 || !TENANT.test(tenant) || key.length === 0)
+          warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: expected tenant:key`);
         else entries.push({ tenant, key });
       });
     const owners = new Map<string, Set<string>>();
     for (const e of entries) owners.set(e.key, (owners.get(e.key) ?? new Set()).add(e.tenant));
     const usable = entries.filter((e, i) => {
       if (owners.get(e.key)!.size === 1) return true;
-      warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: the same key is given to several tenants`);
+      warn(
+        `[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: the same key is given to several tenants`,
+      );
       return false;
     });
-    return Promise.all(usable.map(async (e) => ({ tenant: e.tenant, digest: await sha256(e.key) })));
+    return Promise.all(
+      usable.map(async (e) => ({ tenant: e.tenant, digest: await sha256(e.key) })),
+    );
   })();
   cached = { raw: text, keys };
   return keys;
@@ -72,9 +80,14 @@ export async function tenantOf(keys: readonly ApiKey[], presented: string): Prom
 
 /** The key from `Authorization: Bearer <key>`, or a 401 saying what is wrong with the header. */
 export function bearerKey(header: string | undefined): string {
-  if (header === undefined || header.trim() === "") throw new OffloadError("unauthorized", "missing Authorization header: send Authorization: Bearer <key>");
+  if (header === undefined || header.trim() === "")
+    throw new OffloadError(
+      "unauthorized",
+      "missing Authorization header: send Authorization: Bearer <key>",
+    );
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  if (m === null) throw new OffloadError("unauthorized", "the Authorization header must be: Bearer <key>");
+  if (m === null)
+    throw new OffloadError("unauthorized", "the Authorization header must be: Bearer <key>");
   return m[1]!;
 }
 
@@ -82,9 +95,17 @@ export function bearerKey(header: string | undefined): string {
  * The tenant of a presented key under `OFFLOAD_API_KEYS`, or a 401: the API's Bearer header and the dashboard's
  * login both go through here, so the two cannot disagree on who a key is.
  */
-export async function authenticate(raw: string | undefined, presented: string, warn: (line: string) => void): Promise<string> {
+export async function authenticate(
+  raw: string | undefined,
+  presented: string,
+  warn: (line: string) => void,
+): Promise<string> {
   const keys = await parseApiKeys(raw, warn);
-  if (keys.length === 0) throw new OffloadError("unauthorized", "this deployment has no API keys configured (OFFLOAD_API_KEYS)");
+  if (keys.length === 0)
+    throw new OffloadError(
+      "unauthorized",
+      "this deployment has no API keys configured (OFFLOAD_API_KEYS)",
+    );
   const tenant = await tenantOf(keys, presented);
   if (tenant === null) throw new OffloadError("unauthorized", "unknown API key");
   return tenant;

@@ -9,7 +9,10 @@ import { OffloadError } from "../errors.ts";
 export const DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024;
 
 function tooLarge(limit: number): OffloadError {
-  return new OffloadError("payload_too_large", `the request body is over the limit of ${limit} bytes`);
+  return new OffloadError(
+    "payload_too_large",
+    `the request body is over the limit of ${limit} bytes`,
+  );
 }
 
 async function* chunks(request: Request, limit: number): AsyncGenerator<Uint8Array> {
@@ -54,7 +57,10 @@ export async function readBytes(request: Request, limit: number): Promise<Uint8A
  * bytes are never all held here as well. `error()` is the limit's error once the stream was cut off, so the
  * caller can answer 413 whatever the parser made of the cut.
  */
-export function limitedBody(request: Request, limit: number): { stream: ReadableStream<Uint8Array>; error(): OffloadError | undefined } {
+export function limitedBody(
+  request: Request,
+  limit: number,
+): { stream: ReadableStream<Uint8Array>; error(): OffloadError | undefined } {
   const it = chunks(request, limit);
   let failure: OffloadError | undefined;
   const stream = new ReadableStream<Uint8Array>({
@@ -80,7 +86,8 @@ export async function readText(request: Request, limit: number): Promise<string>
   const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
   const pieces: string[] = [];
   try {
-    for await (const chunk of chunks(request, limit)) pieces.push(decoder.decode(chunk, { stream: true }));
+    for await (const chunk of chunks(request, limit))
+      pieces.push(decoder.decode(chunk, { stream: true }));
     pieces.push(decoder.decode());
   } catch (e) {
     if (e instanceof OffloadError) throw e;
@@ -91,10 +98,14 @@ export async function readText(request: Request, limit: number): Promise<string>
 
 /** Parse a small JSON control body (recall, config); the message never echoes the body. */
 export function parseJsonBody(text: string): unknown {
-  if (text.trim() === "") throw new OffloadError("invalid_json", "the request body is empty; send a JSON object");
+  if (text.trim() === "")
+    throw new OffloadError("invalid_json", "the request body is empty; send a JSON object");
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new OffloadError("invalid_json", `the request body is not valid JSON (${e instanceof SyntaxError ? e.message.slice(0, 120) : "parse error"})`);
+    throw new OffloadError(
+      "invalid_json",
+      `the request body is not valid JSON (${e instanceof SyntaxError ? e.message.slice(0, 120) : "parse error"})`,
+    );
   }
 }

@@ -1,11 +1,16 @@
 /** What every route sees: the bindings, the authenticated tenant, the request's store and the settings. */
-import { type OffloadConfig, type OffloadConfigPatch, parseConfigPatch, resolveConfig } from "../config.ts";
+import {
+  type OffloadConfig,
+  type OffloadConfigPatch,
+  parseConfigPatch,
+  resolveConfig,
+} from "../config.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import type { Extractor } from "../extract/cache.ts";
+import { parseRetention } from "../session/state.ts";
 import type { EdgeStore } from "../store/edge.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./body.ts";
-import { parseRetention } from "../session/state.ts";
 
 export interface Settings {
   /** Limit on a compact request's body. */
@@ -35,7 +40,9 @@ function deploymentConfig(raw: string | undefined): OffloadConfigPatch {
     patch = text.trim() === "" ? {} : parseConfigPatch(JSON.parse(text), "OFFLOAD_DEFAULT_CONFIG");
   } catch (cause) {
     // A deployment mistake, not the caller's: a 500 for them, the reason for the operator's log.
-    throw new OffloadError("internal", "service misconfigured: OFFLOAD_DEFAULT_CONFIG is invalid", { cause });
+    throw new OffloadError("internal", "service misconfigured: OFFLOAD_DEFAULT_CONFIG is invalid", {
+      cause,
+    });
   }
   cachedDefault = { raw: text, patch };
   return patch;
@@ -45,7 +52,11 @@ function byteLimit(raw: string | undefined, override: number | undefined): numbe
   if (override !== undefined) return override;
   if (raw === undefined || raw.trim() === "") return DEFAULT_MAX_BODY_BYTES;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new OffloadError("internal", "service misconfigured: OFFLOAD_MAX_BODY_BYTES must be a positive whole number of bytes");
+  if (!Number.isInteger(n) || n <= 0)
+    throw new OffloadError(
+      "internal",
+      "service misconfigured: OFFLOAD_MAX_BODY_BYTES must be a positive whole number of bytes",
+    );
   return n;
 }
 
@@ -56,7 +67,10 @@ export function settingsOf(env: Env, overrides: { maxBodyBytes?: number } = {}):
     controlBodyBytes: Math.min(maxBodyBytes, CONTROL_BODY_BYTES),
     retentionSeconds: parseRetention(env.OFFLOAD_RETENTION_SECONDS),
     defaultConfig: deploymentConfig(env.OFFLOAD_DEFAULT_CONFIG),
-    secret: env.OFFLOAD_SECRET === undefined || env.OFFLOAD_SECRET === "" ? undefined : env.OFFLOAD_SECRET,
+    secret:
+      env.OFFLOAD_SECRET === undefined || env.OFFLOAD_SECRET === ""
+        ? undefined
+        : env.OFFLOAD_SECRET,
   };
 }
 
@@ -67,12 +81,18 @@ export function headerConfig(value: string | undefined): OffloadConfigPatch {
   try {
     parsed = JSON.parse(value);
   } catch {
-    throw new OffloadError("invalid_json", "the x-offload-config header is not valid JSON", { path: "x-offload-config" });
+    throw new OffloadError("invalid_json", "the x-offload-config header is not valid JSON", {
+      path: "x-offload-config",
+    });
   }
   return parseConfigPatch(parsed, "x-offload-config");
 }
 
 /** Defaults ← deployment (OFFLOAD_DEFAULT_CONFIG) ← session (PUT …/config) ← request (x-offload-config). */
-export function effectiveConfig(settings: Settings, session: OffloadConfigPatch, request: OffloadConfigPatch = {}): OffloadConfig {
+export function effectiveConfig(
+  settings: Settings,
+  session: OffloadConfigPatch,
+  request: OffloadConfigPatch = {},
+): OffloadConfig {
   return resolveConfig(settings.defaultConfig, session, request);
 }

@@ -5,18 +5,30 @@
  */
 import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
-import { OffloadError, type OffloadErrorType, isOffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError, type OffloadErrorType } from "../errors.ts";
 
-const BY_STATUS: Record<number, OffloadErrorType> = { 400: "invalid_request", 401: "unauthorized", 404: "not_found", 413: "payload_too_large", 422: "unprocessable" };
+const BY_STATUS: Record<number, OffloadErrorType> = {
+  400: "invalid_request",
+  401: "unauthorized",
+  404: "not_found",
+  413: "payload_too_large",
+  422: "unprocessable",
+};
 
 export function toOffloadError(err: unknown, log: (line: string) => void): OffloadError {
   if (isOffloadError(err)) {
     // Storage errors were logged with their cause where they happened (store/edge.ts).
-    if (err.status >= 500 && err.type !== "storage_error") log(`[edge-offload] ${err.type}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.name}: ${err.cause.message.slice(0, 200)})` : ""}`);
+    if (err.status >= 500 && err.type !== "storage_error")
+      log(
+        `[edge-offload] ${err.type}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.name}: ${err.cause.message.slice(0, 200)})` : ""}`,
+      );
     return err;
   }
-  if (err instanceof HTTPException && BY_STATUS[err.status] !== undefined) return new OffloadError(BY_STATUS[err.status]!, err.message || "request refused");
-  log(`[edge-offload] internal error: ${err instanceof Error ? `${err.name}: ${err.message.slice(0, 200)}` : typeof err}`);
+  if (err instanceof HTTPException && BY_STATUS[err.status] !== undefined)
+    return new OffloadError(BY_STATUS[err.status]!, err.message || "request refused");
+  log(
+    `[edge-offload] internal error: ${err instanceof Error ? `${err.name}: ${err.message.slice(0, 200)}` : typeof err}`,
+  );
   return new OffloadError("internal", "internal error");
 }
 
@@ -30,7 +42,8 @@ export function errorResponse(err: OffloadError): Response {
 /** `a.b[2].c` from a zod issue path, prefixed with where the value came from. */
 export function issuePath(where: string, path: readonly PropertyKey[]): string {
   let out = where;
-  for (const p of path) out += typeof p === "number" ? `[${p}]` : out === "" ? String(p) : `.${String(p)}`;
+  for (const p of path)
+    out += typeof p === "number" ? `[${p}]` : out === "" ? String(p) : `.${String(p)}`;
   return out;
 }
 
@@ -39,7 +52,17 @@ export function validate<S extends z.ZodType>(schema: S, value: unknown, where =
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0]!;
-  const path = issue.code === "unrecognized_keys" ? issuePath(where, [...issue.path, issue.keys[0]!]) : issuePath(where, issue.path);
-  const what = issue.code === "unrecognized_keys" ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}` : issue.message;
-  throw new OffloadError("invalid_request", path === "" ? what : `${path}: ${what}`, path === "" ? {} : { path });
+  const path =
+    issue.code === "unrecognized_keys"
+      ? issuePath(where, [...issue.path, issue.keys[0]!])
+      : issuePath(where, issue.path);
+  const what =
+    issue.code === "unrecognized_keys"
+      ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}`
+      : issue.message;
+  throw new OffloadError(
+    "invalid_request",
+    path === "" ? what : `${path}: ${what}`,
+    path === "" ? {} : { path },
+  );
 }

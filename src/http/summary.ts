@@ -13,7 +13,22 @@ const MAX_ERRORS = 8;
 /** The report's fields the header repeats as they are (tokens_after and saved_* are adjusted for shadow mode). */
 type ReportFields = Pick<
   CompactReport,
-  "enabled" | "offload" | "format" | "model" | "priced_as" | "turn" | "results" | "kept" | "compacted" | "offloaded" | "new_decisions" | "tokens_before" | "tokens_after" | "saved_tokens" | "saved_usd" | "recall_tool"
+  | "enabled"
+  | "offload"
+  | "format"
+  | "model"
+  | "priced_as"
+  | "turn"
+  | "results"
+  | "kept"
+  | "compacted"
+  | "offloaded"
+  | "new_decisions"
+  | "tokens_before"
+  | "tokens_after"
+  | "saved_tokens"
+  | "saved_usd"
+  | "recall_tool"
 >;
 
 export interface Summary extends ReportFields {
@@ -56,11 +71,26 @@ export interface AttachmentSummary {
 function attachmentSummary(report: CompactReport["attachments"]): AttachmentSummary | null {
   if (report === null) return null;
   const { items, estimate: _estimate, new_decisions: _n, ...counts } = report;
-  const failures = items.flatMap((d) => (d.error === undefined ? [] : [{ path: d.path, type: d.error.type, ...(d.error.reason === undefined ? {} : { reason: d.error.reason }), message: d.error.message.slice(0, 200) }]));
+  const failures = items.flatMap((d) =>
+    d.error === undefined
+      ? []
+      : [
+          {
+            path: d.path,
+            type: d.error.type,
+            ...(d.error.reason === undefined ? {} : { reason: d.error.reason }),
+            message: d.error.message.slice(0, 200),
+          },
+        ],
+  );
   return { ...counts, failures: failures.slice(0, MAX_ERRORS) };
 }
 
-export function summaryOf(report: CompactReport, changed: boolean, notes: readonly StoreNote[]): Summary {
+export function summaryOf(
+  report: CompactReport,
+  changed: boolean,
+  notes: readonly StoreNote[],
+): Summary {
   const all = [...report.errors.map((e) => ({ ...e })), ...notes.map((n) => ({ ...n }))];
   // In shadow the returned request is the one sent: nothing was saved, and the decided saving is a "would".
   const shadow = report.shadow;
@@ -97,5 +127,8 @@ export function passThroughSummary(format: Format): Summary {
 }
 
 export function summaryHeader(summary: Summary): string {
-  return JSON.stringify(summary).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(summary).replace(
+    /[\u007f-\uffff]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+  );
 }

@@ -5,11 +5,21 @@
  * hops' content blocks in order without our `tool_use` blocks, the first hop's id, the last hop's stop
  * reason, and the usage summed over the hops.
  */
-import { type JsonNode, getMember, parseJsonSpans } from "../core/json/scan.ts";
+import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import type { ProxyMemo, RememberedCall } from "../store/parts.ts";
-import { type Answer, type Dialect, type Ending, type Hop, type Inspection, type MemoInput, type StreamMerger, type StreamResult, noticeText } from "./dialect.ts";
-import { type Edit, appendItems, arrayMember, insertAfter, memberString } from "./json-edit.ts";
+import {
+  type Answer,
+  type Dialect,
+  type Ending,
+  type Hop,
+  type Inspection,
+  type MemoInput,
+  noticeText,
+  type StreamMerger,
+  type StreamResult,
+} from "./dialect.ts";
+import { appendItems, arrayMember, type Edit, insertAfter, memberString } from "./json-edit.ts";
 import type { RecallResult } from "./recalls.ts";
 import { type SseEvent, sseEvent } from "./sse.ts";
 import { addUsage, isRecord, overlayUsage } from "./usage.ts";
@@ -45,8 +55,12 @@ function errorBody(status: number, message: string): string {
 function inspect(answer: Answer): Inspection {
   const content = contentOf(answer);
   return {
-    recalls: content.filter(isRecallUse).map((b) => ({ id: String(b.id), arguments: JSON.stringify(b.input ?? {}) })),
-    client_calls: content.filter((b) => b.type === "tool_use" && !isRecallUse(b)).map((b) => String(b.id)),
+    recalls: content
+      .filter(isRecallUse)
+      .map((b) => ({ id: String(b.id), arguments: JSON.stringify(b.input ?? {}) })),
+    client_calls: content
+      .filter((b) => b.type === "tool_use" && !isRecallUse(b))
+      .map((b) => String(b.id)),
     tool_turn: answer.stop_reason === "tool_use",
   };
 }
@@ -56,13 +70,21 @@ function toolUse(call: RememberedCall): string {
 }
 
 function toolResult(r: RecallResult): string {
-  return JSON.stringify({ type: "tool_result", tool_use_id: r.id, content: r.content, ...(r.is_error ? { is_error: true } : {}) });
+  return JSON.stringify({
+    type: "tool_result",
+    tool_use_id: r.id,
+    content: r.content,
+    ...(r.is_error ? { is_error: true } : {}),
+  });
 }
 
 function nextRequest(request: string, hops: readonly Hop[]): string {
   const root = parseJsonSpans(request);
   const messages = arrayMember(root, "messages")!;
-  const items = hops.flatMap((h) => [JSON.stringify({ role: "assistant", content: h.answer.content }), `{"role":"user","content":[${h.results.map(toolResult).join(",")}]}`]);
+  const items = hops.flatMap((h) => [
+    JSON.stringify({ role: "assistant", content: h.answer.content }),
+    `{"role":"user","content":[${h.results.map(toolResult).join(",")}]}`,
+  ]);
   const edit = appendItems(messages, items);
   return request.slice(0, edit.start) + edit.text + request.slice(edit.end);
 }
@@ -72,25 +94,48 @@ function merge(answers: readonly Answer[], ending: Ending, maxHops: number): Ans
   const last = answers[answers.length - 1]!;
   const content = answers.flatMap((a) => contentOf(a).filter((b) => !isRecallUse(b)));
   let stop = ending === "exhausted" ? "end_turn" : last.stop_reason;
-  if (content.length === 0 || (ending === "exhausted" && !content.some((b) => b.type === "text"))) content.push({ type: "text", text: noticeText(ending, maxHops) });
+  if (content.length === 0 || (ending === "exhausted" && !content.some((b) => b.type === "text")))
+    content.push({ type: "text", text: noticeText(ending, maxHops) });
   if (stop === "tool_use" && !content.some((b) => b.type === "tool_use")) stop = "end_turn";
-  return { ...last, id: first.id, content, stop_reason: stop, usage: answers.reduce<unknown>((sum, a) => addUsage(sum, a.usage), null) };
+  return {
+    ...last,
+    id: first.id,
+    content,
+    stop_reason: stop,
+    usage: answers.reduce<unknown>((sum, a) => addUsage(sum, a.usage), null),
+  };
 }
 
 function memos(input: MemoInput): ProxyMemo[] {
   if (input.ending !== "mixed") return [];
-  return [{ kind: "recall", format: "anthropic", anchors: input.inspection.client_calls, calls: input.inspection.recalls, params: input.params }];
+  return [
+    {
+      kind: "recall",
+      format: "anthropic",
+      anchors: input.inspection.client_calls,
+      calls: input.inspection.recalls,
+      params: input.params,
+    },
+  ];
 }
 
 function blockIds(raw: string, content: JsonNode | undefined, type: string, key: string): string[] {
   if (content?.kind !== "array") return [];
   const ids: string[] = [];
-  for (const b of content.items) if (memberString(raw, b, "type") === type) ids.push(memberString(raw, b, key) ?? "");
+  for (const b of content.items)
+    if (memberString(raw, b, "type") === type) ids.push(memberString(raw, b, key) ?? "");
   return ids;
 }
 
-function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<string, RecallResult>): { edits: Edit[]; spliced: number } {
-  const mine = list.filter((m): m is Extract<ProxyMemo, { kind: "recall" }> => m.kind === "recall" && m.format === "anthropic");
+function splice(
+  raw: string,
+  list: readonly ProxyMemo[],
+  answers: ReadonlyMap<string, RecallResult>,
+): { edits: Edit[]; spliced: number } {
+  const mine = list.filter(
+    (m): m is Extract<ProxyMemo, { kind: "recall" }> =>
+      m.kind === "recall" && m.format === "anthropic",
+  );
   const edits: Edit[] = [];
   let spliced = 0;
   if (mine.length === 0) return { edits, spliced };
@@ -102,18 +147,33 @@ function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<st
     const uses = blockIds(raw, content, "tool_use", "id");
     if (uses.length === 0 || content?.kind !== "array") return;
     const memo = mine.find((m) => m.anchors.some((a) => uses.includes(a)));
-    if (memo === undefined || memo.calls.some((c) => uses.includes(c.id) || !answers.has(c.id))) return;
+    if (memo === undefined || memo.calls.some((c) => uses.includes(c.id) || !answers.has(c.id)))
+      return;
     // The user message right after must answer the client's calls; ours go after its last tool_result
     // (tool_result blocks come first in a user message).
     const next = messages.items[i + 1];
-    const nextContent = next?.kind === "object" && memberString(raw, next, "role") === "user" ? getMember(next, "content") : undefined;
+    const nextContent =
+      next?.kind === "object" && memberString(raw, next, "role") === "user"
+        ? getMember(next, "content")
+        : undefined;
     if (nextContent?.kind !== "array") return;
     let lastResult: JsonNode | undefined;
-    for (const b of nextContent.items) if (memberString(raw, b, "type") === "tool_result") lastResult = b;
+    for (const b of nextContent.items)
+      if (memberString(raw, b, "type") === "tool_result") lastResult = b;
     if (lastResult === undefined) return;
-    if (blockIds(raw, nextContent, "tool_result", "tool_use_id").some((id) => memo.calls.some((c) => c.id === id))) return;
+    if (
+      blockIds(raw, nextContent, "tool_result", "tool_use_id").some((id) =>
+        memo.calls.some((c) => c.id === id),
+      )
+    )
+      return;
     edits.push(appendItems(content, memo.calls.map(toolUse)));
-    edits.push(insertAfter(lastResult, memo.calls.map((c) => toolResult(answers.get(c.id)!))));
+    edits.push(
+      insertAfter(
+        lastResult,
+        memo.calls.map((c) => toolResult(answers.get(c.id)!)),
+      ),
+    );
     spliced += memo.calls.length;
   });
   return { edits, spliced };
@@ -229,7 +289,9 @@ class AnthropicStream implements StreamMerger {
           this.holding = true;
           return "";
         }
-        return this.hop === 0 ? ev.raw : sseEvent(ev.event, JSON.stringify({ ...d, usage: this.total() }));
+        return this.hop === 0
+          ? ev.raw
+          : sseEvent(ev.event, JSON.stringify({ ...d, usage: this.total() }));
       }
       case "message_stop":
         this.stopped = true;
@@ -256,17 +318,29 @@ class AnthropicStream implements StreamMerger {
         block.signature = delta.signature;
         break;
       case "input_json_delta":
-        this.partial.set(index, `${this.partial.get(index) ?? ""}${String(delta.partial_json ?? "")}`);
+        this.partial.set(
+          index,
+          `${this.partial.get(index) ?? ""}${String(delta.partial_json ?? "")}`,
+        );
         break;
       case "citations_delta":
-        block.citations = [...(Array.isArray(block.citations) ? block.citations : []), delta.citation];
+        block.citations = [
+          ...(Array.isArray(block.citations) ? block.citations : []),
+          delta.citation,
+        ];
         break;
     }
   }
 
   result(): StreamResult {
     const content = [...this.blocks.entries()].sort((a, b) => a[0] - b[0]).map(([, b]) => b);
-    const answer: Answer = { ...this.message, content, stop_reason: this.delta.stop_reason ?? null, stop_sequence: this.delta.stop_sequence ?? null, usage: this.hopUsage() };
+    const answer: Answer = {
+      ...this.message,
+      content,
+      stop_reason: this.delta.stop_reason ?? null,
+      stop_sequence: this.delta.stop_sequence ?? null,
+      usage: this.hopUsage(),
+    };
     return { answer, inspection: inspect(answer), complete: this.stopped, errored: this.errored };
   }
 
@@ -275,13 +349,39 @@ class AnthropicStream implements StreamMerger {
     let out = "";
     if (ending === "exhausted" ? !this.textSent : this.out === 0) {
       const index = this.out++;
-      out += sseEvent("content_block_start", JSON.stringify({ type: "content_block_start", index, content_block: { type: "text", text: "" } }));
-      out += sseEvent("content_block_delta", JSON.stringify({ type: "content_block_delta", index, delta: { type: "text_delta", text: noticeText(ending, this.maxHops) } }));
+      out += sseEvent(
+        "content_block_start",
+        JSON.stringify({
+          type: "content_block_start",
+          index,
+          content_block: { type: "text", text: "" },
+        }),
+      );
+      out += sseEvent(
+        "content_block_delta",
+        JSON.stringify({
+          type: "content_block_delta",
+          index,
+          delta: { type: "text_delta", text: noticeText(ending, this.maxHops) },
+        }),
+      );
       out += sseEvent("content_block_stop", JSON.stringify({ type: "content_block_stop", index }));
     }
-    const clientCalls = [...this.blocks.values()].some((b) => b.type === "tool_use" && !isRecallUse(b));
-    const stop = ending === "exhausted" || (this.delta.stop_reason === "tool_use" && !clientCalls) ? "end_turn" : this.delta.stop_reason;
-    out += sseEvent("message_delta", JSON.stringify({ type: "message_delta", delta: { ...this.delta, stop_reason: stop }, usage: this.total() }));
+    const clientCalls = [...this.blocks.values()].some(
+      (b) => b.type === "tool_use" && !isRecallUse(b),
+    );
+    const stop =
+      ending === "exhausted" || (this.delta.stop_reason === "tool_use" && !clientCalls)
+        ? "end_turn"
+        : this.delta.stop_reason;
+    out += sseEvent(
+      "message_delta",
+      JSON.stringify({
+        type: "message_delta",
+        delta: { ...this.delta, stop_reason: stop },
+        usage: this.total(),
+      }),
+    );
     out += sseEvent("message_stop", JSON.stringify({ type: "message_stop" }));
     return out;
   }

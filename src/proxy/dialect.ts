@@ -89,7 +89,11 @@ export interface Dialect {
    * Edits that splice remembered recalls (and for Responses, aliases) into a client request. `answers` holds
    * the replayed answer of every remembered call id; a memo whose answers are missing is left out.
    */
-  splice(raw: string, memos: readonly ProxyMemo[], answers: ReadonlyMap<string, RecallResult>): { edits: { start: number; end: number; text: string }[]; spliced: number };
+  splice(
+    raw: string,
+    memos: readonly ProxyMemo[],
+    answers: ReadonlyMap<string, RecallResult>,
+  ): { edits: { start: number; end: number; text: string }[]; spliced: number };
 }
 
 /** What the client reads when the proxy had to stop and the model's answer has no text of its own. */

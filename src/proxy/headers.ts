@@ -7,14 +7,38 @@
  * the runtime recomputes for the body it actually sends. Nothing here is stored or logged.
  */
 
-const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade"]);
-const NOT_FORWARDED = new Set(["host", "content-length", "accept-encoding", "cookie", "forwarded", "x-real-ip", "true-client-ip", "cdn-loop"]);
+const HOP_BY_HOP = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "proxy-connection",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+const NOT_FORWARDED = new Set([
+  "host",
+  "content-length",
+  "accept-encoding",
+  "cookie",
+  "forwarded",
+  "x-real-ip",
+  "true-client-ip",
+  "cdn-loop",
+]);
 const NOT_FORWARDED_PREFIXES = ["x-offload-", "cf-", "x-forwarded-"];
 const NOT_RETURNED = new Set(["content-length", "content-encoding", "set-cookie"]);
 
 /** Header names listed in `Connection` are hop-by-hop too (RFC 9110 §7.6.1). */
 function connectionListed(headers: Headers): Set<string> {
-  return new Set((headers.get("connection") ?? "").split(",").map((s) => s.trim().toLowerCase()).filter((s) => s !== ""));
+  return new Set(
+    (headers.get("connection") ?? "")
+      .split(",")
+      .map((s) => s.trim().toLowerCase())
+      .filter((s) => s !== ""),
+  );
 }
 
 export function upstreamHeaders(incoming: Headers): Headers {
@@ -22,7 +46,13 @@ export function upstreamHeaders(incoming: Headers): Headers {
   const out = new Headers();
   for (const [name, value] of incoming) {
     const n = name.toLowerCase();
-    if (HOP_BY_HOP.has(n) || NOT_FORWARDED.has(n) || listed.has(n) || NOT_FORWARDED_PREFIXES.some((p) => n.startsWith(p))) continue;
+    if (
+      HOP_BY_HOP.has(n) ||
+      NOT_FORWARDED.has(n) ||
+      listed.has(n) ||
+      NOT_FORWARDED_PREFIXES.some((p) => n.startsWith(p))
+    )
+      continue;
     out.append(n, value);
   }
   return out;

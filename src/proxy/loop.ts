@@ -38,10 +38,24 @@ interface TurnOutcome {
 }
 
 /** The provider's error shape, for a connection that could not be made or was cut (502). */
-export function droppedResponse(dialect: Dialect, reason: string, summary: Summary | null): Response {
-  const headers = new Headers({ "content-type": "application/json", "x-offload-error": "upstream_error" });
+export function droppedResponse(
+  dialect: Dialect,
+  reason: string,
+  summary: Summary | null,
+): Response {
+  const headers = new Headers({
+    "content-type": "application/json",
+    "x-offload-error": "upstream_error",
+  });
   if (summary !== null) headers.set("x-offload-summary", summaryHeader(summary));
-  return new Response(dialect.errorBody(502, `edge-offload could not reach the provider: ${reason}`, "upstream_error"), { status: 502, headers });
+  return new Response(
+    dialect.errorBody(
+      502,
+      `edge-offload could not reach the provider: ${reason}`,
+      "upstream_error",
+    ),
+    { status: 502, headers },
+  );
 }
 
 function responseHeaders(upstream: Response, summary: Summary): Headers {
@@ -59,7 +73,11 @@ export async function proxyCall(call: ProxyCall): Promise<Response> {
   if (!first.ok) return droppedResponse(call.dialect, first.reason, call.summary);
   const res = first.response;
   // Errors, and answers that cannot hold our tool, go back exactly as the provider sent them.
-  if (!call.intercept || !res.ok) return new Response(res.body, { status: res.status, headers: responseHeaders(res, call.summary) });
+  if (!call.intercept || !res.ok)
+    return new Response(res.body, {
+      status: res.status,
+      headers: responseHeaders(res, call.summary),
+    });
   if (isEventStream(res)) return streamed(call, res);
   return buffered(call, res);
 }
@@ -82,7 +100,12 @@ function decide(ins: Inspection, hops: number, maxHops: number): Ending | "hop" 
 }
 
 async function execute(call: ProxyCall, recalls: Inspection["recalls"]): Promise<RecallResult[]> {
-  return runRecalls(recalls, { store: call.store, ref: call.ref, params: call.params, count: true });
+  return runRecalls(recalls, {
+    store: call.store,
+    ref: call.ref,
+    params: call.params,
+    count: true,
+  });
 }
 
 async function buffered(call: ProxyCall, res: Response): Promise<Response> {
@@ -109,7 +132,12 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     const results = await execute(call, inspection.recalls);
     recalls += results.length;
     hops.push({ answer: answers[answers.length - 1]!, results });
-    const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, hops.length), call.dialect.nextRequest(call.request, hops));
+    const sent = await send(
+      call.fetcher,
+      call.url,
+      hopHeaders(call.headers, hops.length),
+      call.dialect.nextRequest(call.request, hops),
+    );
     // The hops that ran are logged even when one fails.
     const failed: TurnOutcome = { hops: hops.length, recalls, ending: "done", memos: [] };
     if (!sent.ok) {
@@ -128,15 +156,25 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     try {
       answers.push(JSON.parse(body) as Answer);
     } catch {
-      return new Response(body, { status: last.status, headers: responseHeaders(last, call.summary) });
+      return new Response(body, {
+        status: last.status,
+        headers: responseHeaders(last, call.summary),
+      });
     }
   }
   if (ending === "mixed") recalls += (await execute(call, inspection.recalls)).length;
-  const memos = call.dialect.memos({ answers, inspection, ending, params: call.params, request: call.request });
+  const memos = call.dialect.memos({
+    answers,
+    inspection,
+    ending,
+    params: call.params,
+    request: call.request,
+  });
   const outcome: TurnOutcome = { hops: hops.length, recalls, ending, memos };
   const summary = withProxy(call.summary, outcome, false);
   await finishTurn(call, outcome, summary);
-  if (hops.length === 0 && inspection.recalls.length === 0) return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
+  if (hops.length === 0 && inspection.recalls.length === 0)
+    return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
   const merged = call.dialect.merge(answers, ending, call.maxHops);
   const headers = responseHeaders(last, summary);
   headers.set("content-type", "application/json");
@@ -145,7 +183,10 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
 
 function streamed(call: ProxyCall, res: Response): Response {
   const summary = withProxy(call.summary, null, true);
-  return new Response(textStream(events(call, res)), { status: res.status, headers: responseHeaders(res, summary) });
+  return new Response(textStream(events(call, res)), {
+    status: res.status,
+    headers: responseHeaders(res, summary),
+  });
 }
 
 interface StreamState {
@@ -160,7 +201,9 @@ async function* events(call: ProxyCall, first: Response): AsyncGenerator<string>
   try {
     yield* hopStream(call, first, state);
     const done = outcomeOf(state);
-    yield sseComment(`edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length })}`);
+    yield sseComment(
+      `edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length })}`,
+    );
   } finally {
     // Also when the client went away mid-stream: the hops that ran are still logged.
     await finishTurn(call, outcomeOf(state), null);
@@ -168,10 +211,16 @@ async function* events(call: ProxyCall, first: Response): AsyncGenerator<string>
 }
 
 function outcomeOf(state: StreamState): TurnOutcome {
-  return state.outcome ?? { hops: state.hops.length, recalls: state.recalls, ending: "done", memos: [] };
+  return (
+    state.outcome ?? { hops: state.hops.length, recalls: state.recalls, ending: "done", memos: [] }
+  );
 }
 
-async function* hopStream(call: ProxyCall, first: Response, state: StreamState): AsyncGenerator<string> {
+async function* hopStream(
+  call: ProxyCall,
+  first: Response,
+  state: StreamState,
+): AsyncGenerator<string> {
   const merger = call.dialect.stream(call.maxHops);
   let res = first;
   for (;;) {
@@ -179,7 +228,9 @@ async function* hopStream(call: ProxyCall, first: Response, state: StreamState):
     try {
       for await (const ev of readSse(res.body!)) yield merger.feed(ev);
     } catch (e) {
-      yield merger.error(`the provider's stream was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`);
+      yield merger.error(
+        `the provider's stream was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`,
+      );
       return;
     }
     const result = merger.result();
@@ -191,24 +242,39 @@ async function* hopStream(call: ProxyCall, first: Response, state: StreamState):
     state.answers.push(result.answer);
     const next = decide(result.inspection, state.hops.length, call.maxHops);
     if (next !== "hop") {
-      const memos = call.dialect.memos({ answers: state.answers, inspection: result.inspection, ending: next, params: call.params, request: call.request });
+      const memos = call.dialect.memos({
+        answers: state.answers,
+        inspection: result.inspection,
+        ending: next,
+        params: call.params,
+        request: call.request,
+      });
       state.outcome = { hops: state.hops.length, recalls: state.recalls, ending: next, memos };
       yield merger.finish(next);
       // A mixed turn's recalls run after the client has its answer: here they are only counted (the answer is
       // replayed when the next request is spliced).
-      if (next === "mixed") state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
+      if (next === "mixed")
+        state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
       return;
     }
     const results = await execute(call, result.inspection.recalls);
     state.recalls += results.length;
     state.hops.push({ answer: result.answer, results });
-    const sent = await send(call.fetcher, call.url, hopHeaders(call.headers, state.hops.length), call.dialect.nextRequest(call.request, state.hops));
+    const sent = await send(
+      call.fetcher,
+      call.url,
+      hopHeaders(call.headers, state.hops.length),
+      call.dialect.nextRequest(call.request, state.hops),
+    );
     if (!sent.ok) {
       yield merger.error(`edge-offload could not reach the provider: ${sent.reason}`);
       return;
     }
     if (!sent.response.ok || !isEventStream(sent.response)) {
-      yield merger.error(`the provider refused a recall hop (HTTP ${sent.response.status})`, await sent.response.text());
+      yield merger.error(
+        `the provider refused a recall hop (HTTP ${sent.response.status})`,
+        await sent.response.text(),
+      );
       return;
     }
     res = sent.response;
@@ -217,19 +283,41 @@ async function* hopStream(call: ProxyCall, first: Response, state: StreamState):
 
 function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolean): Summary {
   const proxy: NonNullable<Summary["proxy"]> = { stream, spliced: summary.proxy?.spliced ?? 0 };
-  if (outcome !== null) Object.assign(proxy, { hops: outcome.hops, recalls: outcome.recalls, ending: outcome.ending, memos: outcome.memos.length });
+  if (outcome !== null)
+    Object.assign(proxy, {
+      hops: outcome.hops,
+      recalls: outcome.recalls,
+      ending: outcome.ending,
+      memos: outcome.memos.length,
+    });
   return { ...summary, proxy };
 }
 
 /** Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and said in the summary). */
-async function finishTurn(call: ProxyCall, outcome: TurnOutcome, summary: Summary | null): Promise<void> {
+async function finishTurn(
+  call: ProxyCall,
+  outcome: TurnOutcome,
+  summary: Summary | null,
+): Promise<void> {
   if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0) return;
   try {
-    await call.store.finishProxyTurn(call.ref, { turn_seq: call.store.lastTurnSeq, note: { hops: outcome.hops, recalls: outcome.recalls, exhausted: outcome.ending === "exhausted" }, memos: outcome.memos });
+    await call.store.finishProxyTurn(call.ref, {
+      turn_seq: call.store.lastTurnSeq,
+      note: {
+        hops: outcome.hops,
+        recalls: outcome.recalls,
+        exhausted: outcome.ending === "exhausted",
+      },
+      memos: outcome.memos,
+    });
   } catch {
     // EdgeStore logged the cause. The answer stands; a lost memo only means a later turn is sent as the client holds it.
     if (summary !== null) {
-      summary.errors.push({ type: "storage_error", message: "the proxy's turn could not be saved; a mixed turn's recall answer will not be spliced into later requests" });
+      summary.errors.push({
+        type: "storage_error",
+        message:
+          "the proxy's turn could not be saved; a mixed turn's recall answer will not be spliced into later requests",
+      });
       summary.errors_total++;
     }
   }

@@ -5,11 +5,21 @@
  * first hop's id and `created`, the hops' text joined, the last hop's client tool calls and finish reason, and
  * the usage summed. Only the first choice is handled (`n` > 1 is not supported: other choices pass as they are).
  */
-import { type JsonNode, getMember, parseJsonSpans } from "../core/json/scan.ts";
+import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import type { ProxyMemo, RememberedCall } from "../store/parts.ts";
-import { type Answer, type Dialect, type Ending, type Hop, type Inspection, type MemoInput, type StreamMerger, type StreamResult, noticeText } from "./dialect.ts";
-import { type Edit, appendItems, arrayMember, insertAfter, memberString } from "./json-edit.ts";
+import {
+  type Answer,
+  type Dialect,
+  type Ending,
+  type Hop,
+  type Inspection,
+  type MemoInput,
+  noticeText,
+  type StreamMerger,
+  type StreamResult,
+} from "./dialect.ts";
+import { appendItems, arrayMember, type Edit, insertAfter, memberString } from "./json-edit.ts";
 import type { RecallResult } from "./recalls.ts";
 import { type SseEvent, sseEvent } from "./sse.ts";
 import { addUsage, isRecord } from "./usage.ts";
@@ -17,7 +27,12 @@ import { addUsage, isRecord } from "./usage.ts";
 type Call = Record<string, unknown>;
 
 function isRecallCall(call: unknown): boolean {
-  return isRecord(call) && (call.type === undefined || call.type === "function") && isRecord(call.function) && call.function.name === RECALL_TOOL_NAME;
+  return (
+    isRecord(call) &&
+    (call.type === undefined || call.type === "function") &&
+    isRecord(call.function) &&
+    call.function.name === RECALL_TOOL_NAME
+  );
 }
 
 function firstChoice(answer: Answer): Record<string, unknown> {
@@ -35,14 +50,34 @@ function callsOf(message: Record<string, unknown>): Call[] {
   return Array.isArray(message.tool_calls) ? (message.tool_calls.filter(isRecord) as Call[]) : [];
 }
 
-const ERROR_TYPES: Record<number, string> = { 401: "invalid_request_error", 404: "invalid_request_error", 413: "invalid_request_error", 429: "rate_limit_exceeded" };
+const ERROR_TYPES: Record<number, string> = {
+  401: "invalid_request_error",
+  404: "invalid_request_error",
+  413: "invalid_request_error",
+  429: "rate_limit_exceeded",
+};
 
-export function openaiErrorBody(status: number, message: string, code: string, param?: string): string {
-  return JSON.stringify({ error: { message, type: ERROR_TYPES[status] ?? (status >= 500 ? "server_error" : "invalid_request_error"), param: param ?? null, code } });
+export function openaiErrorBody(
+  status: number,
+  message: string,
+  code: string,
+  param?: string,
+): string {
+  return JSON.stringify({
+    error: {
+      message,
+      type: ERROR_TYPES[status] ?? (status >= 500 ? "server_error" : "invalid_request_error"),
+      param: param ?? null,
+      code,
+    },
+  });
 }
 
 /** A stream error as the OpenAI SDKs read it: the provider's own error object when there is one. */
-export function openaiStreamError(message: string, body: string | undefined): Record<string, unknown> {
+export function openaiStreamError(
+  message: string,
+  body: string | undefined,
+): Record<string, unknown> {
   if (body !== undefined) {
     try {
       const parsed: unknown = JSON.parse(body);
@@ -51,20 +86,29 @@ export function openaiStreamError(message: string, body: string | undefined): Re
       // not the provider's error shape: ours
     }
   }
-  return JSON.parse(openaiErrorBody(502, message, "upstream_error")).error as Record<string, unknown>;
+  return JSON.parse(openaiErrorBody(502, message, "upstream_error")).error as Record<
+    string,
+    unknown
+  >;
 }
 
 function inspect(answer: Answer): Inspection {
   const calls = callsOf(messageOf(answer));
   return {
-    recalls: calls.filter(isRecallCall).map((c) => ({ id: String(c.id), arguments: String((c.function as Call).arguments ?? "") })),
+    recalls: calls
+      .filter(isRecallCall)
+      .map((c) => ({ id: String(c.id), arguments: String((c.function as Call).arguments ?? "") })),
     client_calls: calls.filter((c) => !isRecallCall(c)).map((c) => String(c.id)),
     tool_turn: firstChoice(answer).finish_reason === "tool_calls",
   };
 }
 
 function recallCall(call: RememberedCall): string {
-  return JSON.stringify({ id: call.id, type: "function", function: { name: RECALL_TOOL_NAME, arguments: call.arguments } });
+  return JSON.stringify({
+    id: call.id,
+    type: "function",
+    function: { name: RECALL_TOOL_NAME, arguments: call.arguments },
+  });
 }
 
 function toolMessage(r: RecallResult): string {
@@ -80,34 +124,61 @@ function assistantMessage(answer: Answer): string {
 
 function nextRequest(request: string, hops: readonly Hop[]): string {
   const messages = arrayMember(parseJsonSpans(request), "messages")!;
-  const edit = appendItems(messages, hops.flatMap((h) => [assistantMessage(h.answer), ...h.results.map(toolMessage)]));
+  const edit = appendItems(
+    messages,
+    hops.flatMap((h) => [assistantMessage(h.answer), ...h.results.map(toolMessage)]),
+  );
   return request.slice(0, edit.start) + edit.text + request.slice(edit.end);
 }
 
 function merge(answers: readonly Answer[], ending: Ending, maxHops: number): Answer {
   const first = answers[0]!;
   const last = answers[answers.length - 1]!;
-  const texts = answers.map((a) => messageOf(a).content).filter((t): t is string => typeof t === "string");
+  const texts = answers
+    .map((a) => messageOf(a).content)
+    .filter((t): t is string => typeof t === "string");
   let content: string | null = texts.length === 0 ? null : texts.join("");
   const calls = callsOf(messageOf(last)).filter((c) => !isRecallCall(c));
   const choice = firstChoice(last);
   let finish = ending === "exhausted" ? "stop" : choice.finish_reason;
   if (finish === "tool_calls" && calls.length === 0) finish = "stop";
-  if ((content === null || content === "") && calls.length === 0) content = noticeText(ending, maxHops);
+  if ((content === null || content === "") && calls.length === 0)
+    content = noticeText(ending, maxHops);
   const { tool_calls: _, ...rest } = messageOf(last);
   const message = { ...rest, content, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
   const others = (Array.isArray(last.choices) ? last.choices : []).filter((c) => c !== choice);
   const usage = answers.reduce<unknown>((sum, a) => addUsage(sum, a.usage), null);
-  return { ...last, id: first.id, created: first.created, choices: [{ ...choice, message, finish_reason: finish }, ...others], ...(usage === null ? {} : { usage }) };
+  return {
+    ...last,
+    id: first.id,
+    created: first.created,
+    choices: [{ ...choice, message, finish_reason: finish }, ...others],
+    ...(usage === null ? {} : { usage }),
+  };
 }
 
 function memos(input: MemoInput): ProxyMemo[] {
   if (input.ending !== "mixed") return [];
-  return [{ kind: "recall", format: "openai-chat", anchors: input.inspection.client_calls, calls: input.inspection.recalls, params: input.params }];
+  return [
+    {
+      kind: "recall",
+      format: "openai-chat",
+      anchors: input.inspection.client_calls,
+      calls: input.inspection.recalls,
+      params: input.params,
+    },
+  ];
 }
 
-function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<string, RecallResult>): { edits: Edit[]; spliced: number } {
-  const mine = list.filter((m): m is Extract<ProxyMemo, { kind: "recall" }> => m.kind === "recall" && m.format === "openai-chat");
+function splice(
+  raw: string,
+  list: readonly ProxyMemo[],
+  answers: ReadonlyMap<string, RecallResult>,
+): { edits: Edit[]; spliced: number } {
+  const mine = list.filter(
+    (m): m is Extract<ProxyMemo, { kind: "recall" }> =>
+      m.kind === "recall" && m.format === "openai-chat",
+  );
   const edits: Edit[] = [];
   let spliced = 0;
   if (mine.length === 0) return { edits, spliced };
@@ -119,7 +190,8 @@ function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<st
     if (calls?.kind !== "array") return;
     const ids = calls.items.map((c) => memberString(raw, c, "id") ?? "");
     const memo = mine.find((m) => m.anchors.some((a) => ids.includes(a)));
-    if (memo === undefined || memo.calls.some((c) => ids.includes(c.id) || !answers.has(c.id))) return;
+    if (memo === undefined || memo.calls.some((c) => ids.includes(c.id) || !answers.has(c.id)))
+      return;
     // Tool messages must follow the assistant message directly: ours go after the last one of that run.
     let lastTool: JsonNode | undefined;
     for (let j = i + 1; j < messages.items.length; j++) {
@@ -130,7 +202,12 @@ function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<st
     }
     if (lastTool === undefined) return;
     edits.push(appendItems(calls, memo.calls.map(recallCall)));
-    edits.push(insertAfter(lastTool, memo.calls.map((c) => toolMessage(answers.get(c.id)!))));
+    edits.push(
+      insertAfter(
+        lastTool,
+        memo.calls.map((c) => toolMessage(answers.get(c.id)!)),
+      ),
+    );
     spliced += memo.calls.length;
   });
   return { edits, spliced };
@@ -242,10 +319,17 @@ class ChatStream implements StreamMerger {
             const fn = isRecord(tc.function) ? tc.function : isRecord(tc.custom) ? tc.custom : {};
             const type = typeof tc.type === "string" ? tc.type : "function";
             const mine = type === "function" && fn.name === RECALL_TOOL_NAME;
-            call = { id: String(tc.id ?? ""), type, name: String(fn.name ?? ""), arguments: "", to: mine ? null : this.nextIndex++ };
+            call = {
+              id: String(tc.id ?? ""),
+              type,
+              name: String(fn.name ?? ""),
+              arguments: "",
+              to: mine ? null : this.nextIndex++,
+            };
             this.calls.set(index, call);
           }
-          if (isRecord(tc.function) && typeof tc.function.arguments === "string") call.arguments += tc.function.arguments;
+          if (isRecord(tc.function) && typeof tc.function.arguments === "string")
+            call.arguments += tc.function.arguments;
           if (call.to === null) {
             changed = true;
             continue;
@@ -285,33 +369,87 @@ class ChatStream implements StreamMerger {
       if (chunk.usage !== null && chunk.usage !== undefined) this.usageHeld = true;
       return "";
     }
-    if (emptied && !finished && (chunk.usage === null || chunk.usage === undefined) && choices.length === 1) return "";
+    if (
+      emptied &&
+      !finished &&
+      (chunk.usage === null || chunk.usage === undefined) &&
+      choices.length === 1
+    )
+      return "";
     return changed ? sseEvent(null, JSON.stringify(out)) : ev.raw;
   }
 
   result(): StreamResult {
-    const calls = [...this.calls.entries()].sort((a, b) => a[0] - b[0]).map(([, c]) => (c.type === "function" ? { id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } } : { id: c.id, type: c.type, [c.type]: { name: c.name, input: c.arguments } }));
-    const message = { role: "assistant", content: this.content === "" ? null : this.content, ...(calls.length > 0 ? { tool_calls: calls } : {}) };
-    const answer: Answer = { ...this.template, id: this.chunkId, object: "chat.completion", choices: [{ index: 0, message, finish_reason: this.finishReason }], usage: this.usage };
-    return { answer, inspection: inspect(answer), complete: this.ended || this.finishReason !== null, errored: this.errored };
+    const calls = [...this.calls.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([, c]) =>
+        c.type === "function"
+          ? { id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }
+          : { id: c.id, type: c.type, [c.type]: { name: c.name, input: c.arguments } },
+      );
+    const message = {
+      role: "assistant",
+      content: this.content === "" ? null : this.content,
+      ...(calls.length > 0 ? { tool_calls: calls } : {}),
+    };
+    const answer: Answer = {
+      ...this.template,
+      id: this.chunkId,
+      object: "chat.completion",
+      choices: [{ index: 0, message, finish_reason: this.finishReason }],
+      usage: this.usage,
+    };
+    return {
+      answer,
+      inspection: inspect(answer),
+      complete: this.ended || this.finishReason !== null,
+      errored: this.errored,
+    };
   }
 
   chunk(fields: Record<string, unknown>): string {
-    return sseEvent(null, JSON.stringify({ ...this.template, id: this.id, created: this.created, ...fields }));
+    return sseEvent(
+      null,
+      JSON.stringify({ ...this.template, id: this.id, created: this.created, ...fields }),
+    );
   }
 
   closing(ending: Ending): string {
     let out = "";
     const clientCalls = [...this.calls.values()].some((c) => c.to !== null);
     if (ending === "exhausted" ? !this.contentSent : !this.contentSent && !clientCalls) {
-      out += this.chunk({ choices: [{ index: 0, delta: { content: noticeText(ending, this.maxHops) }, logprobs: null, finish_reason: null }] });
+      out += this.chunk({
+        choices: [
+          {
+            index: 0,
+            delta: { content: noticeText(ending, this.maxHops) },
+            logprobs: null,
+            finish_reason: null,
+          },
+        ],
+      });
     }
     const held = this.finishChunk ?? {};
-    const reason = ending === "exhausted" || (this.finishReason === "tool_calls" && !clientCalls) ? "stop" : this.finishReason;
-    const choices = (Array.isArray(held.choices) ? held.choices : []).map((c: unknown) => (isRecord(c) && (c.index ?? 0) === 0 ? { ...c, finish_reason: reason } : c));
+    const reason =
+      ending === "exhausted" || (this.finishReason === "tool_calls" && !clientCalls)
+        ? "stop"
+        : this.finishReason;
+    const choices = (Array.isArray(held.choices) ? held.choices : []).map((c: unknown) =>
+      isRecord(c) && (c.index ?? 0) === 0 ? { ...c, finish_reason: reason } : c,
+    );
     const { usage: heldUsage, ...finishFields } = held;
-    out += sseEvent(null, JSON.stringify({ ...finishFields, id: this.id, created: this.created, choices, ...(heldUsage === undefined ? {} : { usage: heldUsage === null ? null : this.total() }) }));
-    if (this.usageHeld && (heldUsage === null || heldUsage === undefined)) out += this.chunk({ choices: [], usage: this.total() });
+    out += sseEvent(
+      null,
+      JSON.stringify({
+        ...finishFields,
+        id: this.id,
+        created: this.created,
+        choices,
+        ...(heldUsage === undefined ? {} : { usage: heldUsage === null ? null : this.total() }),
+      }),
+    );
+    if (this.usageHeld && (heldUsage === null || heldUsage === undefined))
+      out += this.chunk({ choices: [], usage: this.total() });
     return `${out}data: [DONE]\n\n`;
   }
 

@@ -12,11 +12,29 @@
  * off it. A reasoning item right before one of our calls is left out with it: resent alone, the API refuses
  * a reasoning item without the item that followed it.
  */
-import { type JsonArray, type JsonNode, getMember, parseJsonSpans } from "../core/json/scan.ts";
+import { getMember, type JsonArray, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import type { ProxyMemo, RememberedCall } from "../store/parts.ts";
-import { type Answer, type Dialect, type Ending, type Hop, type Inspection, type MemoInput, type StreamMerger, type StreamResult, noticeText } from "./dialect.ts";
-import { type Edit, insertAfter, memberString, prependItems, replaceNode, setMember, stringOf } from "./json-edit.ts";
+import {
+  type Answer,
+  type Dialect,
+  type Ending,
+  type Hop,
+  type Inspection,
+  type MemoInput,
+  noticeText,
+  type StreamMerger,
+  type StreamResult,
+} from "./dialect.ts";
+import {
+  type Edit,
+  insertAfter,
+  memberString,
+  prependItems,
+  replaceNode,
+  setMember,
+  stringOf,
+} from "./json-edit.ts";
 import { openaiErrorBody, openaiStreamError } from "./openai-chat.ts";
 import type { RecallResult } from "./recalls.ts";
 import { type SseEvent, sseEvent } from "./sse.ts";
@@ -34,15 +52,24 @@ function outputOf(answer: Answer): Item[] {
 
 /** The answer's items the client sees: without our calls, nor a reasoning item directly before one. */
 function visibleItems(items: readonly Item[]): Item[] {
-  return items.filter((item, i) => !isRecallItem(item) && !(item.type === "reasoning" && isRecallItem(items[i + 1])));
+  return items.filter(
+    (item, i) => !isRecallItem(item) && !(item.type === "reasoning" && isRecallItem(items[i + 1])),
+  );
 }
 
 function inspect(answer: Answer): Inspection {
   const output = outputOf(answer);
   return {
-    recalls: output.filter(isRecallItem).map((i) => ({ id: String(i.call_id), arguments: String(i.arguments ?? "") })),
+    recalls: output
+      .filter(isRecallItem)
+      .map((i) => ({ id: String(i.call_id), arguments: String(i.arguments ?? "") })),
     // Any call the client answers carries a call_id (function, custom, computer, shell… calls).
-    client_calls: output.filter((i) => !isRecallItem(i) && typeof i.call_id === "string" && !String(i.type).endsWith("_output")).map((i) => String(i.call_id)),
+    client_calls: output
+      .filter(
+        (i) =>
+          !isRecallItem(i) && typeof i.call_id === "string" && !String(i.type).endsWith("_output"),
+      )
+      .map((i) => String(i.call_id)),
     tool_turn: answer.status === "completed",
   };
 }
@@ -61,13 +88,19 @@ function output(r: RecallResult): string {
 }
 
 function call(c: RememberedCall): string {
-  return JSON.stringify({ type: "function_call", call_id: c.id, name: RECALL_TOOL_NAME, arguments: c.arguments });
+  return JSON.stringify({
+    type: "function_call",
+    call_id: c.id,
+    name: RECALL_TOOL_NAME,
+    arguments: c.arguments,
+  });
 }
 
 /** `input` as an array's item texts (a string input is one user message). */
 function inputItems(raw: string, input: JsonNode | undefined): string[] {
   if (input === undefined || input.kind === "null") return [];
-  if (input.kind === "string") return [`{"role":"user","content":${raw.slice(input.start, input.end)}}`];
+  if (input.kind === "string")
+    return [`{"role":"user","content":${raw.slice(input.start, input.end)}}`];
   if (input.kind === "array") return input.items.map((n) => raw.slice(n.start, n.end));
   return [];
 }
@@ -85,10 +118,19 @@ function nextRequest(request: string, hops: readonly Hop[]): string {
   const input = getMember(root, "input");
   let items: string[];
   if (mode === "stateless") {
-    items = [...inputItems(request, input), ...hops.flatMap((h) => [...outputOf(h.answer).filter(resendable).map((i) => JSON.stringify(i)), ...h.results.map(output)])];
+    items = [
+      ...inputItems(request, input),
+      ...hops.flatMap((h) => [
+        ...outputOf(h.answer)
+          .filter(resendable)
+          .map((i) => JSON.stringify(i)),
+        ...h.results.map(output),
+      ]),
+    ];
   } else {
     items = last.results.map(output);
-    if (mode === "stored") edits.push(setMember(root, "previous_response_id", JSON.stringify(last.answer.id)));
+    if (mode === "stored")
+      edits.push(setMember(root, "previous_response_id", JSON.stringify(last.answer.id)));
   }
   edits.push(setMember(root, "input", `[${items.join(",")}]`));
   return applyEdits(request, edits);
@@ -106,12 +148,20 @@ function applyEdits(raw: string, edits: readonly Edit[]): string {
 }
 
 function notice(ending: Ending, maxHops: number): Item {
-  return { type: "message", id: "msg_edgeoffload_notice", status: "completed", role: "assistant", content: [{ type: "output_text", text: noticeText(ending, maxHops), annotations: [] }] };
+  return {
+    type: "message",
+    id: "msg_edgeoffload_notice",
+    status: "completed",
+    role: "assistant",
+    content: [{ type: "output_text", text: noticeText(ending, maxHops), annotations: [] }],
+  };
 }
 
 function needsNotice(items: readonly Item[], ending: Ending): boolean {
   const hasMessage = items.some((i) => i.type === "message");
-  return ending === "exhausted" ? !hasMessage : !hasMessage && !items.some((i) => typeof i.call_id === "string");
+  return ending === "exhausted"
+    ? !hasMessage
+    : !hasMessage && !items.some((i) => typeof i.call_id === "string");
 }
 
 function merge(answers: readonly Answer[], ending: Ending, maxHops: number): Answer {
@@ -131,18 +181,37 @@ function merge(answers: readonly Answer[], ending: Ending, maxHops: number): Ans
 
 function memos(input: MemoInput): ProxyMemo[] {
   const out: ProxyMemo[] = [];
-  if (input.ending === "mixed") out.push({ kind: "recall", format: "openai-responses", anchors: input.inspection.client_calls, calls: input.inspection.recalls, params: input.params });
+  if (input.ending === "mixed")
+    out.push({
+      kind: "recall",
+      format: "openai-responses",
+      anchors: input.inspection.client_calls,
+      calls: input.inspection.recalls,
+      params: input.params,
+    });
   const root = parseJsonSpans(input.request);
   if (modeOf(root) !== "stored") return out;
   const first = input.answers[0]!;
   const last = input.answers[input.answers.length - 1]!;
   // The provider holds the last hop's response, possibly with recall calls the hop limit left unanswered.
   const open = input.ending === "exhausted" ? input.inspection.recalls : [];
-  if (input.answers.length > 1 || open.length > 0) out.push({ kind: "alias", format: "openai-responses", from: String(first.id), to: String(last.id), calls: open, params: input.params });
+  if (input.answers.length > 1 || open.length > 0)
+    out.push({
+      kind: "alias",
+      format: "openai-responses",
+      from: String(first.id),
+      to: String(last.id),
+      calls: open,
+      params: input.params,
+    });
   return out;
 }
 
-function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<string, RecallResult>): { edits: Edit[]; spliced: number } {
+function splice(
+  raw: string,
+  list: readonly ProxyMemo[],
+  answers: ReadonlyMap<string, RecallResult>,
+): { edits: Edit[]; spliced: number } {
   const edits: Edit[] = [];
   let spliced = 0;
   const mine = list.filter((m) => m.format === "openai-responses");
@@ -152,7 +221,9 @@ function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<st
   const input = getMember(root, "input");
   const array: JsonArray | undefined = input?.kind === "array" ? input : undefined;
   const items = array?.items ?? [];
-  const present = new Set(items.map((n) => memberString(raw, n, "call_id")).filter((id) => id !== undefined));
+  const present = new Set(
+    items.map((n) => memberString(raw, n, "call_id")).filter((id) => id !== undefined),
+  );
   const calls = new Map<string, JsonNode>();
   const outputs = new Map<string, JsonNode>();
   for (const n of items) {
@@ -168,7 +239,8 @@ function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<st
     if (memo.calls.some((c) => !answers.has(c.id))) continue;
     if (memo.kind === "alias") {
       if (previous !== memo.from) continue;
-      if (memo.to !== memo.from) edits.push(setMember(root, "previous_response_id", JSON.stringify(memo.to)));
+      if (memo.to !== memo.from)
+        edits.push(setMember(root, "previous_response_id", JSON.stringify(memo.to)));
       const missing = memo.calls.filter((c) => !present.has(c.id));
       prepend.push(...missing.map((c) => output(answers.get(c.id)!)));
       spliced += missing.length;
@@ -180,12 +252,22 @@ function splice(raw: string, list: readonly ProxyMemo[], answers: ReadonlyMap<st
     // provider already has it and only the outputs are sent.
     const anchorCall = memo.anchors.map((a) => calls.get(a)).find((n) => n !== undefined);
     if (anchorCall !== undefined) edits.push(insertAfter(anchorCall, memo.calls.map(call)));
-    edits.push(insertAfter(outputs.get(anchor)!, memo.calls.map((c) => output(answers.get(c.id)!))));
+    edits.push(
+      insertAfter(
+        outputs.get(anchor)!,
+        memo.calls.map((c) => output(answers.get(c.id)!)),
+      ),
+    );
     spliced += memo.calls.length;
   }
   if (prepend.length > 0) {
     if (array !== undefined) edits.push(prependItems(array, prepend));
-    else edits.push(input === undefined ? setMember(root, "input", `[${prepend.join(",")}]`) : replaceNode(input, `[${[...prepend, ...inputItems(raw, input)].join(",")}]`));
+    else
+      edits.push(
+        input === undefined
+          ? setMember(root, "input", `[${prepend.join(",")}]`)
+          : replaceNode(input, `[${[...prepend, ...inputItems(raw, input)].join(",")}]`),
+      );
   }
   return { edits, spliced };
 }
@@ -231,7 +313,10 @@ class ResponsesStream implements StreamMerger {
   }
 
   total(): unknown {
-    return [...this.done, this.completed?.usage ?? null].reduce<unknown>((sum, u) => addUsage(sum, u), null);
+    return [...this.done, this.completed?.usage ?? null].reduce<unknown>(
+      (sum, u) => addUsage(sum, u),
+      null,
+    );
   }
 
   /** Send an event: as it came when nothing changes, else re-serialized (hops renumber the sequence). */
@@ -243,7 +328,10 @@ class ResponsesStream implements StreamMerger {
     }
     const seq = this.hop === 0 && upstreamSeq !== undefined ? upstreamSeq : this.lastSeq + 1;
     this.lastSeq = seq;
-    return sseEvent(ev.event ?? String(d.type), JSON.stringify({ ...d, ...patch, sequence_number: seq }));
+    return sseEvent(
+      ev.event ?? String(d.type),
+      JSON.stringify({ ...d, ...patch, sequence_number: seq }),
+    );
   }
 
   /** Forward an item event under the client's index. */
@@ -264,9 +352,18 @@ class ResponsesStream implements StreamMerger {
   response(base: Answer): Answer {
     // Items the stream sent but whose done event never came are taken from the final response.
     const output = outputOf(base);
-    for (const [from, to] of this.map) if (typeof to === "number" && !this.visible.has(to) && output[from] !== undefined) this.visible.set(to, output[from]!);
+    for (const [from, to] of this.map)
+      if (typeof to === "number" && !this.visible.has(to) && output[from] !== undefined)
+        this.visible.set(to, output[from]!);
     const items = [...this.visible.entries()].sort((a, b) => a[0] - b[0]).map(([, item]) => item);
-    return { ...base, id: this.first.id, created_at: this.first.created_at, previous_response_id: this.first.previous_response_id ?? null, output: items, usage: this.total() };
+    return {
+      ...base,
+      id: this.first.id,
+      created_at: this.first.created_at,
+      previous_response_id: this.first.previous_response_id ?? null,
+      output: items,
+      usage: this.total(),
+    };
   }
 
   feed(ev: SseEvent): string {
@@ -278,12 +375,20 @@ class ResponsesStream implements StreamMerger {
     }
     if (!isRecord(d)) return ev.raw;
     const type = String(d.type);
-    if (type === "response.created" || type === "response.in_progress" || type === "response.queued") {
+    if (
+      type === "response.created" ||
+      type === "response.in_progress" ||
+      type === "response.queued"
+    ) {
       if (this.hop > 0) return "";
       if (type === "response.created" && isRecord(d.response)) this.first = d.response;
       return this.send(ev, d);
     }
-    if (type === "response.completed" || type === "response.incomplete" || type === "response.failed") {
+    if (
+      type === "response.completed" ||
+      type === "response.incomplete" ||
+      type === "response.failed"
+    ) {
       const base = isRecord(d.response) ? d.response : {};
       this.completed = base;
       if (type === "response.completed" && [...this.map.values()].includes(null)) {
@@ -332,7 +437,12 @@ class ResponsesStream implements StreamMerger {
 
   result(): StreamResult {
     const answer = this.completed ?? { output: [] };
-    return { answer, inspection: inspect(answer), complete: this.completed !== null, errored: this.errored };
+    return {
+      answer,
+      inspection: inspect(answer),
+      complete: this.completed !== null,
+      errored: this.errored,
+    };
   }
 
   finish(ending: Ending): string {
@@ -347,7 +457,9 @@ class ResponsesStream implements StreamMerger {
       out += this.emit("response.output_item.done", { output_index: index, item });
     }
     const response = this.response(this.completed ?? {});
-    return out + this.emit("response.completed", { response: { ...response, status: "completed" } });
+    return (
+      out + this.emit("response.completed", { response: { ...response, status: "completed" } })
+    );
   }
 
   emit(type: string, fields: Record<string, unknown>): string {
@@ -357,7 +469,11 @@ class ResponsesStream implements StreamMerger {
 
   error(message: string, body?: string): string {
     const e = openaiStreamError(message, body);
-    return this.emit("error", { code: e.code ?? null, message: e.message ?? message, param: e.param ?? null });
+    return this.emit("error", {
+      code: e.code ?? null,
+      message: e.message ?? message,
+      param: e.param ?? null,
+    });
   }
 }
 

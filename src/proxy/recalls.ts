@@ -7,8 +7,8 @@
 import { recall } from "../core/recall.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError } from "../errors.ts";
-import type { OffloadStore } from "../store/port.ts";
 import type { RecallParams, RememberedCall } from "../store/parts.ts";
+import type { OffloadStore } from "../store/port.ts";
 
 export interface RecallResult {
   id: string;
@@ -32,20 +32,29 @@ function uncounted(store: OffloadStore): OffloadStore {
 function parseArguments(text: string): Record<string, unknown> | null {
   try {
     const v: unknown = JSON.parse(text === "" ? "{}" : text);
-    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+    return typeof v === "object" && v !== null && !Array.isArray(v)
+      ? (v as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }
 }
 
-export async function runRecalls(calls: readonly RememberedCall[], ctx: { store: OffloadStore; ref: SessionRef; params: RecallParams; count: boolean }): Promise<RecallResult[]> {
+export async function runRecalls(
+  calls: readonly RememberedCall[],
+  ctx: { store: OffloadStore; ref: SessionRef; params: RecallParams; count: boolean },
+): Promise<RecallResult[]> {
   const store = ctx.count ? ctx.store : uncounted(ctx.store);
   const out: RecallResult[] = [];
   // One at a time: each answer may hold up to 50 KB, and an isolate should not read several bodies at once.
   for (const call of calls) {
     const args = parseArguments(call.arguments);
     if (args === null) {
-      out.push({ id: call.id, content: 'The arguments must be a JSON object, e.g. {"mem_id": "trm_…", "query": "…"}.', is_error: true });
+      out.push({
+        id: call.id,
+        content: 'The arguments must be a JSON object, e.g. {"mem_id": "trm_…", "query": "…"}.',
+        is_error: true,
+      });
       continue;
     }
     try {
@@ -66,7 +75,11 @@ export async function runRecalls(calls: readonly RememberedCall[], ctx: { store:
     } catch (e) {
       // A replayed answer must come out with the same bytes or not at all (the caller then leaves it out).
       if (!isOffloadError(e) || e.type !== "storage_error" || !ctx.count) throw e;
-      out.push({ id: call.id, content: "The stored result could not be read just now; call recall_tool_result again.", is_error: true });
+      out.push({
+        id: call.id,
+        content: "The stored result could not be read just now; call recall_tool_result again.",
+        is_error: true,
+      });
     }
   }
   return out;

@@ -20,7 +20,8 @@ function parseBlock(block: string): SseEvent {
     if (line === "" || line.startsWith(":")) continue;
     const colon = line.indexOf(":");
     const field = colon === -1 ? line : line.slice(0, colon);
-    const value = colon === -1 ? "" : line.slice(line.charCodeAt(colon + 1) === 0x20 ? colon + 2 : colon + 1);
+    const value =
+      colon === -1 ? "" : line.slice(line.charCodeAt(colon + 1) === 0x20 ? colon + 2 : colon + 1);
     if (field === "event") event = value;
     else if (field === "data") data.push(value);
   }

@@ -35,7 +35,8 @@ function baseUrl(raw: string | undefined, fallback: string, name: string): strin
   } catch {
     throw new OffloadError("internal", `service misconfigured: ${name} is not a URL`);
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") throw new OffloadError("internal", `service misconfigured: ${name} must be an http(s) URL`);
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new OffloadError("internal", `service misconfigured: ${name} must be an http(s) URL`);
   return value.replace(/\/+$/, "");
 }
 
@@ -45,7 +46,10 @@ export function proxySettingsOf(env: ProxyVars): ProxySettings {
   if (hops !== undefined && hops.trim() !== "") {
     maxHops = Number(hops);
     if (!Number.isInteger(maxHops) || maxHops < 0 || maxHops > MAX_HOPS_LIMIT) {
-      throw new OffloadError("internal", `service misconfigured: OFFLOAD_PROXY_MAX_HOPS must be a whole number from 0 to ${MAX_HOPS_LIMIT}`);
+      throw new OffloadError(
+        "internal",
+        `service misconfigured: OFFLOAD_PROXY_MAX_HOPS must be a whole number from 0 to ${MAX_HOPS_LIMIT}`,
+      );
     }
   }
   return {
@@ -65,11 +69,26 @@ export function upstreamUrl(base: string, path: string, search: string): string 
 export type Sent = { ok: true; response: Response } | { ok: false; reason: string };
 
 /** One provider call. A connection that cannot be made (refused, reset, DNS) is a value, not a throw. */
-export async function send(fetcher: typeof fetch, url: string, headers: Headers, body: BodyInit, signal?: AbortSignal): Promise<Sent> {
+export async function send(
+  fetcher: typeof fetch,
+  url: string,
+  headers: Headers,
+  body: BodyInit,
+  signal?: AbortSignal,
+): Promise<Sent> {
   try {
-    const response = await fetcher(url, { method: "POST", headers, body, redirect: "manual", ...(signal === undefined ? {} : { signal }) });
+    const response = await fetcher(url, {
+      method: "POST",
+      headers,
+      body,
+      redirect: "manual",
+      ...(signal === undefined ? {} : { signal }),
+    });
     return { ok: true, response };
   } catch (e) {
-    return { ok: false, reason: e instanceof Error ? e.message.slice(0, 200) : "connection failed" };
+    return {
+      ok: false,
+      reason: e instanceof Error ? e.message.slice(0, 200) : "connection failed",
+    };
   }
 }

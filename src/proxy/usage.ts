@@ -9,7 +9,8 @@ export function addUsage(a: unknown, b: unknown): unknown {
   if (typeof a === "number" && typeof b === "number") return a + b;
   if (isRecord(a) && isRecord(b)) {
     const out: Record<string, unknown> = {};
-    for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) out[key] = addUsage(a[key], b[key]);
+    for (const key of new Set([...Object.keys(a), ...Object.keys(b)]))
+      out[key] = addUsage(a[key], b[key]);
     return out;
   }
   return b;

@@ -26,7 +26,13 @@ export function textOfResult(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
   return content
-    .filter((b): b is { type: "text"; text: string } => typeof b === "object" && b !== null && (b as Block).type === "text" && typeof (b as Block).text === "string")
+    .filter(
+      (b): b is { type: "text"; text: string } =>
+        typeof b === "object" &&
+        b !== null &&
+        (b as Block).type === "text" &&
+        typeof (b as Block).text === "string",
+    )
     .map((b) => b.text)
     .join("\n");
 }
@@ -34,13 +40,21 @@ export function textOfResult(content: unknown): string {
 function tokensOfBlock(block: Block): number {
   switch (block.type) {
     case "text":
-      return estimateTokens(String(block.text ?? "").length, detectKind(String(block.text ?? ""))) + BLOCK_OVERHEAD;
+      return (
+        estimateTokens(String(block.text ?? "").length, detectKind(String(block.text ?? ""))) +
+        BLOCK_OVERHEAD
+      );
     case "tool_result": {
       const text = textOfResult(block.content);
       return estimateTokens(text.length, detectKind(text)) + BLOCK_OVERHEAD + 6;
     }
     case "tool_use":
-      return estimateTokens(JSON.stringify(block.input ?? {}).length, "json") + String(block.name ?? "").length + BLOCK_OVERHEAD + 6;
+      return (
+        estimateTokens(JSON.stringify(block.input ?? {}).length, "json") +
+        String(block.name ?? "").length +
+        BLOCK_OVERHEAD +
+        6
+      );
     default:
       return estimateTokens(JSON.stringify(block).length, "json") + BLOCK_OVERHEAD;
   }
@@ -62,31 +76,57 @@ export class BlockCache {
   /** The prompt's blocks; breakpoints flagged where the request carries cache_control (top level: the last block). */
   blocksOf(request: Request): PromptBlock[] {
     const out = this.#blocks(request);
-    if (request.cache_control !== undefined && request.cache_control !== null && out.length > 0) out[out.length - 1] = { ...out[out.length - 1]!, breakpoint: true };
+    if (request.cache_control !== undefined && request.cache_control !== null && out.length > 0)
+      out[out.length - 1] = { ...out[out.length - 1]!, breakpoint: true };
     return out;
   }
 
   #blocks(request: Request): PromptBlock[] {
     const out: PromptBlock[] = [];
-    const mark = (b: PromptBlock, marked: boolean): PromptBlock => (marked ? { ...b, breakpoint: true } : b);
+    const mark = (b: PromptBlock, marked: boolean): PromptBlock =>
+      marked ? { ...b, breakpoint: true } : b;
     if (request.tools !== undefined && request.tools.length > 0) {
       const key = `tools:${JSON.stringify(request.tools.map((t) => withoutCacheControl(t as Block)))}`;
-      out.push(mark(this.#block(key, () => estimateTokens(key.length, "json")), request.tools.some((t) => typeof t === "object" && t !== null && "cache_control" in t)));
+      out.push(
+        mark(
+          this.#block(key, () => estimateTokens(key.length, "json")),
+          request.tools.some((t) => typeof t === "object" && t !== null && "cache_control" in t),
+        ),
+      );
     }
     if (request.system !== undefined) {
       const key = `system:${typeof request.system === "string" ? request.system : JSON.stringify((request.system as Block[]).map(withoutCacheControl))}`;
-      const marked = Array.isArray(request.system) && (request.system as Block[]).some((b) => "cache_control" in b);
-      out.push(mark(this.#block(key, () => estimateTokens(key.length, detectKind(key))), marked));
+      const marked =
+        Array.isArray(request.system) &&
+        (request.system as Block[]).some((b) => "cache_control" in b);
+      out.push(
+        mark(
+          this.#block(key, () => estimateTokens(key.length, detectKind(key))),
+          marked,
+        ),
+      );
     }
     request.messages.forEach((m: Message) => {
       if (typeof m.content === "string") {
         const key = `${m.role}:${m.content}`;
-        out.push(this.#block(key, () => estimateTokens(String(m.content).length, detectKind(m.content as string)) + BLOCK_OVERHEAD));
+        out.push(
+          this.#block(
+            key,
+            () =>
+              estimateTokens(String(m.content).length, detectKind(m.content as string)) +
+              BLOCK_OVERHEAD,
+          ),
+        );
       } else {
         for (const b of m.content) {
           const clean = withoutCacheControl(b);
           const key = `${m.role}:${JSON.stringify(clean)}`;
-          out.push(mark(this.#block(key, () => tokensOfBlock(clean)), clean !== b));
+          out.push(
+            mark(
+              this.#block(key, () => tokensOfBlock(clean)),
+              clean !== b,
+            ),
+          );
         }
       }
     });
@@ -95,7 +135,8 @@ export class BlockCache {
 
   tokensOf(message: Message | undefined): number {
     if (message === undefined) return 0;
-    if (typeof message.content === "string") return estimateTokens(message.content.length, detectKind(message.content));
+    if (typeof message.content === "string")
+      return estimateTokens(message.content.length, detectKind(message.content));
     return message.content.reduce((n, b) => n + tokensOfBlock(b), 0);
   }
 }

@@ -43,7 +43,18 @@ export class CacheSim {
       input = prompt - upTo;
       this.#cached = blocks.slice(0, last + 1);
     }
-    const cost = usd(read, rates.cache_read) + usd(write, rates.cache_write_5m) + usd(input, rates.input) + usd(outputTokens, rates.output);
-    return { prompt_tokens: prompt, read_tokens: read, write_tokens: write, input_tokens: input, output_tokens: outputTokens, usd: cost };
+    const cost =
+      usd(read, rates.cache_read) +
+      usd(write, rates.cache_write_5m) +
+      usd(input, rates.input) +
+      usd(outputTokens, rates.output);
+    return {
+      prompt_tokens: prompt,
+      read_tokens: read,
+      write_tokens: write,
+      input_tokens: input,
+      output_tokens: outputTokens,
+      usd: cost,
+    };
   }
 }

@@ -34,19 +34,35 @@ export function resultsOf(request: Request): Map<string, Block> {
   const out = new Map<string, Block>();
   for (const m of request.messages) {
     if (m.role !== "user" || typeof m.content === "string") continue;
-    for (const b of m.content) if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
+    for (const b of m.content)
+      if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
   }
   return out;
 }
 
 /** A copy of the request where each tool result's content is replaced by `replace` (or kept when it returns undefined). */
-export function mapResults(request: Request, replace: (block: Block, index: number, total: number) => unknown): Request {
-  const total = request.messages.reduce((n, m) => n + (typeof m.content === "string" ? 0 : m.content.filter((b) => b.type === "tool_result").length), 0);
+export function mapResults(
+  request: Request,
+  replace: (block: Block, index: number, total: number) => unknown,
+): Request {
+  const total = request.messages.reduce(
+    (n, m) =>
+      n +
+      (typeof m.content === "string"
+        ? 0
+        : m.content.filter((b) => b.type === "tool_result").length),
+    0,
+  );
   let index = 0;
   return {
     ...request,
     messages: request.messages.map((m) => {
-      if (m.role !== "user" || typeof m.content === "string" || !m.content.some((b) => b.type === "tool_result")) return m;
+      if (
+        m.role !== "user" ||
+        typeof m.content === "string" ||
+        !m.content.some((b) => b.type === "tool_result")
+      )
+        return m;
       let changed = false;
       const content = m.content.map((b) => {
         if (b.type !== "tool_result") return b;

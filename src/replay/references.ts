@@ -23,7 +23,8 @@ export interface Reference {
 function strings(value: unknown, out: string[]): void {
   if (typeof value === "string") out.push(value);
   else if (Array.isArray(value)) for (const v of value) strings(v, out);
-  else if (value !== null && typeof value === "object") for (const v of Object.values(value)) strings(v, out);
+  else if (value !== null && typeof value === "object")
+    for (const v of Object.values(value)) strings(v, out);
 }
 
 /** What an assistant message writes: its text and every string in its tool inputs. */
@@ -50,7 +51,9 @@ function alnum(s: string): number {
 function contextTexts(m: Message): string[] {
   if (m.role === "assistant") return written(m);
   if (typeof m.content === "string") return [m.content];
-  return m.content.filter((b) => b.type === "text" && typeof b.text === "string").map((b) => b.text as string);
+  return m.content
+    .filter((b) => b.type === "text" && typeof b.text === "string")
+    .map((b) => b.text as string);
 }
 
 const memo = new WeakMap<ReplaySession, Reference[]>();
@@ -93,7 +96,9 @@ function detect(session: ReplaySession): Reference[] {
   const system: string[] = [];
   strings(session.system, system);
   for (const s of system) scanContext(s, -1);
-  session.messages.forEach((m, i) => contextTexts(m).forEach((s) => scanContext(s, i)));
+  session.messages.forEach((m, i) => {
+    for (const s of contextTexts(m)) scanContext(s, i);
+  });
 
   // Results containing each window: (window → [{message index, tool_use_id}]).
   const hits = new Map<string, { at: number; id: string }[]>();

@@ -6,7 +6,16 @@ function money(x: number): string {
 }
 
 export function renderTable(report: ReplayReport, label = ""): string {
-  const head = ["policy", "total", "× none", "prompt tokens", "cache read", "recall hops", "lost refs", "worst session"];
+  const head = [
+    "policy",
+    "total",
+    "× none",
+    "prompt tokens",
+    "cache read",
+    "recall hops",
+    "lost refs",
+    "worst session",
+  ];
   const rows = report.policies.map((p) => [
     p.policy,
     money(p.total_usd),
@@ -18,8 +27,14 @@ export function renderTable(report: ReplayReport, label = ""): string {
     p.worst_session_ratio === null ? "—" : p.worst_session_ratio.toFixed(3),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [`${label}model ${report.model}, ${report.client} client, ${report.sessions} sessions`, line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  return [
+    `${label}model ${report.model}, ${report.client} client, ${report.sessions} sessions`,
+    line(head),
+    line(widths.map((w) => "-".repeat(w))),
+    ...rows.map(line),
+  ].join("\n");
 }
 
 /** The JSON shape of `--json` (without per-session detail). */
@@ -36,7 +51,8 @@ export function toJson(report: ReplayReport): unknown {
       cache_read_share: Math.round(p.cache_read_share * 1e4) / 1e4,
       recall_hops: p.recall_hops,
       lost_references: p.lost_references,
-      worst_session_ratio: p.worst_session_ratio === null ? null : Math.round(p.worst_session_ratio * 1e4) / 1e4,
+      worst_session_ratio:
+        p.worst_session_ratio === null ? null : Math.round(p.worst_session_ratio * 1e4) / 1e4,
     })),
   };
 }

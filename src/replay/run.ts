@@ -3,13 +3,23 @@
  * a policy removed cost a recall hop (one extra call: the policy's prompt, then that prompt plus the recall
  * call and its answer) or, when the policy has no way back, count as lost.
  */
-import { OffloadError } from "../errors.ts";
+
 import { resolveModel } from "../core/pricing.ts";
+import { OffloadError } from "../errors.ts";
 import { BlockCache, textOfResult } from "./blocks.ts";
 import { CacheSim } from "./cache.ts";
 import { type Policy, resultsOf } from "./policy.ts";
-import { type Reference, detectReferences } from "./references.ts";
-import type { Block, Client, Message, PolicyTotals, ReplayReport, ReplaySession, Request, SessionResult } from "./types.ts";
+import { detectReferences, type Reference } from "./references.ts";
+import type {
+  Block,
+  Client,
+  Message,
+  PolicyTotals,
+  ReplayReport,
+  ReplaySession,
+  Request,
+  SessionResult,
+} from "./types.ts";
 
 /** Output tokens of the call that asks for a recall (the tool_use block). */
 export const RECALL_CALL_OUTPUT_TOKENS = 60;
@@ -23,13 +33,21 @@ export interface ReplayOptions {
 }
 
 /** The request of the call whose prompt is the first `n` messages, as the client builds it. */
-export function requestFor(session: ReplaySession, n: number, model: string, client: Client): Request {
+export function requestFor(
+  session: ReplaySession,
+  n: number,
+  model: string,
+  client: Client,
+): Request {
   const messages = session.messages.slice(0, n);
   if (client === "cached" && messages.length > 0) {
     // The client's advancing breakpoint: a cache_control marker on the last block of the prompt.
     const last = messages[messages.length - 1]!;
-    const blocks: Block[] = typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content;
-    const marked = blocks.map((b, i) => (i === blocks.length - 1 ? { ...b, cache_control: { type: "ephemeral" } } : b));
+    const blocks: Block[] =
+      typeof last.content === "string" ? [{ type: "text", text: last.content }] : last.content;
+    const marked = blocks.map((b, i) =>
+      i === blocks.length - 1 ? { ...b, cache_control: { type: "ephemeral" } } : b,
+    );
     messages[messages.length - 1] = { ...last, content: marked };
   }
   const request: Request = { model, max_tokens: 8192, messages };
@@ -42,8 +60,15 @@ export function requestFor(session: ReplaySession, n: number, model: string, cli
 /** The swe/api files carry no tool definitions: declare the names their calls use. */
 function toolsUsed(session: ReplaySession): unknown[] {
   const names = new Set<string>();
-  for (const m of session.messages) if (typeof m.content !== "string") for (const b of m.content) if (b.type === "tool_use" && typeof b.name === "string") names.add(b.name);
-  return [...names].map((name) => ({ name, description: `the ${name} tool`, input_schema: { type: "object" } }));
+  for (const m of session.messages)
+    if (typeof m.content !== "string")
+      for (const b of m.content)
+        if (b.type === "tool_use" && typeof b.name === "string") names.add(b.name);
+  return [...names].map((name) => ({
+    name,
+    description: `the ${name} tool`,
+    input_schema: { type: "object" },
+  }));
 }
 
 function available(sent: Map<string, Block>, ref: Reference): boolean {
@@ -53,14 +78,28 @@ function available(sent: Map<string, Block>, ref: Reference): boolean {
   });
 }
 
-async function replaySession(session: ReplaySession, policy: Policy, refs: Reference[], opts: ReplayOptions): Promise<SessionResult> {
+async function replaySession(
+  session: ReplaySession,
+  policy: Policy,
+  refs: Reference[],
+  opts: ReplayOptions,
+): Promise<SessionResult> {
   const price = resolveModel(opts.model)!;
   const run = policy.start({ model: opts.model, client: opts.client, session: session.id });
   const sim = new CacheSim(price);
   const blocks = new BlockCache();
   const byTurn = new Map<number, Reference[]>();
   for (const r of refs) byTurn.set(r.turn, [...(byTurn.get(r.turn) ?? []), r]);
-  const result: SessionResult = { session: session.id, calls: 0, usd: 0, prompt_tokens: 0, read_tokens: 0, recall_hops: 0, lost_references: 0, references: 0 };
+  const result: SessionResult = {
+    session: session.id,
+    calls: 0,
+    usd: 0,
+    prompt_tokens: 0,
+    read_tokens: 0,
+    recall_hops: 0,
+    lost_references: 0,
+    references: 0,
+  };
   const charge = (request: Request, output: number) => {
     const c = sim.call(blocks.blocksOf(request), output);
     result.calls++;
@@ -69,7 +108,8 @@ async function replaySession(session: ReplaySession, policy: Policy, refs: Refer
     result.read_tokens += c.read_tokens;
   };
   for (const n of session.calls) {
-    const answer: Message | undefined = session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
+    const answer: Message | undefined =
+      session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
     const sent = await run.send(requestFor(session, n, opts.model, opts.client));
     const needs = byTurn.get(n) ?? [];
@@ -91,15 +131,26 @@ async function replaySession(session: ReplaySession, policy: Policy, refs: Refer
     charge(sent, RECALL_CALL_OUTPUT_TOKENS * recoveries.length);
     const withRecall: Request = {
       ...sent,
-      messages: [...sent.messages, { role: "assistant", content: recoveries.map((r) => r.call) }, { role: "user", content: recoveries.map((r) => r.result) }],
+      messages: [
+        ...sent.messages,
+        { role: "assistant", content: recoveries.map((r) => r.call) },
+        { role: "user", content: recoveries.map((r) => r.result) },
+      ],
     };
     charge(withRecall, outputTokens);
   }
   return result;
 }
 
-export async function replay(sessions: readonly ReplaySession[], opts: ReplayOptions): Promise<ReplayReport> {
-  if (resolveModel(opts.model) === null) throw new OffloadError("invalid_argument", `unknown model ${JSON.stringify(opts.model)}: the replay needs its prices`);
+export async function replay(
+  sessions: readonly ReplaySession[],
+  opts: ReplayOptions,
+): Promise<ReplayReport> {
+  if (resolveModel(opts.model) === null)
+    throw new OffloadError(
+      "invalid_argument",
+      `unknown model ${JSON.stringify(opts.model)}: the replay needs its prices`,
+    );
   const perPolicy = new Map<string, SessionResult[]>(opts.policies.map((p) => [p.name, []]));
   const total = sessions.length * opts.policies.length;
   let done = 0;
@@ -111,11 +162,17 @@ export async function replay(sessions: readonly ReplaySession[], opts: ReplayOpt
     }
   }
   const none = perPolicy.get("none");
-  const policies: PolicyTotals[] = opts.policies.map((p) => totals(p.name, perPolicy.get(p.name)!, none));
+  const policies: PolicyTotals[] = opts.policies.map((p) =>
+    totals(p.name, perPolicy.get(p.name)!, none),
+  );
   return { model: opts.model, client: opts.client, sessions: sessions.length, policies };
 }
 
-function totals(name: string, results: SessionResult[], none: SessionResult[] | undefined): PolicyTotals {
+function totals(
+  name: string,
+  results: SessionResult[],
+  none: SessionResult[] | undefined,
+): PolicyTotals {
   const sum = (f: (r: SessionResult) => number) => results.reduce((n, r) => n + f(r), 0);
   const usd = sum((r) => r.usd);
   const prompt = sum((r) => r.prompt_tokens);

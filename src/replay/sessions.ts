@@ -7,7 +7,15 @@ import { OffloadError } from "../errors.ts";
 import type { Message, ReplaySession } from "./types.ts";
 
 function isMessageList(v: unknown): v is Message[] {
-  return Array.isArray(v) && v.every((m) => typeof m === "object" && m !== null && ((m as Message).role === "user" || (m as Message).role === "assistant"));
+  return (
+    Array.isArray(v) &&
+    v.every(
+      (m) =>
+        typeof m === "object" &&
+        m !== null &&
+        ((m as Message).role === "user" || (m as Message).role === "assistant"),
+    )
+  );
 }
 
 function assistantCalls(messages: Message[]): number[] {
@@ -17,7 +25,8 @@ function assistantCalls(messages: Message[]): number[] {
 /** Messages a extends b: b's messages are a's first ones (same JSON). */
 function extendsPrefix(longer: Message[], shorter: Message[]): boolean {
   if (longer.length < shorter.length) return false;
-  for (let i = 0; i < shorter.length; i++) if (JSON.stringify(longer[i]) !== JSON.stringify(shorter[i])) return false;
+  for (let i = 0; i < shorter.length; i++)
+    if (JSON.stringify(longer[i]) !== JSON.stringify(shorter[i])) return false;
   return true;
 }
 
@@ -28,7 +37,13 @@ export function parseSessions(text: string, name = "input"): ReplaySession[] {
   const flush = () => {
     if (log === null) return;
     const messages = log.requests[log.requests.length - 1]!;
-    sessions.push({ id: log.id, system: log.system, ...(log.tools === undefined ? {} : { tools: log.tools }), messages, calls: log.requests.map((r) => r.length) });
+    sessions.push({
+      id: log.id,
+      system: log.system,
+      ...(log.tools === undefined ? {} : { tools: log.tools }),
+      messages,
+      calls: log.requests.map((r) => r.length),
+    });
     log = null;
   };
   lines.forEach((line, i) => {
@@ -38,20 +53,47 @@ export function parseSessions(text: string, name = "input"): ReplaySession[] {
     } catch {
       throw new OffloadError("invalid_json", `${name}: line ${i + 1} is not JSON`);
     }
-    if (typeof value !== "object" || value === null || !isMessageList((value as { messages?: unknown }).messages)) {
-      throw new OffloadError("invalid_request", `${name}: line ${i + 1} has no "messages" array of user/assistant messages`);
+    if (
+      typeof value !== "object" ||
+      value === null ||
+      !isMessageList((value as { messages?: unknown }).messages)
+    ) {
+      throw new OffloadError(
+        "invalid_request",
+        `${name}: line ${i + 1} has no "messages" array of user/assistant messages`,
+      );
     }
-    const v = value as { id?: unknown; system?: unknown; tools?: unknown[]; messages: Message[]; refs?: ReplaySession["refs"]; model?: unknown };
+    const v = value as {
+      id?: unknown;
+      system?: unknown;
+      tools?: unknown[];
+      messages: Message[];
+      refs?: ReplaySession["refs"];
+      model?: unknown;
+    };
     if (typeof v.id === "string" && v.model === undefined) {
       flush();
-      sessions.push({ id: v.id, system: v.system, ...(v.tools === undefined ? {} : { tools: v.tools }), messages: v.messages, calls: assistantCalls(v.messages), ...(v.refs === undefined ? {} : { refs: v.refs }) });
+      sessions.push({
+        id: v.id,
+        system: v.system,
+        ...(v.tools === undefined ? {} : { tools: v.tools }),
+        messages: v.messages,
+        calls: assistantCalls(v.messages),
+        ...(v.refs === undefined ? {} : { refs: v.refs }),
+      });
       return;
     }
     // A request log line: continue the current session when it extends the previous request.
-    if (log !== null && extendsPrefix(v.messages, log.requests[log.requests.length - 1]!)) log.requests.push(v.messages);
+    if (log !== null && extendsPrefix(v.messages, log.requests[log.requests.length - 1]!))
+      log.requests.push(v.messages);
     else {
       flush();
-      log = { id: `${name}#${i + 1}`, system: v.system, ...(v.tools === undefined ? {} : { tools: v.tools }), requests: [v.messages] };
+      log = {
+        id: `${name}#${i + 1}`,
+        system: v.system,
+        ...(v.tools === undefined ? {} : { tools: v.tools }),
+        requests: [v.messages],
+      };
     }
   });
   flush();

@@ -6,23 +6,35 @@
 import { Hono } from "hono";
 import { compact } from "../core/compact.ts";
 import type { Format } from "../core/types.ts";
-import { OffloadError, isOffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import { readBytes, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
-import { type Summary, passThroughSummary, summaryHeader, summaryOf } from "../http/summary.ts";
+import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { refOf } from "./ref.ts";
 
-export const SUPPORTED_FORMATS: readonly Format[] = ["anthropic", "openai-chat", "openai-responses"];
+export const SUPPORTED_FORMATS: readonly Format[] = [
+  "anthropic",
+  "openai-chat",
+  "openai-responses",
+];
 
 export function formatOf(value: string | undefined): Format {
   const format = value === undefined || value === "" ? "anthropic" : value;
   if ((SUPPORTED_FORMATS as readonly string[]).includes(format)) return format as Format;
-  throw new OffloadError("invalid_argument", `unknown format ${JSON.stringify(format)}; use ${SUPPORTED_FORMATS.join(", ")}`, { path: "format" });
+  throw new OffloadError(
+    "invalid_argument",
+    `unknown format ${JSON.stringify(format)}; use ${SUPPORTED_FORMATS.join(", ")}`,
+    { path: "format" },
+  );
 }
 
 /** Deployments must key mem_ids with their own secret; a shared default would make them guessable across deployments. */
 export function secretOf(secret: string | undefined): string {
-  if (secret === undefined || secret.length < 16) throw new OffloadError("internal", "service misconfigured: OFFLOAD_SECRET is missing or shorter than 16 characters");
+  if (secret === undefined || secret.length < 16)
+    throw new OffloadError(
+      "internal",
+      "service misconfigured: OFFLOAD_SECRET is missing or shorter than 16 characters",
+    );
   return secret;
 }
 
@@ -33,7 +45,9 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
   const { store, settings } = c.var;
   const headers = { "content-type": "application/json; charset=utf-8" };
   const passThrough = async (summary: Summary) =>
-    new Response(await readBytes(c.req.raw, settings.maxBodyBytes), { headers: { ...headers, "x-offload-summary": summaryHeader(summary) } });
+    new Response(await readBytes(c.req.raw, settings.maxBodyBytes), {
+      headers: { ...headers, "x-offload-summary": summaryHeader(summary) },
+    });
 
   let sessionLayer;
   try {
@@ -41,13 +55,32 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
   } catch (e) {
     if (!isOffloadError(e) || e.type !== "storage_error") throw e;
     // Like the core when it cannot load the session: fail open, the request goes out exactly as sent.
-    return passThrough({ ...passThroughSummary(format), errors: [{ type: "storage_error", message: `${e.message}; request passed through unchanged` }], errors_total: 1 });
+    return passThrough({
+      ...passThroughSummary(format),
+      errors: [
+        { type: "storage_error", message: `${e.message}; request passed through unchanged` },
+      ],
+      errors_total: 1,
+    });
   }
   const config = effectiveConfig(settings, sessionLayer, requestLayer);
   if (!config.tool_result_compaction_enabled) return passThrough(passThroughSummary(format));
 
   const secret = secretOf(settings.secret);
   const text = await readText(c.req.raw, settings.maxBodyBytes);
-  const out = await compact({ format, request: text, session: ref, config, store, secret, attachments: { extract: c.var.extract } });
-  return new Response(out.request, { headers: { ...headers, "x-offload-summary": summaryHeader(summaryOf(out.report, out.changed, store.notes)) } });
+  const out = await compact({
+    format,
+    request: text,
+    session: ref,
+    config,
+    store,
+    secret,
+    attachments: { extract: c.var.extract },
+  });
+  return new Response(out.request, {
+    headers: {
+      ...headers,
+      "x-offload-summary": summaryHeader(summaryOf(out.report, out.changed, store.notes)),
+    },
+  });
 });

@@ -12,7 +12,15 @@ import { refOf } from "./ref.ts";
 export const configRoutes = new Hono<AppEnv>().put("/:id/config", async (c) => {
   const ref = refOf(c);
   const { store, settings } = c.var;
-  const patch = parseConfigPatch(parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)), "config");
+  const patch = parseConfigPatch(
+    parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)),
+    "config",
+  );
   await store.setConfig(ref, patch);
-  return c.json({ tenant: ref.tenant, session: ref.session, config: patch, effective_config: effectiveConfig(settings, patch) });
+  return c.json({
+    tenant: ref.tenant,
+    session: ref.session,
+    config: patch,
+    effective_config: effectiveConfig(settings, patch),
+  });
 });

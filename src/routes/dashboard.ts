@@ -43,7 +43,16 @@ export function dashboardRoutes(log: (line: string) => void): Hono<AppEnv> {
       return html(dashboardPage(n, { tenant, key }), 200, n);
     } catch (e) {
       if (!isOffloadError(e) || e.type !== "unauthorized") throw e;
-      return html(loginPage(n, e.message === "unknown API key" ? "Unknown API key." : "This deployment has no API keys configured (OFFLOAD_API_KEYS)."), 401, n);
+      return html(
+        loginPage(
+          n,
+          e.message === "unknown API key"
+            ? "Unknown API key."
+            : "This deployment has no API keys configured (OFFLOAD_API_KEYS).",
+        ),
+        401,
+        n,
+      );
     }
   };
 

@@ -16,10 +16,10 @@
  * isolate more), and it runs inside the request's CPU limit: `max_pages` (and `max_rows` for sheets) bound it.
  */
 import { Hono } from "hono";
+import { OffloadError } from "../errors.ts";
 import { type CachedExtractOutput, extractCached } from "../extract/cache.ts";
 import { ExtractLimitsSchema, extractOptionsFromQuery } from "../extract/options.ts";
 import type { Attachment } from "../extract/types.ts";
-import { OffloadError } from "../errors.ts";
 import { limitedBody, readBytes } from "../http/body.ts";
 import type { AppEnv } from "../http/context.ts";
 
@@ -31,7 +31,9 @@ const QUERY_KEYS = new Set([...Object.keys(ExtractLimitsSchema.shape), "on_error
 function onErrorOf(value: string | undefined): "warn" | "raise" {
   if (value === undefined || value === "" || value === "warn") return "warn";
   if (value === "raise") return "raise";
-  throw new OffloadError("invalid_argument", 'on_error must be "warn" or "raise"', { path: "on_error" });
+  throw new OffloadError("invalid_argument", 'on_error must be "warn" or "raise"', {
+    path: "on_error",
+  });
 }
 
 /** A file name sent in a header: percent-encoded when it is not ASCII (header values are bytes). */
@@ -45,15 +47,31 @@ function headerFilename(value: string | undefined): string | undefined {
 }
 
 function body(out: CachedExtractOutput): Record<string, unknown> {
-  const cache = { cached: out.cached, ...(out.cache_error === undefined ? {} : { cache_error: out.cache_error }) };
+  const cache = {
+    cached: out.cached,
+    ...(out.cache_error === undefined ? {} : { cache_error: out.cache_error }),
+  };
   if (out.outcome.ok) return { ok: true, ...out.outcome.result, digest: out.digest, ...cache };
-  return { ok: false, error: out.outcome.error, fallback: "native", ...(out.digest === null ? {} : { digest: out.digest }), ...cache };
+  return {
+    ok: false,
+    error: out.outcome.error,
+    fallback: "native",
+    ...(out.digest === null ? {} : { digest: out.digest }),
+    ...cache,
+  };
 }
 
 const json = (value: unknown, status: number, headers: Record<string, string> = {}) =>
-  new Response(JSON.stringify(value), { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+  new Response(JSON.stringify(value), {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+  });
 
-async function filesOf(request: Request, contentType: string, limit: number): Promise<{ field: string; file: File }[]> {
+async function filesOf(
+  request: Request,
+  contentType: string,
+  limit: number,
+): Promise<{ field: string; file: File }[]> {
   const { stream, error } = limitedBody(request, limit);
   let form: FormData;
   try {
@@ -61,28 +79,46 @@ async function filesOf(request: Request, contentType: string, limit: number): Pr
   } catch (cause) {
     const tooLarge = error();
     if (tooLarge !== undefined) throw tooLarge;
-    throw new OffloadError("invalid_request", "the multipart/form-data body could not be parsed (check the boundary)", { cause });
+    throw new OffloadError(
+      "invalid_request",
+      "the multipart/form-data body could not be parsed (check the boundary)",
+      { cause },
+    );
   }
   const files: { field: string; file: File }[] = [];
   for (const [field, value] of form.entries()) {
-    if (typeof value === "string") throw new OffloadError("invalid_request", `multipart field ${JSON.stringify(field)} is not a file; send options in the query string`, { path: field });
+    if (typeof value === "string")
+      throw new OffloadError(
+        "invalid_request",
+        `multipart field ${JSON.stringify(field)} is not a file; send options in the query string`,
+        { path: field },
+      );
     files.push({ field, file: value });
   }
-  if (files.length === 0) throw new OffloadError("invalid_request", "the multipart body has no file parts");
-  if (files.length > MAX_EXTRACT_FILES) throw new OffloadError("invalid_request", `at most ${MAX_EXTRACT_FILES} files per request (got ${files.length})`);
+  if (files.length === 0)
+    throw new OffloadError("invalid_request", "the multipart body has no file parts");
+  if (files.length > MAX_EXTRACT_FILES)
+    throw new OffloadError(
+      "invalid_request",
+      `at most ${MAX_EXTRACT_FILES} files per request (got ${files.length})`,
+    );
   return files;
 }
 
 export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
   const url = new URL(c.req.url);
   for (const key of url.searchParams.keys()) {
-    if (!QUERY_KEYS.has(key)) throw new OffloadError("invalid_argument", `unknown query parameter ${JSON.stringify(key)}`, { path: key });
+    if (!QUERY_KEYS.has(key))
+      throw new OffloadError("invalid_argument", `unknown query parameter ${JSON.stringify(key)}`, {
+        path: key,
+      });
   }
   const options = extractOptionsFromQuery(url.searchParams);
   const onError = onErrorOf(c.req.query("on_error"));
   const { store, settings, tenant, extract } = c.var;
   const contentType = c.req.header("content-type") ?? "";
-  const run = (attachment: Attachment) => extractCached({ attachment, options, tenant, cache: store, extract });
+  const run = (attachment: Attachment) =>
+    extractCached({ attachment, options, tenant, cache: store, extract });
 
   if (/^multipart\/form-data\s*;/i.test(contentType)) {
     const files = await filesOf(c.req.raw, contentType, settings.maxBodyBytes);
@@ -90,16 +126,33 @@ export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
     // One at a time: extraction is CPU-bound, and one parse at a time keeps one file's work in memory.
     for (const [index, { field, file }] of files.entries()) {
       const filename = file.name === "" ? undefined : file.name;
-      const out = await run({ data: new Uint8Array(await file.arrayBuffer()), media_type: file.type === "" ? undefined : file.type, filename });
+      const out = await run({
+        data: new Uint8Array(await file.arrayBuffer()),
+        media_type: file.type === "" ? undefined : file.type,
+        filename,
+      });
       const item = { index, field, ...(filename === undefined ? {} : { filename }), ...body(out) };
-      if (!out.outcome.ok && onError === "raise") return json({ ...body(out), error: { ...out.outcome.error, index } }, 422);
+      if (!out.outcome.ok && onError === "raise")
+        return json({ ...body(out), error: { ...out.outcome.error, index } }, 422);
       results.push(item);
     }
-    return json({ results }, 200, { "x-extract-cache": results.every((r) => r.cached === true) ? "hit" : "miss" });
+    return json({ results }, 200, {
+      "x-extract-cache": results.every((r) => r.cached === true) ? "hit" : "miss",
+    });
   }
 
   const data = await readBytes(c.req.raw, settings.maxBodyBytes);
-  if (data.byteLength === 0) throw new OffloadError("invalid_request", "the request body is empty; send the file as the body, or multipart/form-data");
-  const out = await run({ data, media_type: contentType === "" ? undefined : contentType, filename: headerFilename(c.req.header("x-filename")) });
-  return json(body(out), out.outcome.ok ? 200 : 422, { "x-extract-cache": out.cached ? "hit" : "miss" });
+  if (data.byteLength === 0)
+    throw new OffloadError(
+      "invalid_request",
+      "the request body is empty; send the file as the body, or multipart/form-data",
+    );
+  const out = await run({
+    data,
+    media_type: contentType === "" ? undefined : contentType,
+    filename: headerFilename(c.req.header("x-filename")),
+  });
+  return json(body(out), out.outcome.ok ? 200 : 422, {
+    "x-extract-cache": out.cached ? "hit" : "miss",
+  });
 });

@@ -2,4 +2,6 @@
 import { Hono } from "hono";
 import type { AppEnv } from "../http/context.ts";
 
-export const healthRoutes = new Hono<AppEnv>().get("/healthz", (c) => c.json({ ok: true as const }));
+export const healthRoutes = new Hono<AppEnv>().get("/healthz", (c) =>
+  c.json({ ok: true as const }),
+);

@@ -11,7 +11,22 @@ export const memoryRoutes = new Hono<AppEnv>().get("/:id/memories/:mem_id", asyn
   const ref = refOf(c);
   const memId = c.req.param("mem_id");
   const info = await c.var.store.statBody(ref, memId);
-  if (info === null) throw new OffloadError("not_found", `no offloaded result has mem_id ${JSON.stringify(memId)} in this session`, { path: "mem_id" });
+  if (info === null)
+    throw new OffloadError(
+      "not_found",
+      `no offloaded result has mem_id ${JSON.stringify(memId)} in this session`,
+      { path: "mem_id" },
+    );
   const { meta } = info;
-  return c.json({ mem_id: meta.mem_id, tool_use_id: meta.tool_use_id, tool_name: meta.tool_name, chars: meta.chars, tokens: meta.tokens, kind: meta.kind, outline: meta.outline, turn: meta.turn, source: info.source });
+  return c.json({
+    mem_id: meta.mem_id,
+    tool_use_id: meta.tool_use_id,
+    tool_name: meta.tool_name,
+    chars: meta.chars,
+    tokens: meta.tokens,
+    kind: meta.kind,
+    outline: meta.outline,
+    turn: meta.turn,
+    source: info.source,
+  });
 });

@@ -14,12 +14,18 @@ import { compact, splice } from "../core/compact.ts";
 import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
-import { OffloadError, isOffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import { parseApiKeys, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
-import { type AppEnv, type Settings, effectiveConfig, headerConfig, settingsOf } from "../http/context.ts";
+import {
+  type AppEnv,
+  effectiveConfig,
+  headerConfig,
+  type Settings,
+  settingsOf,
+} from "../http/context.ts";
 import { toOffloadError } from "../http/errors.ts";
-import { type Summary, passThroughSummary, summaryHeader, summaryOf } from "../http/summary.ts";
+import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { anthropicDialect } from "../proxy/anthropic.ts";
 import type { Dialect } from "../proxy/dialect.ts";
 import { clientHeaders, upstreamHeaders } from "../proxy/headers.ts";
@@ -45,44 +51,85 @@ const SESSION_HEADER = "x-offload-session";
 function proxyError(dialect: Dialect, err: OffloadError): Response {
   const headers = new Headers({ "content-type": "application/json", "x-offload-error": err.type });
   if (err.status === 503) headers.set("retry-after", "1");
-  return new Response(dialect.errorBody(err.status, `edge-offload: ${err.message}`, err.type, err.path), { status: err.status, headers });
+  return new Response(
+    dialect.errorBody(err.status, `edge-offload: ${err.message}`, err.type, err.path),
+    { status: err.status, headers },
+  );
 }
 
-async function tenantFor(env: Env, presented: string | undefined, log: (line: string) => void): Promise<string> {
+async function tenantFor(
+  env: Env,
+  presented: string | undefined,
+  log: (line: string) => void,
+): Promise<string> {
   const keys = await parseApiKeys(env.OFFLOAD_API_KEYS, log);
-  if (keys.length === 0) throw new OffloadError("unauthorized", "this deployment has no API keys configured (OFFLOAD_API_KEYS)");
+  if (keys.length === 0)
+    throw new OffloadError(
+      "unauthorized",
+      "this deployment has no API keys configured (OFFLOAD_API_KEYS)",
+    );
   if (presented === undefined || presented.trim() === "") {
-    throw new OffloadError("unauthorized", "missing x-offload-key header: send your edge-offload key in x-offload-key (the provider's key stays in its usual header)", { path: "x-offload-key" });
+    throw new OffloadError(
+      "unauthorized",
+      "missing x-offload-key header: send your edge-offload key in x-offload-key (the provider's key stays in its usual header)",
+      { path: "x-offload-key" },
+    );
   }
   const tenant = await tenantOf(keys, presented.trim());
-  if (tenant === null) throw new OffloadError("unauthorized", "unknown x-offload-key", { path: "x-offload-key" });
+  if (tenant === null)
+    throw new OffloadError("unauthorized", "unknown x-offload-key", { path: "x-offload-key" });
   return tenant;
 }
 
 function sessionOf(tenant: string, id: string | undefined): SessionRef {
   const help = "1-128 chars of letters, digits and . _ : -, one per conversation";
-  if (id === undefined || id.trim() === "") throw new OffloadError("invalid_argument", `missing ${SESSION_HEADER} header: name the conversation (${help})`, { path: SESSION_HEADER });
+  if (id === undefined || id.trim() === "")
+    throw new OffloadError(
+      "invalid_argument",
+      `missing ${SESSION_HEADER} header: name the conversation (${help})`,
+      { path: SESSION_HEADER },
+    );
   try {
     return sessionRef({ tenant, id: id.trim() });
   } catch {
-    throw new OffloadError("invalid_argument", `${SESSION_HEADER} must be ${help}`, { path: SESSION_HEADER });
+    throw new OffloadError("invalid_argument", `${SESSION_HEADER} must be ${help}`, {
+      path: SESSION_HEADER,
+    });
   }
 }
 
 /** Replays the recall answers the session remembers for anchors this request carries, and splices them in. */
-async function spliceMemos(dialect: Dialect, text: string, memos: readonly ProxyMemo[], store: EdgeStore, ref: SessionRef, log: (line: string) => void): Promise<{ text: string; spliced: number }> {
+async function spliceMemos(
+  dialect: Dialect,
+  text: string,
+  memos: readonly ProxyMemo[],
+  store: EdgeStore,
+  ref: SessionRef,
+  log: (line: string) => void,
+): Promise<{ text: string; spliced: number }> {
   const mine = memos.filter((m) => m.format === dialect.format);
   if (mine.length === 0) return { text, spliced: 0 };
   // One regex pass collects the ids the request names, whatever the number of memos; only a request that
   // carries an anchor is scanned and spliced.
   const ids = new Set<string>();
-  for (const m of text.matchAll(/"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g)) ids.add(m[1]!);
-  const candidates = mine.filter((m) => (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)));
+  for (const m of text.matchAll(
+    /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
+  ))
+    ids.add(m[1]!);
+  const candidates = mine.filter((m) =>
+    (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)),
+  );
   if (candidates.length === 0) return { text, spliced: 0 };
   const answers = new Map<string, RecallResult>();
   for (const memo of candidates) {
     try {
-      for (const r of await runRecalls(memo.calls, { store, ref, params: memo.params, count: false })) answers.set(r.id, r);
+      for (const r of await runRecalls(memo.calls, {
+        store,
+        ref,
+        params: memo.params,
+        count: false,
+      }))
+        answers.set(r.id, r);
     } catch (e) {
       // Left out, the turn is still valid as the client holds it; only the model's recall answer is missing.
       if (!isOffloadError(e) || e.type !== "storage_error") throw e;
@@ -94,7 +141,8 @@ async function spliceMemos(dialect: Dialect, text: string, memos: readonly Proxy
     return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };
   } catch (e) {
     // Malformed JSON: compaction reports it with its path.
-    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request")) return { text, spliced: 0 };
+    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request"))
+      return { text, spliced: 0 };
     throw e;
   }
 }
@@ -104,20 +152,41 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
   const fetcher: typeof fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const tenant = await tenantFor(c.env, c.req.header("x-offload-key"), log);
   const ref = sessionOf(tenant, c.req.header(SESSION_HEADER));
-  const settings = settingsOf(c.env, deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes });
+  const settings = settingsOf(
+    c.env,
+    deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes },
+  );
   const upstream = proxySettingsOf(c.env);
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
   const store = deps.store(c.env, settings, log);
-  const url = upstreamUrl(upstream.baseUrls[dialect.provider], dialect.path, new URL(c.req.url).search);
+  const url = upstreamUrl(
+    upstream.baseUrls[dialect.provider],
+    dialect.path,
+    new URL(c.req.url).search,
+  );
   const headers = upstreamHeaders(c.req.raw.headers);
 
   // Compaction off (or the session unreadable): the request goes out byte for byte, the answer comes back as sent.
   const asIs = async (summary: Summary): Promise<Response> => {
-    const sent = await send(fetcher, url, headers, await readBytes(c.req.raw, settings.maxBodyBytes));
+    const sent = await send(
+      fetcher,
+      url,
+      headers,
+      await readBytes(c.req.raw, settings.maxBodyBytes),
+    );
     if (!sent.ok) return droppedResponse(dialect, sent.reason, summary);
     const res = sent.response;
     const out = clientHeaders(res.headers);
-    out.set("x-offload-summary", summaryHeader({ ...summary, proxy: { stream: (res.headers.get("content-type") ?? "").includes("text/event-stream"), spliced: 0 } }));
+    out.set(
+      "x-offload-summary",
+      summaryHeader({
+        ...summary,
+        proxy: {
+          stream: (res.headers.get("content-type") ?? "").includes("text/event-stream"),
+          spliced: 0,
+        },
+      }),
+    );
     return new Response(res.body, { status: res.status, headers: out });
   };
 
@@ -126,14 +195,34 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     state = await store.proxyState(ref);
   } catch (e) {
     if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-    return asIs({ ...passThroughSummary(dialect.format), errors: [{ type: "storage_error", message: `${e.message}; request passed through unchanged` }], errors_total: 1 });
+    return asIs({
+      ...passThroughSummary(dialect.format),
+      errors: [
+        { type: "storage_error", message: `${e.message}; request passed through unchanged` },
+      ],
+      errors_total: 1,
+    });
   }
   const config = effectiveConfig(settings, state.config, requestLayer);
   if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary(dialect.format));
 
   const secret = secretOf(settings.secret);
-  const spliced = await spliceMemos(dialect, await readText(c.req.raw, settings.maxBodyBytes), state.memos, store, ref, log);
-  const out = await compact({ format: dialect.format, request: spliced.text, session: ref, config, store, secret });
+  const spliced = await spliceMemos(
+    dialect,
+    await readText(c.req.raw, settings.maxBodyBytes),
+    state.memos,
+    store,
+    ref,
+    log,
+  );
+  const out = await compact({
+    format: dialect.format,
+    request: spliced.text,
+    session: ref,
+    config,
+    store,
+    secret,
+  });
   return proxyCall({
     dialect,
     fetcher,
@@ -145,8 +234,15 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     maxHops: upstream.maxHops,
     store,
     ref,
-    params: { mode: config.tool_result_recall_mode, max_chars: config.tool_result_recall_max_chars, window: config.tool_result_recall_window_chars },
-    summary: { ...summaryOf(out.report, out.changed, store.notes), proxy: { stream: false, spliced: spliced.spliced } },
+    params: {
+      mode: config.tool_result_recall_mode,
+      max_chars: config.tool_result_recall_max_chars,
+      window: config.tool_result_recall_window_chars,
+    },
+    summary: {
+      ...summaryOf(out.report, out.changed, store.notes),
+      proxy: { stream: false, spliced: spliced.spliced },
+    },
   });
 }
 

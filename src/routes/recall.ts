@@ -16,7 +16,10 @@ export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => 
   const ref = refOf(c);
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
   const { store, settings } = c.var;
-  const args = validate(RecallRequestSchema, parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)));
+  const args = validate(
+    RecallRequestSchema,
+    parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)),
+  );
   const config = effectiveConfig(settings, await store.getConfig(ref), requestLayer);
   const answer = await recall({
     store,

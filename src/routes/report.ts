@@ -19,7 +19,10 @@ const REPORT_PAGE_DEFAULT = 20;
 /** Durable Object calls in flight at once for a summary page (a Worker has 6 simultaneous connections). */
 const FAN_OUT = 6;
 
-const PageQuery = z.strictObject({ cursor: z.string().min(1).optional(), limit: z.coerce.number().int().min(1).max(REPORT_PAGE_MAX).optional() });
+const PageQuery = z.strictObject({
+  cursor: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(REPORT_PAGE_MAX).optional(),
+});
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
@@ -104,7 +107,12 @@ export function sessionReportView(data: SessionReportData) {
   };
 }
 
-type SessionRow = ReturnType<typeof totalsView> & { session: string; created_at: string; last_active: string; mode: "live" | "shadow" | null };
+type SessionRow = ReturnType<typeof totalsView> & {
+  session: string;
+  created_at: string;
+  last_active: string;
+  mode: "live" | "shadow" | null;
+};
 
 /** Sums over a page of sessions; the recall rate is recomputed from the sums, not averaged. */
 export function pageTotals(rows: readonly SessionRow[]) {
@@ -134,7 +142,11 @@ export function pageTotals(rows: readonly SessionRow[]) {
 }
 
 /** `run` over `items`, at most `limit` at once, results in the order of `items`. */
-async function mapBounded<T, U>(items: readonly T[], limit: number, run: (item: T) => Promise<U>): Promise<U[]> {
+async function mapBounded<T, U>(
+  items: readonly T[],
+  limit: number,
+  run: (item: T) => Promise<U>,
+): Promise<U[]> {
   const out: U[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
@@ -150,22 +162,45 @@ async function mapBounded<T, U>(items: readonly T[], limit: number, run: (item: 
 export const sessionReportRoutes = new Hono<AppEnv>().get("/:id/report", async (c) => {
   const ref = refOf(c);
   const data = await c.var.store.sessionReport(ref);
-  if (data === null) throw new OffloadError("not_found", `no session ${JSON.stringify(ref.session)} for this tenant`, { path: "session" });
+  if (data === null)
+    throw new OffloadError(
+      "not_found",
+      `no session ${JSON.stringify(ref.session)} for this tenant`,
+      { path: "session" },
+    );
   return c.json(sessionReportView(data), 200, { "cache-control": "no-store" });
 });
 
 export const tenantReportRoutes = new Hono<AppEnv>().get("/report", async (c) => {
   const query = validate(PageQuery, c.req.query(), "query");
   const { store, tenant } = c.var;
-  const page = await store.listSessions(tenant, { limit: query.limit ?? REPORT_PAGE_DEFAULT, ...(query.cursor === undefined ? {} : { cursor: query.cursor }) });
-  const reports = await mapBounded(page.sessions, FAN_OUT, (s) => store.sessionReport({ tenant, session: s.session }, { turns: false }));
+  const page = await store.listSessions(tenant, {
+    limit: query.limit ?? REPORT_PAGE_DEFAULT,
+    ...(query.cursor === undefined ? {} : { cursor: query.cursor }),
+  });
+  const reports = await mapBounded(page.sessions, FAN_OUT, (s) =>
+    store.sessionReport({ tenant, session: s.session }, { turns: false }),
+  );
   const rows: SessionRow[] = [];
   for (const data of reports) {
     if (data === null) continue; // listed by the lagging index, gone from the authority
-    rows.push({ session: data.session, created_at: iso(data.created_at), last_active: iso(data.last_active), mode: modeOf(data), ...totalsView(data) });
+    rows.push({
+      session: data.session,
+      created_at: iso(data.created_at),
+      last_active: iso(data.last_active),
+      mode: modeOf(data),
+      ...totalsView(data),
+    });
   }
   return c.json(
-    { tenant, sessions: rows, totals: pageTotals(rows), missing: reports.length - rows.length, cursor: page.cursor, consistency: "eventual" as const },
+    {
+      tenant,
+      sessions: rows,
+      totals: pageTotals(rows),
+      missing: reports.length - rows.length,
+      cursor: page.cursor,
+      consistency: "eventual" as const,
+    },
     200,
     { "cache-control": "no-store" },
   );

@@ -5,13 +5,16 @@
 import { Hono } from "hono";
 import { z } from "zod";
 import { OffloadError } from "../errors.ts";
-import { type AppEnv, type Settings, effectiveConfig } from "../http/context.ts";
+import { type AppEnv, effectiveConfig, type Settings } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
 import { expiresAt } from "../session/state.ts";
 import type { SessionDetail } from "../store/parts.ts";
 import { refOf } from "./ref.ts";
 
-const ListQuery = z.strictObject({ cursor: z.string().min(1).optional(), limit: z.coerce.number().int().min(1).max(1000).optional() });
+const ListQuery = z.strictObject({
+  cursor: z.string().min(1).optional(),
+  limit: z.coerce.number().int().min(1).max(1000).optional(),
+});
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -30,33 +33,37 @@ export function sessionView(detail: SessionDetail, settings: Settings) {
             bytes: r.attachment.bytes,
             arrived: r.attachment.arrived,
             native_tokens: r.attachment.native_tokens,
-            sent_tokens: r.action === "kept" ? (r.attachment.native_tokens ?? 0) : r.rendered_tokens,
+            sent_tokens:
+              r.action === "kept" ? (r.attachment.native_tokens ?? 0) : r.rendered_tokens,
             turn: r.turn,
             reason: r.reason,
             ...(r.attachment.failed === undefined ? {} : { error: r.attachment.failed }),
           },
         ],
   );
-  const toolResults = detail.records.filter((r) => r.attachment === undefined).map((r) => {
-    count[r.action]++;
-    if (r.action !== "kept") offloadedChars += r.chars;
-    return {
-      tool_use_id: r.tool_use_id,
-      tool_name: r.tool_name,
-      tier: r.tier,
-      action: r.action,
-      mem_id: r.mem_id,
-      chars: r.chars,
-      tokens: r.tokens,
-      sent_tokens: r.action === "kept" ? r.tokens : r.rendered_tokens,
-      kind: r.kind,
-      turn: r.turn,
-      reason: r.reason,
-      recalls: r.mem_id === null ? 0 : (detail.recalls_by_mem_id[r.mem_id] ?? 0),
-      gate: r.gate,
-    };
-  });
-  const sum = (f: (t: SessionDetail["turns"][number]) => number) => detail.turns.reduce((n, t) => n + f(t), 0);
+  const toolResults = detail.records
+    .filter((r) => r.attachment === undefined)
+    .map((r) => {
+      count[r.action]++;
+      if (r.action !== "kept") offloadedChars += r.chars;
+      return {
+        tool_use_id: r.tool_use_id,
+        tool_name: r.tool_name,
+        tier: r.tier,
+        action: r.action,
+        mem_id: r.mem_id,
+        chars: r.chars,
+        tokens: r.tokens,
+        sent_tokens: r.action === "kept" ? r.tokens : r.rendered_tokens,
+        kind: r.kind,
+        turn: r.turn,
+        reason: r.reason,
+        recalls: r.mem_id === null ? 0 : (detail.recalls_by_mem_id[r.mem_id] ?? 0),
+        gate: r.gate,
+      };
+    });
+  const sum = (f: (t: SessionDetail["turns"][number]) => number) =>
+    detail.turns.reduce((n, t) => n + f(t), 0);
   const before = sum((t) => t.tokens_before);
   const after = sum((t) => t.tokens_after);
   const expires = expiresAt(detail.last_active, settings.retentionSeconds);
@@ -92,12 +99,21 @@ export const sessionRoutes = new Hono<AppEnv>()
   .get("/", async (c) => {
     const query = validate(ListQuery, c.req.query(), "query");
     const page = await c.var.store.listSessions(c.var.tenant, query);
-    return c.json({ sessions: page.sessions.map((s) => ({ session: s.session, created_at: iso(s.created_at) })), cursor: page.cursor, consistency: "eventual" as const });
+    return c.json({
+      sessions: page.sessions.map((s) => ({ session: s.session, created_at: iso(s.created_at) })),
+      cursor: page.cursor,
+      consistency: "eventual" as const,
+    });
   })
   .get("/:id", async (c) => {
     const ref = refOf(c);
     const detail = await c.var.store.describeSession(ref);
-    if (detail === null) throw new OffloadError("not_found", `no session ${JSON.stringify(ref.session)} for this tenant`, { path: "session" });
+    if (detail === null)
+      throw new OffloadError(
+        "not_found",
+        `no session ${JSON.stringify(ref.session)} for this tenant`,
+        { path: "session" },
+      );
     return c.json(sessionView(detail, c.var.settings));
   })
   .delete("/:id", async (c) => {

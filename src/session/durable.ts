@@ -1,7 +1,16 @@
 /** The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC. */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { SessionRef } from "../core/types.ts";
-import type { ProxyState, ProxyTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
+import type {
+  ProxyState,
+  ProxyTurn,
+  SessionCommit,
+  SessionCommitResult,
+  SessionDetail,
+  SessionLoad,
+  SessionReportData,
+  SessionStatePort,
+} from "../store/parts.ts";
 import type { SessionDO } from "./do.ts";
 import { sessionObjectName } from "./state.ts";
 
@@ -17,7 +26,11 @@ export class DurableSessionState implements SessionStatePort {
     return this.#ns.get(this.#ns.idFromName(sessionObjectName(ref)));
   }
 
-  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<SessionLoad> {
+  async load(
+    ref: SessionRef,
+    toolUseIds: readonly string[],
+    toolNames: readonly string[] = [],
+  ): Promise<SessionLoad> {
     return (await this.stub(ref).load(ref, toolUseIds, toolNames)) as SessionLoad;
   }
 
@@ -33,7 +46,10 @@ export class DurableSessionState implements SessionStatePort {
     return (await this.stub(ref).describe(ref)) as SessionDetail | null;
   }
 
-  async report(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
+  async report(
+    ref: SessionRef,
+    options: { turns?: boolean } = {},
+  ): Promise<SessionReportData | null> {
     return (await this.stub(ref).report(ref, options)) as SessionReportData | null;
   }
 

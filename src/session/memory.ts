@@ -4,9 +4,30 @@
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
-import type { LastTurn, LoggedTurn, ProxyMemo, ProxyState, ProxyTurn, SessionCommit, SessionCommitResult, SessionDetail, SessionLoad, SessionReportData, SessionStatePort } from "../store/parts.ts";
+import type {
+  LastTurn,
+  LoggedTurn,
+  ProxyMemo,
+  ProxyState,
+  ProxyTurn,
+  SessionCommit,
+  SessionCommitResult,
+  SessionDetail,
+  SessionLoad,
+  SessionReportData,
+  SessionStatePort,
+} from "../store/parts.ts";
 import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
-import { GAP_WINDOW, MEMO_LIMIT, TURN_LOG_LIMIT, applyCommit, indexDue, medianGap, offloadsOf, toolStatsOf } from "./state.ts";
+import {
+  applyCommit,
+  GAP_WINDOW,
+  indexDue,
+  MEMO_LIMIT,
+  medianGap,
+  offloadsOf,
+  TURN_LOG_LIMIT,
+  toolStatsOf,
+} from "./state.ts";
 
 interface Row {
   records: Map<string, ResultRecord>;
@@ -43,16 +64,35 @@ export class MemorySessionState implements SessionStatePort {
     let row = this.#rows.get(key);
     const now = this.#now();
     if (row === undefined) {
-      row = { records: new Map(), turns: [], seq: 0, last_turn: null, memos: [], recall_declared: false, calls: 0, recalls: new Map(), config: {}, created_at: now, last_active: now, last_indexed: null, times: [] };
+      row = {
+        records: new Map(),
+        turns: [],
+        seq: 0,
+        last_turn: null,
+        memos: [],
+        recall_declared: false,
+        calls: 0,
+        recalls: new Map(),
+        config: {},
+        created_at: now,
+        last_active: now,
+        last_indexed: null,
+        times: [],
+      };
       this.#rows.set(key, row);
     }
     row.last_active = now;
     return row;
   }
 
-  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<SessionLoad> {
+  async load(
+    ref: SessionRef,
+    toolUseIds: readonly string[],
+    toolNames: readonly string[] = [],
+  ): Promise<SessionLoad> {
     const row = this.#rows.get(this.#key(ref));
-    if (row === undefined) return { records: [], recall_declared: false, session_tool_stats: {}, gap_seconds: null };
+    if (row === undefined)
+      return { records: [], recall_declared: false, session_tool_stats: {}, gap_seconds: null };
     const records = toolUseIds.flatMap((id) => {
       const r = row.records.get(id);
       return r === undefined ? [] : [structuredClone(r)];
@@ -60,7 +100,8 @@ export class MemorySessionState implements SessionStatePort {
     return {
       records,
       recall_declared: row.recall_declared,
-      session_tool_stats: toolNames.length === 0 ? {} : toolStatsOf(row.records.values(), row.recalls, toolNames),
+      session_tool_stats:
+        toolNames.length === 0 ? {} : toolStatsOf(row.records.values(), row.recalls, toolNames),
       gap_seconds: medianGap(row.times),
     };
   }
@@ -73,13 +114,19 @@ export class MemorySessionState implements SessionStatePort {
     row.calls++;
     row.seq++;
     row.turns.push({ seq: row.seq, line: loggedTurn(structuredClone(commit.log), this.#now(), 0) });
-    if (commit.decisions !== undefined) row.last_turn = lastTurnOf(commit.log, structuredClone(commit.decisions), this.#now());
+    if (commit.decisions !== undefined)
+      row.last_turn = lastTurnOf(commit.log, structuredClone(commit.decisions), this.#now());
     if (row.turns.length > TURN_LOG_LIMIT) row.turns.splice(0, row.turns.length - TURN_LOG_LIMIT);
     const due = indexDue(this.#now(), row.last_indexed);
     if (due) row.last_indexed = this.#now();
     row.times.push(this.#now());
     if (row.times.length > GAP_WINDOW + 1) row.times.splice(0, row.times.length - GAP_WINDOW - 1);
-    return { records: standing.map((r) => structuredClone(r)), index_due: due, offloads: offloadsOf(insert), turn_seq: row.seq };
+    return {
+      records: standing.map((r) => structuredClone(r)),
+      index_due: due,
+      offloads: offloadsOf(insert),
+      turn_seq: row.seq,
+    };
   }
 
   async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
@@ -87,7 +134,8 @@ export class MemorySessionState implements SessionStatePort {
     row.recalls.set(memId, (row.recalls.get(memId) ?? 0) + 1);
     const latest = row.turns[row.turns.length - 1];
     if (latest !== undefined) latest.line.recalls++;
-    for (const r of row.records.values()) if (r.mem_id === memId && r.action === "offloaded") return r.tool_name;
+    for (const r of row.records.values())
+      if (r.mem_id === memId && r.action === "offloaded") return r.tool_name;
     return null;
   }
 
@@ -111,7 +159,10 @@ export class MemorySessionState implements SessionStatePort {
     };
   }
 
-  async report(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
+  async report(
+    ref: SessionRef,
+    options: { turns?: boolean } = {},
+  ): Promise<SessionReportData | null> {
     const row = this.#rows.get(this.#key(ref));
     if (row === undefined) return null;
     const recalls = recallTotal(row);
@@ -147,7 +198,8 @@ export class MemorySessionState implements SessionStatePort {
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
     const row = this.#row(ref);
-    const entry = turn.turn_seq === null ? undefined : row.turns.find((t) => t.seq === turn.turn_seq);
+    const entry =
+      turn.turn_seq === null ? undefined : row.turns.find((t) => t.seq === turn.turn_seq);
     if (entry !== undefined) entry.line = { ...entry.line, proxy: { ...turn.note } };
     row.memos.push(...structuredClone([...turn.memos]));
     if (row.memos.length > MEMO_LIMIT) row.memos.splice(0, row.memos.length - MEMO_LIMIT);
@@ -158,7 +210,9 @@ export class MemorySessionState implements SessionStatePort {
     const row = this.#rows.get(key);
     this.#rows.delete(key);
     if (row === undefined) return [];
-    return [...new Set([...row.records.values()].flatMap((r) => (r.mem_id === null ? [] : [r.mem_id])))];
+    return [
+      ...new Set([...row.records.values()].flatMap((r) => (r.mem_id === null ? [] : [r.mem_id]))),
+    ];
   }
 }
 

@@ -19,8 +19,19 @@ const roundUsd = (x: number): number => Math.round(x * 1e9) / 1e9;
  * A stored turn line with its commit time and recall count. Lines logged before shadow mode and gate counts
  * existed lack those fields: they read as live turns whose gate was not counted.
  */
-export function loggedTurn(log: Partial<TurnLog> & Omit<TurnLog, "shadow" | "gate_fired" | "gate_declined">, at: number, recalls: number): LoggedTurn {
-  return { ...log, shadow: log.shadow === true, gate_fired: log.gate_fired ?? 0, gate_declined: log.gate_declined ?? 0, at, recalls };
+export function loggedTurn(
+  log: Partial<TurnLog> & Omit<TurnLog, "shadow" | "gate_fired" | "gate_declined">,
+  at: number,
+  recalls: number,
+): LoggedTurn {
+  return {
+    ...log,
+    shadow: log.shadow === true,
+    gate_fired: log.gate_fired ?? 0,
+    gate_declined: log.gate_declined ?? 0,
+    at,
+    recalls,
+  };
 }
 
 export function lastTurnOf(log: TurnLog, decisions: readonly TurnDecision[], at: number): LastTurn {
@@ -71,11 +82,15 @@ export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
   return t;
 }
 
-export function recordCounts(records: Iterable<Pick<ResultRecord, "action" | "mem_id">>, recallsByMemId: ReadonlyMap<string, number>): SessionReportData["records"] {
+export function recordCounts(
+  records: Iterable<Pick<ResultRecord, "action" | "mem_id">>,
+  recallsByMemId: ReadonlyMap<string, number>,
+): SessionReportData["records"] {
   const out = { kept: 0, compacted: 0, offloaded: 0, offloaded_recalled: 0 };
   for (const r of records) {
     out[r.action]++;
-    if (r.action === "offloaded" && r.mem_id !== null && (recallsByMemId.get(r.mem_id) ?? 0) > 0) out.offloaded_recalled++;
+    if (r.action === "offloaded" && r.mem_id !== null && (recallsByMemId.get(r.mem_id) ?? 0) > 0)
+      out.offloaded_recalled++;
   }
   return out;
 }

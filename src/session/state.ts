@@ -2,18 +2,23 @@
  * The session's rules, free of storage and clocks: the SessionDO (SQLite) and its in-memory twin both delegate
  * here, so the two cannot drift apart on what first-writer-wins, retention or the index refresh mean.
  */
-import { OffloadError } from "../errors.ts";
+
 import type { ResultRecord, SessionRef } from "../core/types.ts";
+import { OffloadError } from "../errors.ts";
 import type { ToolStats } from "../store/port.ts";
 
 /** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records); gaps. */
-export { GAP_WINDOW, TURN_LOG_LIMIT, medianGap } from "../store/memory.ts";
+export { GAP_WINDOW, medianGap, TURN_LOG_LIMIT } from "../store/memory.ts";
 
 /**
  * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by their tool,
  * recalls by the tool of the record that names the mem_id.
  */
-export function toolStatsOf(records: Iterable<ResultRecord>, recallsByMemId: ReadonlyMap<string, number>, names?: readonly string[]): Record<string, ToolStats> {
+export function toolStatsOf(
+  records: Iterable<ResultRecord>,
+  recallsByMemId: ReadonlyMap<string, number>,
+  names?: readonly string[],
+): Record<string, ToolStats> {
   const wanted = names === undefined ? null : new Set(names);
   const out: Record<string, ToolStats> = {};
   const toolOfMem = new Map<string, string>();
@@ -34,7 +39,8 @@ export function toolStatsOf(records: Iterable<ResultRecord>, recallsByMemId: Rea
 /** Offloaded records among `inserted`, per tool name. */
 export function offloadsOf(inserted: readonly ResultRecord[]): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const r of inserted) if (r.action === "offloaded") out[r.tool_name] = (out[r.tool_name] ?? 0) + 1;
+  for (const r of inserted)
+    if (r.action === "offloaded") out[r.tool_name] = (out[r.tool_name] ?? 0) + 1;
   return out;
 }
 
@@ -60,7 +66,10 @@ export function sessionObjectName(ref: SessionRef): string {
  * First writer wins per tool_use_id, also within one commit. Returns what to insert and, in the order of
  * `incoming`, the record that stands for each id.
  */
-export function applyCommit(existing: ReadonlyMap<string, ResultRecord>, incoming: readonly ResultRecord[]): { insert: ResultRecord[]; standing: ResultRecord[] } {
+export function applyCommit(
+  existing: ReadonlyMap<string, ResultRecord>,
+  incoming: readonly ResultRecord[],
+): { insert: ResultRecord[]; standing: ResultRecord[] } {
   const insert: ResultRecord[] = [];
   const seen = new Map<string, ResultRecord>();
   const standing: ResultRecord[] = [];
@@ -80,7 +89,10 @@ export function parseRetention(raw: string | undefined): number {
   if (raw === undefined || raw.trim() === "") return DEFAULT_RETENTION_SECONDS;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0) {
-    throw new OffloadError("internal", "OFFLOAD_RETENTION_SECONDS must be a whole number of seconds (0 keeps sessions until deleted)");
+    throw new OffloadError(
+      "internal",
+      "OFFLOAD_RETENTION_SECONDS must be a whole number of seconds (0 keeps sessions until deleted)",
+    );
   }
   return n;
 }

@@ -12,7 +12,9 @@ export class TenantDO extends DurableObject<Env> {
   get #sql(): SqlStorage {
     const sql = this.ctx.storage.sql;
     if (!this.#ready) {
-      sql.exec("CREATE TABLE IF NOT EXISTS tool_stats (tool TEXT PRIMARY KEY, offloaded INTEGER NOT NULL DEFAULT 0, recalls INTEGER NOT NULL DEFAULT 0)");
+      sql.exec(
+        "CREATE TABLE IF NOT EXISTS tool_stats (tool TEXT PRIMARY KEY, offloaded INTEGER NOT NULL DEFAULT 0, recalls INTEGER NOT NULL DEFAULT 0)",
+      );
       this.#ready = true;
     }
     return sql;
@@ -21,9 +23,14 @@ export class TenantDO extends DurableObject<Env> {
   stats(toolNames: readonly string[]): Record<string, ToolStats> {
     if (toolNames.length === 0) return {};
     const rows = this.#sql
-      .exec<{ tool: string; offloaded: number; recalls: number }>("SELECT tool, offloaded, recalls FROM tool_stats WHERE tool IN (SELECT value FROM json_each(?))", JSON.stringify(toolNames))
+      .exec<{ tool: string; offloaded: number; recalls: number }>(
+        "SELECT tool, offloaded, recalls FROM tool_stats WHERE tool IN (SELECT value FROM json_each(?))",
+        JSON.stringify(toolNames),
+      )
       .toArray();
-    return Object.fromEntries(rows.map((r) => [r.tool, { offloaded: r.offloaded, recalls: r.recalls }]));
+    return Object.fromEntries(
+      rows.map((r) => [r.tool, { offloaded: r.offloaded, recalls: r.recalls }]),
+    );
   }
 
   add(deltas: Record<string, Partial<ToolStats>>): void {

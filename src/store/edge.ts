@@ -10,22 +10,22 @@
 import type { OffloadConfigPatch } from "../config.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
-import { OffloadError, isOffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import type { CachedExtraction } from "../extract/cache.ts";
-import type { CommitResult, LoadedState, OffloadStore, TurnCommit } from "./port.ts";
 import {
   type BodyLedgerPort,
   type ExtractionCachePort,
-  type IndexPort,
   type IndexedSession,
+  type IndexPort,
+  ledgerKey,
   type ProxyState,
   type ProxyTurn,
   type SessionDetail,
   type SessionReportData,
   type SessionStatePort,
   type TenantStatsPort,
-  ledgerKey,
 } from "./parts.ts";
+import type { CommitResult, LoadedState, OffloadStore, TurnCommit } from "./port.ts";
 
 export interface StoreNote {
   type: "index_error" | "stats_error";
@@ -86,19 +86,37 @@ export class EdgeStore implements OffloadStore {
   }
 
   /** Best effort: an index write that fails is noted, and nothing depends on it having happened. */
-  async #soft(what: string, run: () => Promise<void>, memId?: string, type: StoreNote["type"] = "index_error"): Promise<void> {
+  async #soft(
+    what: string,
+    run: () => Promise<void>,
+    memId?: string,
+    type: StoreNote["type"] = "index_error",
+  ): Promise<void> {
     try {
       await run();
     } catch (cause) {
       this.#log(`[edge-offload] ${what} failed: ${describe(cause)}`);
-      const why = type === "index_error" ? "the result is safe; lookups fall back to the ledger" : "only the gate's learning is slowed";
-      this.notes.push({ type, message: `${what} failed (${why})`, ...(memId === undefined ? {} : { mem_id: memId }) });
+      const why =
+        type === "index_error"
+          ? "the result is safe; lookups fall back to the ledger"
+          : "only the gate's learning is slowed";
+      this.notes.push({
+        type,
+        message: `${what} failed (${why})`,
+        ...(memId === undefined ? {} : { mem_id: memId }),
+      });
     }
   }
 
-  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<LoadedState> {
+  async load(
+    ref: SessionRef,
+    toolUseIds: readonly string[],
+    toolNames: readonly string[] = [],
+  ): Promise<LoadedState> {
     const [state, tenant] = await Promise.all([
-      this.#guard("reading the session state", () => this.sessions.load(ref, toolUseIds, toolNames)),
+      this.#guard("reading the session state", () =>
+        this.sessions.load(ref, toolUseIds, toolNames),
+      ),
       this.#tenantStats(ref.tenant, toolNames),
     ]);
     return {
@@ -111,33 +129,57 @@ export class EdgeStore implements OffloadStore {
   }
 
   /** Learning statistics are best effort: unreadable, the gate learns from the session's own counts. */
-  async #tenantStats(tenant: string, toolNames: readonly string[]): Promise<Record<string, { offloaded: number; recalls: number }>> {
+  async #tenantStats(
+    tenant: string,
+    toolNames: readonly string[],
+  ): Promise<Record<string, { offloaded: number; recalls: number }>> {
     if (this.tenants === undefined || toolNames.length === 0) return {};
     try {
       return await this.tenants.load(tenant, toolNames);
     } catch (cause) {
       this.#log(`[edge-offload] reading the tenant statistics failed: ${describe(cause)}`);
-      this.notes.push({ type: "stats_error", message: "the tenant's learning statistics could not be read" });
+      this.notes.push({
+        type: "stats_error",
+        message: "the tenant's learning statistics could not be read",
+      });
       return {};
     }
   }
 
   async commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult> {
-    const result = await this.#guard("saving the session state", () => this.sessions.commit(ref, commit));
+    const result = await this.#guard("saving the session state", () =>
+      this.sessions.commit(ref, commit),
+    );
     this.lastTurnSeq = result.turn_seq;
-    if (result.index_due) await this.#soft("the session index write", () => this.index.putSession(ref, { session: ref.session, created_at: this.#now() }));
+    if (result.index_due)
+      await this.#soft("the session index write", () =>
+        this.index.putSession(ref, { session: ref.session, created_at: this.#now() }),
+      );
     const offloads = Object.entries(result.offloads ?? {});
     // A shadow turn's offloads were never shown to the model as stubs: they would only teach "never recalled".
     if (this.tenants !== undefined && offloads.length > 0 && !commit.log.shadow) {
       const tenants = this.tenants;
-      await this.#soft("the tenant statistics write", () => tenants.add(ref.tenant, Object.fromEntries(offloads.map(([tool, n]) => [tool, { offloaded: n }]))), undefined, "stats_error");
+      await this.#soft(
+        "the tenant statistics write",
+        () =>
+          tenants.add(
+            ref.tenant,
+            Object.fromEntries(offloads.map(([tool, n]) => [tool, { offloaded: n }])),
+          ),
+        undefined,
+        "stats_error",
+      );
     }
     return { records: new Map(result.records.map((r) => [r.tool_use_id, r])) };
   }
 
   async putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void> {
     await this.#guard("the ledger write", () => this.ledger.put(ref, body, meta));
-    await this.#soft("the mem_id index write", () => this.index.putBody(ref, { location: ledgerKey(ref, meta.mem_id), meta }), meta.mem_id);
+    await this.#soft(
+      "the mem_id index write",
+      () => this.index.putBody(ref, { location: ledgerKey(ref, meta.mem_id), meta }),
+      meta.mem_id,
+    );
   }
 
   async getBody(ref: SessionRef, memId: string): Promise<StoredBody | null> {
@@ -147,10 +189,17 @@ export class EdgeStore implements OffloadStore {
   }
 
   async noteRecall(ref: SessionRef, memId: string): Promise<void> {
-    const tool = await this.#guard("counting the recall", () => this.sessions.noteRecall(ref, memId));
+    const tool = await this.#guard("counting the recall", () =>
+      this.sessions.noteRecall(ref, memId),
+    );
     if (tool !== null && this.tenants !== undefined) {
       const tenants = this.tenants;
-      await this.#soft("the tenant statistics write", () => tenants.add(ref.tenant, { [tool]: { recalls: 1 } }), undefined, "stats_error");
+      await this.#soft(
+        "the tenant statistics write",
+        () => tenants.add(ref.tenant, { [tool]: { recalls: 1 } }),
+        undefined,
+        "stats_error",
+      );
     }
   }
 
@@ -159,14 +208,19 @@ export class EdgeStore implements OffloadStore {
   }
 
   /** The savings report's data from the session state (null: unknown session). */
-  async sessionReport(ref: SessionRef, options: { turns?: boolean } = {}): Promise<SessionReportData | null> {
+  async sessionReport(
+    ref: SessionRef,
+    options: { turns?: boolean } = {},
+  ): Promise<SessionReportData | null> {
     return this.#guard("reading the session report", () => this.sessions.report(ref, options));
   }
 
   /** Session state first (the authority: afterwards the session reads as unknown and no record names a missing body). */
   async deleteSession(ref: SessionRef): Promise<void> {
     const named = await this.#guard("deleting the session state", () => this.sessions.destroy(ref));
-    await this.#guard("deleting the session's bodies", () => purgeBodies(ref, named, this.ledger, this.index));
+    await this.#guard("deleting the session's bodies", () =>
+      purgeBodies(ref, named, this.ledger, this.index),
+    );
   }
 
   /** A cached extraction of the tenant, or null (also when this store has no cache). */
@@ -179,7 +233,9 @@ export class EdgeStore implements OffloadStore {
   async putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void> {
     const cache = this.extractions;
     if (cache === undefined) return;
-    await this.#guard("writing the extraction cache", () => cache.putExtraction(tenant, key, value));
+    await this.#guard("writing the extraction cache", () =>
+      cache.putExtraction(tenant, key, value),
+    );
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
@@ -212,7 +268,10 @@ export class EdgeStore implements OffloadStore {
   }
 
   /** The tenant's sessions as the index knows them (may lag a new session by about a minute). */
-  async listSessions(tenant: string, options: { cursor?: string; limit?: number } = {}): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+  async listSessions(
+    tenant: string,
+    options: { cursor?: string; limit?: number } = {},
+  ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
     return this.#guard("listing sessions", () => this.index.listSessions(tenant, options));
   }
 }
@@ -225,12 +284,18 @@ const PURGE_BATCH = 100;
  * A body's listing is what names its index entry, so it goes last; and a purge that stops half way (a backend
  * error, the per-invocation operation limit on a huge session) has made progress that a repeat continues.
  */
-export async function purgeBodies(ref: SessionRef, named: readonly string[], ledger: BodyLedgerPort, index: IndexPort): Promise<void> {
+export async function purgeBodies(
+  ref: SessionRef,
+  named: readonly string[],
+  ledger: BodyLedgerPort,
+  index: IndexPort,
+): Promise<void> {
   const done = new Set<string>();
   for (;;) {
     const batch = await ledger.list(ref, PURGE_BATCH);
     if (batch.length === 0) break;
-    if (batch.every((id) => done.has(id))) throw new OffloadError("internal", "the ledger did not delete a batch of bodies");
+    if (batch.every((id) => done.has(id)))
+      throw new OffloadError("internal", "the ledger did not delete a batch of bodies");
     await index.deleteBodies(ref, batch);
     await ledger.delete(ref, batch);
     for (const id of batch) done.add(id);

@@ -5,7 +5,14 @@
  * "ask the ledger or the session state", and entries expire on their own a day after the session's retention.
  */
 import type { SessionRef } from "../core/types.ts";
-import { type IndexPort, type IndexedBody, type IndexedSession, indexBodyKey, indexSessionKey, indexSessionPrefix } from "./parts.ts";
+import {
+  type IndexedBody,
+  type IndexedSession,
+  type IndexPort,
+  indexBodyKey,
+  indexSessionKey,
+  indexSessionPrefix,
+} from "./parts.ts";
 
 const DELETE_BATCH = 50;
 
@@ -24,7 +31,11 @@ export class KvIndex implements IndexPort {
   }
 
   async putBody(ref: SessionRef, entry: IndexedBody): Promise<void> {
-    await this.#kv.put(indexBodyKey(ref, entry.meta.mem_id), JSON.stringify(entry), this.#options());
+    await this.#kv.put(
+      indexBodyKey(ref, entry.meta.mem_id),
+      JSON.stringify(entry),
+      this.#options(),
+    );
   }
 
   async getBody(ref: SessionRef, memId: string): Promise<IndexedBody | null> {
@@ -36,10 +47,19 @@ export class KvIndex implements IndexPort {
     await this.#kv.put(indexSessionKey(ref), "", { ...this.#options(), metadata: entry });
   }
 
-  async listSessions(tenant: string, options: { cursor?: string; limit?: number } = {}): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+  async listSessions(
+    tenant: string,
+    options: { cursor?: string; limit?: number } = {},
+  ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
     const prefix = indexSessionPrefix(tenant);
-    const page = await this.#kv.list<IndexedSession>({ prefix, limit: options.limit ?? 1000, ...(options.cursor === undefined ? {} : { cursor: options.cursor }) });
-    const sessions = page.keys.map((k) => k.metadata ?? { session: k.name.slice(prefix.length), created_at: 0 });
+    const page = await this.#kv.list<IndexedSession>({
+      prefix,
+      limit: options.limit ?? 1000,
+      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+    });
+    const sessions = page.keys.map(
+      (k) => k.metadata ?? { session: k.name.slice(prefix.length), created_at: 0 },
+    );
     return { sessions, cursor: page.list_complete ? null : page.cursor };
   }
 
@@ -52,7 +72,11 @@ export class KvIndex implements IndexPort {
     const keys = [indexSessionKey(ref)];
     let cursor: string | undefined;
     for (;;) {
-      const page = await this.#kv.list({ prefix: indexBodyKey(ref, ""), limit: 1000, ...(cursor === undefined ? {} : { cursor }) });
+      const page = await this.#kv.list({
+        prefix: indexBodyKey(ref, ""),
+        limit: 1000,
+        ...(cursor === undefined ? {} : { cursor }),
+      });
       keys.push(...page.keys.map((k) => k.name));
       if (page.list_complete) break;
       cursor = page.cursor;
@@ -62,6 +86,7 @@ export class KvIndex implements IndexPort {
 
   /** KV deletes one key per call; a bounded number in flight keeps a big session inside the platform's limits. */
   async #deleteKeys(keys: readonly string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += DELETE_BATCH) await Promise.all(keys.slice(i, i + DELETE_BATCH).map((key) => this.#kv.delete(key)));
+    for (let i = 0; i < keys.length; i += DELETE_BATCH)
+      await Promise.all(keys.slice(i, i + DELETE_BATCH).map((key) => this.#kv.delete(key)));
   }
 }

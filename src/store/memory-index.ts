@@ -4,7 +4,14 @@
  * too, which is what "nothing may depend on reading a KV write back" means in a test.
  */
 import type { SessionRef } from "../core/types.ts";
-import { type IndexPort, type IndexedBody, type IndexedSession, indexBodyKey as bodyKey, indexSessionKey as sessionKey, indexSessionPrefix } from "./parts.ts";
+import {
+  indexBodyKey as bodyKey,
+  type IndexedBody,
+  type IndexedSession,
+  type IndexPort,
+  indexSessionPrefix,
+  indexSessionKey as sessionKey,
+} from "./parts.ts";
 
 export class MemoryIndex implements IndexPort {
   readonly #entries = new Map<string, unknown>();
@@ -32,7 +39,10 @@ export class MemoryIndex implements IndexPort {
     this.#entries.set(sessionKey(ref), structuredClone(entry));
   }
 
-  async listSessions(tenant: string, options: { cursor?: string; limit?: number } = {}): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+  async listSessions(
+    tenant: string,
+    options: { cursor?: string; limit?: number } = {},
+  ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
     if (this.#lagging) return { sessions: [], cursor: null };
     const prefix = indexSessionPrefix(tenant);
     const keys = [...this.#entries.keys()].filter((k) => k.startsWith(prefix)).sort();
@@ -40,7 +50,10 @@ export class MemoryIndex implements IndexPort {
     const limit = options.limit ?? 1000;
     const page = keys.slice(start, start + limit);
     const more = start + limit < keys.length;
-    return { sessions: page.map((k) => structuredClone(this.#entries.get(k)) as IndexedSession), cursor: more ? String(start + limit) : null };
+    return {
+      sessions: page.map((k) => structuredClone(this.#entries.get(k)) as IndexedSession),
+      cursor: more ? String(start + limit) : null,
+    };
   }
 
   async deleteBodies(ref: SessionRef, memIds: readonly string[]): Promise<void> {
@@ -50,7 +63,8 @@ export class MemoryIndex implements IndexPort {
   async deleteSession(ref: SessionRef): Promise<void> {
     this.#entries.delete(sessionKey(ref));
     const prefix = bodyKey(ref, "");
-    for (const key of [...this.#entries.keys()]) if (key.startsWith(prefix)) this.#entries.delete(key);
+    for (const key of [...this.#entries.keys()])
+      if (key.startsWith(prefix)) this.#entries.delete(key);
   }
 
   /** Every key (tests). */

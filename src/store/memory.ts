@@ -4,7 +4,14 @@
  */
 import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
 import type { CachedExtraction } from "../extract/cache.ts";
-import type { CommitResult, LoadedState, OffloadStore, SessionSummary, ToolStats, TurnCommit } from "./port.ts";
+import type {
+  CommitResult,
+  LoadedState,
+  OffloadStore,
+  SessionSummary,
+  ToolStats,
+  TurnCommit,
+} from "./port.ts";
 
 interface SessionData {
   records: Map<string, ResultRecord>;
@@ -34,7 +41,10 @@ function bump(map: Map<string, ToolStats>, tool: string, key: keyof ToolStats): 
   map.set(tool, s);
 }
 
-function pick(map: Map<string, ToolStats> | undefined, names: readonly string[]): Record<string, ToolStats> {
+function pick(
+  map: Map<string, ToolStats> | undefined,
+  names: readonly string[],
+): Record<string, ToolStats> {
   const out: Record<string, ToolStats> = {};
   for (const n of names) {
     const s = map?.get(n);
@@ -46,7 +56,10 @@ function pick(map: Map<string, ToolStats> | undefined, names: readonly string[])
 /** Median gap (seconds) between consecutive times, or null with fewer than two. */
 export function medianGap(times: readonly number[]): number | null {
   if (times.length < 2) return null;
-  const gaps = times.slice(1).map((t, i) => (t - times[i]!) / 1000).sort((a, b) => a - b);
+  const gaps = times
+    .slice(1)
+    .map((t, i) => (t - times[i]!) / 1000)
+    .sort((a, b) => a - b);
   return gaps[Math.floor(gaps.length / 2)]!;
 }
 
@@ -70,7 +83,16 @@ export class MemoryStore implements OffloadStore {
     const key = this.#key(ref);
     let data = this.#sessions.get(key);
     if (data === undefined && create) {
-      data = { records: new Map(), bodies: new Map(), recall_declared: false, calls: 0, recalls: 0, turns: [], toolStats: new Map(), times: [] };
+      data = {
+        records: new Map(),
+        bodies: new Map(),
+        recall_declared: false,
+        calls: 0,
+        recalls: 0,
+        turns: [],
+        toolStats: new Map(),
+        times: [],
+      };
       this.#sessions.set(key, data);
     }
     return data;
@@ -82,7 +104,11 @@ export class MemoryStore implements OffloadStore {
     return map;
   }
 
-  async load(ref: SessionRef, toolUseIds: readonly string[], toolNames: readonly string[] = []): Promise<LoadedState> {
+  async load(
+    ref: SessionRef,
+    toolUseIds: readonly string[],
+    toolNames: readonly string[] = [],
+  ): Promise<LoadedState> {
     const data = this.#data(ref, false);
     const records = new Map<string, ResultRecord>();
     if (data !== undefined) {
@@ -118,9 +144,11 @@ export class MemoryStore implements OffloadStore {
     data.recall_declared ||= commit.recall_declared;
     data.calls++;
     data.turns.push(structuredClone(commit.log));
-    if (data.turns.length > TURN_LOG_LIMIT) data.turns.splice(0, data.turns.length - TURN_LOG_LIMIT);
+    if (data.turns.length > TURN_LOG_LIMIT)
+      data.turns.splice(0, data.turns.length - TURN_LOG_LIMIT);
     data.times.push(this.#now());
-    if (data.times.length > GAP_WINDOW + 1) data.times.splice(0, data.times.length - GAP_WINDOW - 1);
+    if (data.times.length > GAP_WINDOW + 1)
+      data.times.splice(0, data.times.length - GAP_WINDOW - 1);
     return { records: standing };
   }
 
@@ -138,7 +166,8 @@ export class MemoryStore implements OffloadStore {
     data.recalls++;
     // Counted for the tool of the offloaded result that named this mem_id (as the SessionDO does).
     let tool: string | undefined;
-    for (const r of data.records.values()) if (r.mem_id === memId && r.action === "offloaded") tool = r.tool_name;
+    for (const r of data.records.values())
+      if (r.mem_id === memId && r.action === "offloaded") tool = r.tool_name;
     if (tool !== undefined) {
       bump(data.toolStats, tool, "recalls");
       bump(this.#tenant(ref.tenant), tool, "recalls");

@@ -10,7 +10,16 @@
  * three into the core's `OffloadStore`.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
-import type { BodyMeta, Format, ProxyTurnNote, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
+import type {
+  BodyMeta,
+  Format,
+  ProxyTurnNote,
+  ResultRecord,
+  SessionRef,
+  StoredBody,
+  TurnDecision,
+  TurnLog,
+} from "../core/types.ts";
 import type { ExtractionCache } from "../extract/cache.ts";
 import type { SessionSummary, ToolStats } from "./port.ts";
 
@@ -47,8 +56,21 @@ export interface RecallParams {
  * Only small records: the answers are recomputed from the ledger with the stored params, never stored.
  */
 export type ProxyMemo =
-  | { kind: "recall"; format: Format; anchors: string[]; calls: RememberedCall[]; params: RecallParams }
-  | { kind: "alias"; format: "openai-responses"; from: string; to: string; calls: RememberedCall[]; params: RecallParams };
+  | {
+      kind: "recall";
+      format: Format;
+      anchors: string[];
+      calls: RememberedCall[];
+      params: RecallParams;
+    }
+  | {
+      kind: "alias";
+      format: "openai-responses";
+      from: string;
+      to: string;
+      calls: RememberedCall[];
+      params: RecallParams;
+    };
 
 export interface ProxyState {
   /** The session's config layer (what `PUT …/config` stored), `{}` when none. */
@@ -149,7 +171,11 @@ export interface SessionReportData {
 }
 
 export interface SessionStatePort {
-  load(ref: SessionRef, toolUseIds: readonly string[], toolNames?: readonly string[]): Promise<SessionLoad>;
+  load(
+    ref: SessionRef,
+    toolUseIds: readonly string[],
+    toolNames?: readonly string[],
+  ): Promise<SessionLoad>;
   /** `decisions` (optional): kept as the session's last turn, replacing the previous one's. */
   commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult>;
   /** Counts a recall (also for the latest logged turn); returns the tool name of the mem_id's result when a record names it. */
@@ -204,7 +230,10 @@ export interface IndexPort {
   putBody(ref: SessionRef, entry: IndexedBody): Promise<void>;
   getBody(ref: SessionRef, memId: string): Promise<IndexedBody | null>;
   putSession(ref: SessionRef, entry: IndexedSession): Promise<void>;
-  listSessions(tenant: string, options?: { cursor?: string; limit?: number }): Promise<{ sessions: IndexedSession[]; cursor: string | null }>;
+  listSessions(
+    tenant: string,
+    options?: { cursor?: string; limit?: number },
+  ): Promise<{ sessions: IndexedSession[]; cursor: string | null }>;
   deleteBodies(ref: SessionRef, memIds: readonly string[]): Promise<void>;
   /** Removes the session's entry, and any mem_id entries of it that a listing still shows. */
   deleteSession(ref: SessionRef): Promise<void>;

@@ -12,7 +12,14 @@
  *   those results full, so it could not recall them, and counting them would teach live sessions that nobody
  *   recalls.
  */
-import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnDecision, TurnLog } from "../core/types.ts";
+import type {
+  BodyMeta,
+  ResultRecord,
+  SessionRef,
+  StoredBody,
+  TurnDecision,
+  TurnLog,
+} from "../core/types.ts";
 import type { CachedExtraction } from "../extract/cache.ts";
 
 /** Offloads and recalls of one tool's results: what the adaptive gate learns its recall rate from. */
@@ -68,7 +75,11 @@ export interface OffloadStore {
    * `toolNames`. A commit's newly stored offloaded records count as offloads of their tool; `noteRecall` counts
    * a recall of the mem_id's tool.
    */
-  load(ref: SessionRef, toolUseIds: readonly string[], toolNames?: readonly string[]): Promise<LoadedState>;
+  load(
+    ref: SessionRef,
+    toolUseIds: readonly string[],
+    toolNames?: readonly string[],
+  ): Promise<LoadedState>;
   commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult>;
   putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void>;
   getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;

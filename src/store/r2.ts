@@ -43,7 +43,10 @@ export class R2Ledger implements BodyLedgerPort {
     if (object === null) return null;
     const text = await object.text();
     const custom = object.customMetadata ?? {};
-    return { body: custom.encoding === "json-string" ? (JSON.parse(text) as string) : text, meta: readMeta(custom, memId) };
+    return {
+      body: custom.encoding === "json-string" ? (JSON.parse(text) as string) : text,
+      meta: readMeta(custom, memId),
+    };
   }
 
   async head(ref: SessionRef, memId: string): Promise<BodyMeta | null> {
@@ -57,7 +60,11 @@ export class R2Ledger implements BodyLedgerPort {
     let cursor: string | undefined;
     // R2 listings are strongly consistent: this sees every body the session has stored.
     while (ids.length < limit) {
-      const page = await this.#bucket.list({ prefix, limit: Math.min(1000, limit - ids.length), ...(cursor === undefined ? {} : { cursor }) });
+      const page = await this.#bucket.list({
+        prefix,
+        limit: Math.min(1000, limit - ids.length),
+        ...(cursor === undefined ? {} : { cursor }),
+      });
       ids.push(...page.objects.map((o) => o.key.slice(prefix.length)));
       if (!page.truncated) break;
       cursor = page.cursor;
@@ -67,7 +74,8 @@ export class R2Ledger implements BodyLedgerPort {
 
   async delete(ref: SessionRef, memIds: readonly string[]): Promise<void> {
     // One call deletes up to 1,000 keys.
-    for (let i = 0; i < memIds.length; i += 1000) await this.#bucket.delete(memIds.slice(i, i + 1000).map((id) => ledgerKey(ref, id)));
+    for (let i = 0; i < memIds.length; i += 1000)
+      await this.#bucket.delete(memIds.slice(i, i + 1000).map((id) => ledgerKey(ref, id)));
   }
 }
 
@@ -78,11 +86,24 @@ function isWellFormed(text: string): boolean {
 function fitMeta(meta: BodyMeta): string {
   const json = JSON.stringify(meta);
   if (new TextEncoder().encode(json).length <= META_BUDGET) return json;
-  return JSON.stringify({ ...meta, tool_name: meta.tool_name.slice(0, 256), outline: meta.outline.slice(0, 1000) });
+  return JSON.stringify({
+    ...meta,
+    tool_name: meta.tool_name.slice(0, 256),
+    outline: meta.outline.slice(0, 1000),
+  });
 }
 
 function readMeta(custom: Record<string, string>, memId: string): BodyMeta {
   if (custom.meta !== undefined) return JSON.parse(custom.meta) as BodyMeta;
   // An object written by other means still reads, with what its readable fields tell.
-  return { mem_id: memId, tool_use_id: "", tool_name: custom.tool_name ?? "", chars: Number(custom.chars ?? 0), tokens: Number(custom.tokens ?? 0), kind: "text", outline: "", turn: 0 };
+  return {
+    mem_id: memId,
+    tool_use_id: "",
+    tool_name: custom.tool_name ?? "",
+    chars: Number(custom.chars ?? 0),
+    tokens: Number(custom.tokens ?? 0),
+    kind: "text",
+    outline: "",
+    turn: 0,
+  };
 }

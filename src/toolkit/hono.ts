@@ -13,7 +13,7 @@
 import { Hono } from "hono";
 import type { z } from "zod";
 import type { ToolFormat } from "../core/recall-tool.ts";
-import { OffloadError, isOffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import { serializeValue } from "./preview.ts";
 import type { Tool } from "./tool.ts";
 
@@ -26,13 +26,17 @@ const FORMATS: readonly ToolFormat[] = ["anthropic", "openai-chat", "openai-resp
 const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 
 // Tools of different schemas and results in one list; each is checked by its own schema.
+// biome-ignore lint/suspicious/noExplicitAny: a list of tools whose schemas differ; each checks its own input
 type AnyTool = Tool<any, any>;
 
 export function toolRoutes(tools: readonly AnyTool[], options: ToolRoutesOptions = {}): Hono {
   const maxBody = options.max_body_bytes ?? 1_048_576;
   const byName = new Map<string, AnyTool>();
   for (const tool of tools) {
-    if (byName.has(tool.name)) throw new OffloadError("invalid_argument", `two tools are named ${tool.name}`, { path: "tools" });
+    if (byName.has(tool.name))
+      throw new OffloadError("invalid_argument", `two tools are named ${tool.name}`, {
+        path: "tools",
+      });
     byName.set(tool.name, tool);
   }
 
@@ -40,7 +44,12 @@ export function toolRoutes(tools: readonly AnyTool[], options: ToolRoutesOptions
 
   app.get("/tools", (c) => {
     const format = (c.req.query("format") ?? "anthropic") as ToolFormat;
-    if (!FORMATS.includes(format)) return fail(new OffloadError("invalid_argument", `format must be one of ${FORMATS.join(", ")}`, { path: "format" }));
+    if (!FORMATS.includes(format))
+      return fail(
+        new OffloadError("invalid_argument", `format must be one of ${FORMATS.join(", ")}`, {
+          path: "format",
+        }),
+      );
     return c.json({ tools: [...byName.values()].map((t) => t.definition(format)) });
   });
 
@@ -66,7 +75,8 @@ export function toolRoutes(tools: readonly AnyTool[], options: ToolRoutesOptions
       } catch {
         throw new OffloadError("invalid_json", "the body is not valid JSON");
       }
-      if (body === null || typeof body !== "object" || Array.isArray(body)) throw new OffloadError("invalid_request", "the body must be a JSON object of arguments");
+      if (body === null || typeof body !== "object" || Array.isArray(body))
+        throw new OffloadError("invalid_request", "the body must be a JSON object of arguments");
       return await answer(tool, await tool.parse(body));
     } catch (error) {
       return fail(error);
@@ -78,7 +88,8 @@ export function toolRoutes(tools: readonly AnyTool[], options: ToolRoutesOptions
 
 function find(byName: ReadonlyMap<string, AnyTool>, name: string): AnyTool {
   const tool = byName.get(name);
-  if (tool === undefined) throw new OffloadError("not_found", `no tool named ${JSON.stringify(name)}`, { path: "name" });
+  if (tool === undefined)
+    throw new OffloadError("not_found", `no tool named ${JSON.stringify(name)}`, { path: "name" });
   return tool;
 }
 
@@ -88,7 +99,8 @@ function tooLarge(max: number): OffloadError {
 
 async function answer(tool: AnyTool, args: unknown): Promise<Response> {
   const value: unknown = await tool.run(args);
-  if (typeof value === "string") return new Response(value, { headers: { "content-type": "text/plain; charset=utf-8" } });
+  if (typeof value === "string")
+    return new Response(value, { headers: { "content-type": "text/plain; charset=utf-8" } });
   return new Response(serializeValue(value), { headers: { "content-type": "application/json" } });
 }
 
@@ -104,7 +116,10 @@ function fail(error: unknown): Response {
  * number, true/false for a boolean, every value for an array) and leave anything else as text for zod to
  * judge, so `limit=abc` fails as "expected number" on `limit` rather than becoming NaN or 0.
  */
-export function queryArguments(schema: z.ZodObject, queries: Record<string, string[]>): Record<string, unknown> {
+export function queryArguments(
+  schema: z.ZodObject,
+  queries: Record<string, string[]>,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, values] of Object.entries(queries)) {
     const field = Object.hasOwn(schema.shape, key) ? (schema.shape[key] as z.ZodType) : undefined;
@@ -113,7 +128,12 @@ export function queryArguments(schema: z.ZodObject, queries: Record<string, stri
       out[key] = values.map((v) => coerce(kind.element, v));
       continue;
     }
-    if (values.length > 1) throw new OffloadError("invalid_argument", `${key} is given ${values.length} times; give it once`, { path: key });
+    if (values.length > 1)
+      throw new OffloadError(
+        "invalid_argument",
+        `${key} is given ${values.length} times; give it once`,
+        { path: key },
+      );
     out[key] = coerce(kind, values[0] ?? "");
   }
   return out;
@@ -121,16 +141,30 @@ export function queryArguments(schema: z.ZodObject, queries: Record<string, stri
 
 type FieldKind = "string" | "number" | "boolean" | { type: "array"; element: FieldKind };
 
-const WRAPPERS = new Set(["optional", "default", "prefault", "nullable", "nonoptional", "readonly", "catch"]);
+const WRAPPERS = new Set([
+  "optional",
+  "default",
+  "prefault",
+  "nullable",
+  "nonoptional",
+  "readonly",
+  "catch",
+]);
 
 function baseOf(schema: z.ZodType, depth = 0): FieldKind {
-  const def = (schema as unknown as { _zod: { def: { type: string; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType } } })._zod.def;
+  const def = (
+    schema as unknown as {
+      _zod: { def: { type: string; innerType?: z.ZodType; in?: z.ZodType; element?: z.ZodType } };
+    }
+  )._zod.def;
   if (depth > 16) return "string";
-  if (WRAPPERS.has(def.type) && def.innerType !== undefined) return baseOf(def.innerType, depth + 1);
+  if (WRAPPERS.has(def.type) && def.innerType !== undefined)
+    return baseOf(def.innerType, depth + 1);
   if (def.type === "pipe" && def.in !== undefined) return baseOf(def.in, depth + 1);
   if (def.type === "number") return "number";
   if (def.type === "boolean") return "boolean";
-  if (def.type === "array" && def.element !== undefined) return { type: "array", element: baseOf(def.element, depth + 1) };
+  if (def.type === "array" && def.element !== undefined)
+    return { type: "array", element: baseOf(def.element, depth + 1) };
   return "string";
 }
 

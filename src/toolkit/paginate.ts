@@ -35,19 +35,39 @@ export const PAGE_DEFAULTS = Object.freeze({ offset: 0, limit: 20, max_limit: 10
 /** A non-negative safe integer, or a typed error naming the argument (NaN, ±Infinity, 1.5, "3" all fail). */
 export function pageNumber(value: unknown, name: string, min = 0): number {
   if (typeof value !== "number" || !Number.isSafeInteger(value) || value < min) {
-    const shown = typeof value === "number" ? String(value) : typeof value === "string" ? JSON.stringify(value) : typeof value;
-    throw new OffloadError("invalid_argument", `${name} must be an integer ≥ ${min}, got ${shown}`, { path: name });
+    const shown =
+      typeof value === "number"
+        ? String(value)
+        : typeof value === "string"
+          ? JSON.stringify(value)
+          : typeof value;
+    throw new OffloadError(
+      "invalid_argument",
+      `${name} must be an integer ≥ ${min}, got ${shown}`,
+      { path: name },
+    );
   }
   return value;
 }
 
 export function paginate<T>(rows: readonly T[], options: PaginateOptions = {}): Page<T> {
-  if (!Array.isArray(rows)) throw new OffloadError("invalid_argument", "rows must be an array", { path: "rows" });
+  if (!Array.isArray(rows))
+    throw new OffloadError("invalid_argument", "rows must be an array", { path: "rows" });
   // `=== undefined`, not `??`: a null offset is most likely a last page's next_offset fed back, and reading it
   // as 0 would silently start over.
-  const offset = pageNumber(options.offset === undefined ? PAGE_DEFAULTS.offset : options.offset, "offset");
-  const maxLimit = pageNumber(options.max_limit === undefined ? PAGE_DEFAULTS.max_limit : options.max_limit, "max_limit", 1);
-  const limit = Math.min(pageNumber(options.limit === undefined ? PAGE_DEFAULTS.limit : options.limit, "limit"), maxLimit);
+  const offset = pageNumber(
+    options.offset === undefined ? PAGE_DEFAULTS.offset : options.offset,
+    "offset",
+  );
+  const maxLimit = pageNumber(
+    options.max_limit === undefined ? PAGE_DEFAULTS.max_limit : options.max_limit,
+    "max_limit",
+    1,
+  );
+  const limit = Math.min(
+    pageNumber(options.limit === undefined ? PAGE_DEFAULTS.limit : options.limit, "limit"),
+    maxLimit,
+  );
 
   let page: T[];
   let total: number;
@@ -57,8 +77,17 @@ export function paginate<T>(rows: readonly T[], options: PaginateOptions = {}): 
   } else {
     page = rows.slice(0, limit);
     // A count taken a moment before the page can lag an insert; never report fewer rows than the page proves.
-    total = Math.max(pageNumber(options.total, "total"), page.length === 0 ? 0 : offset + page.length);
+    total = Math.max(
+      pageNumber(options.total, "total"),
+      page.length === 0 ? 0 : offset + page.length,
+    );
   }
   const end = offset + page.length;
-  return { total, offset, returned: page.length, rows: page, next_offset: end < total ? end : null };
+  return {
+    total,
+    offset,
+    returned: page.length,
+    rows: page,
+    next_offset: end < total ? end : null,
+  };
 }

@@ -4,8 +4,8 @@
  * way `compact` feeds it, so the two cannot drift apart.
  */
 import { DEFAULT_CONFIG } from "../config.ts";
-import { renderShape } from "../core/stub.ts";
 import { structureOf } from "../core/structure.ts";
+import { renderShape } from "../core/stub.ts";
 import { detectKind, estimateTokens } from "../core/tokens.ts";
 import { OffloadError } from "../errors.ts";
 import { pageNumber } from "./paginate.ts";
@@ -30,10 +30,17 @@ export function serializeValue(value: unknown): string {
   try {
     text = JSON.stringify(value, (_key, v: unknown) => (typeof v === "bigint" ? v.toString() : v));
   } catch (cause) {
-    throw new OffloadError("invalid_argument", `value cannot be serialized as JSON (${cause instanceof Error ? cause.message : String(cause)})`, { path: "value", cause });
+    throw new OffloadError(
+      "invalid_argument",
+      `value cannot be serialized as JSON (${cause instanceof Error ? cause.message : String(cause)})`,
+      { path: "value", cause },
+    );
   }
   // A function or symbol at the top level serializes to nothing.
-  if (text === undefined) throw new OffloadError("invalid_argument", `a ${typeof value} cannot be serialized as JSON`, { path: "value" });
+  if (text === undefined)
+    throw new OffloadError("invalid_argument", `a ${typeof value} cannot be serialized as JSON`, {
+      path: "value",
+    });
   return text;
 }
 
@@ -42,7 +49,10 @@ export function serializeValue(value: unknown): string {
  * cost is linear in the value (it is serialized and, for JSON, parsed once): preview the result, not a page.
  */
 export function previewOf(value: unknown, options: PreviewOptions = {}): string {
-  const previewChars = pageNumber(options.max_chars ?? DEFAULT_CONFIG.tool_result_stub_preview_chars, "max_chars");
+  const previewChars = pageNumber(
+    options.max_chars ?? DEFAULT_CONFIG.tool_result_stub_preview_chars,
+    "max_chars",
+  );
   const text = serializeValue(value);
   const kind = detectKind(text);
   return renderShape({

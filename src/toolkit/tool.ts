@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { ToolFormat } from "../core/recall-tool.ts";
-import { OffloadError, isOffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import { serializeValue } from "./preview.ts";
 
 /** JSON Schema of a tool's input: always an object (all three providers require it). */
@@ -85,18 +85,38 @@ const MAX_ISSUES = 8;
 export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool<S, R> {
   const { name, description, input, run } = spec;
   if (typeof name !== "string" || !NAME.test(name)) {
-    throw new OffloadError("invalid_argument", `tool name must be 1–64 of A–Z a–z 0–9 _ -, got ${JSON.stringify(name)}`, { path: "name" });
+    throw new OffloadError(
+      "invalid_argument",
+      `tool name must be 1–64 of A–Z a–z 0–9 _ -, got ${JSON.stringify(name)}`,
+      { path: "name" },
+    );
   }
-  if (typeof description !== "string") throw new OffloadError("invalid_argument", "description must be a string", { path: "description" });
-  if (!(input instanceof z.ZodObject)) throw new OffloadError("invalid_argument", "input must be a zod object schema (z.object)", { path: "input" });
-  if (typeof run !== "function") throw new OffloadError("invalid_argument", "run must be a function", { path: "run" });
+  if (typeof description !== "string")
+    throw new OffloadError("invalid_argument", "description must be a string", {
+      path: "description",
+    });
+  if (!(input instanceof z.ZodObject))
+    throw new OffloadError("invalid_argument", "input must be a zod object schema (z.object)", {
+      path: "input",
+    });
+  if (typeof run !== "function")
+    throw new OffloadError("invalid_argument", "run must be a function", { path: "run" });
 
   const schema = inputJsonSchema(input);
   const rendered: { [F in ToolFormat]: string } = {
     anthropic: JSON.stringify({ name, description, input_schema: schema }),
-    "openai-chat": JSON.stringify({ type: "function", function: { name, description, parameters: schema } }),
+    "openai-chat": JSON.stringify({
+      type: "function",
+      function: { name, description, parameters: schema },
+    }),
     // Not strict: OpenAI's strict mode requires every field required and no defaults, which paging arguments are not.
-    "openai-responses": JSON.stringify({ type: "function", name, description, parameters: schema, strict: false }),
+    "openai-responses": JSON.stringify({
+      type: "function",
+      name,
+      description,
+      parameters: schema,
+      strict: false,
+    }),
   };
 
   const parse = async (args: unknown): Promise<z.output<S>> => {
@@ -105,7 +125,9 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
       try {
         value = value.trim() === "" ? {} : JSON.parse(value);
       } catch {
-        throw new OffloadError("invalid_argument", "the arguments are not valid JSON", { path: "arguments" });
+        throw new OffloadError("invalid_argument", "the arguments are not valid JSON", {
+          path: "arguments",
+        });
       }
     }
     const result = await input.safeParseAsync(value ?? {});
@@ -119,9 +141,16 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
     description,
     input,
     run,
-    definition<F extends ToolFormat = "anthropic">(format: F = "anthropic" as F): ToolDefinitions[F] {
+    definition<F extends ToolFormat = "anthropic">(
+      format: F = "anthropic" as F,
+    ): ToolDefinitions[F] {
       const text = Object.hasOwn(rendered, format) ? rendered[format] : undefined;
-      if (text === undefined) throw new OffloadError("invalid_argument", `unknown tool format ${JSON.stringify(format)}`, { path: "format" });
+      if (text === undefined)
+        throw new OffloadError(
+          "invalid_argument",
+          `unknown tool format ${JSON.stringify(format)}`,
+          { path: "format" },
+        );
       return JSON.parse(text) as ToolDefinitions[F];
     },
     parse,
@@ -131,7 +160,11 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
         parsed = await parse(args);
       } catch (error) {
         const detail = isOffloadError(error) ? error.message : "the arguments could not be read";
-        return { content: `Invalid arguments for ${name}: ${detail}. Fix them and call ${name} again.`, is_error: true, error };
+        return {
+          content: `Invalid arguments for ${name}: ${detail}. Fix them and call ${name} again.`,
+          is_error: true,
+          error,
+        };
       }
       try {
         const value = await run(parsed);
@@ -160,7 +193,11 @@ function inputJsonSchema(input: z.ZodObject): ToolInputSchema {
   try {
     schema = z.toJSONSchema(input, { io: "input" }) as Record<string, unknown>;
   } catch (cause) {
-    throw new OffloadError("invalid_argument", `input schema has no JSON Schema form: ${cause instanceof Error ? cause.message : String(cause)}`, { path: "input", cause });
+    throw new OffloadError(
+      "invalid_argument",
+      `input schema has no JSON Schema form: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { path: "input", cause },
+    );
   }
   delete schema.$schema;
   return stripSafeIntBounds(schema) as ToolInputSchema;
@@ -171,7 +208,11 @@ function stripSafeIntBounds(node: unknown): unknown {
   if (node === null || typeof node !== "object") return node;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
-    if ((k === "maximum" && v === Number.MAX_SAFE_INTEGER) || (k === "minimum" && v === Number.MIN_SAFE_INTEGER)) continue;
+    if (
+      (k === "maximum" && v === Number.MAX_SAFE_INTEGER) ||
+      (k === "minimum" && v === Number.MIN_SAFE_INTEGER)
+    )
+      continue;
     out[k] = stripSafeIntBounds(v);
   }
   return out;
@@ -182,14 +223,18 @@ export function issuePath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const key of path) {
     if (typeof key === "number") out += `[${key}]`;
-    else if (typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key)) out += out === "" ? key : `.${key}`;
+    else if (typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key))
+      out += out === "" ? key : `.${key}`;
     else out += `[${JSON.stringify(String(key))}]`;
   }
   return out;
 }
 
 /** Every issue as `field: problem`, the first one's path for the error's `path`. `args` tells a missing field from a wrong one. */
-export function describeIssues(issues: readonly z.core.$ZodIssue[], args?: unknown): { message: string; path: string } {
+export function describeIssues(
+  issues: readonly z.core.$ZodIssue[],
+  args?: unknown,
+): { message: string; path: string } {
   const parts: string[] = [];
   let first: string | undefined;
   for (const issue of issues) {
@@ -198,7 +243,11 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[], args?: unkno
     if (issue.code === "unrecognized_keys") {
       path = issuePath([...issue.path, issue.keys[0]!]);
       problem = `unknown field${issue.keys.length === 1 ? "" : "s"} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}`;
-    } else if (issue.code === "invalid_type" && issue.path.length > 0 && valueAt(args, issue.path) === undefined) {
+    } else if (
+      issue.code === "invalid_type" &&
+      issue.path.length > 0 &&
+      valueAt(args, issue.path) === undefined
+    ) {
       problem = `required (${issue.expected})`;
     }
     first ??= path;
@@ -235,13 +284,34 @@ export interface OpenAIResponsesToolResult {
 }
 
 /** The tool's answer as the provider's result item for the call `id`. OpenAI has no error flag: the text says it. */
-export function toolResult(format: "anthropic", id: string, answer: ToolAnswer): AnthropicToolResult;
-export function toolResult(format: "openai-chat", id: string, answer: ToolAnswer): OpenAIChatToolResult;
-export function toolResult(format: "openai-responses", id: string, answer: ToolAnswer): OpenAIResponsesToolResult;
-export function toolResult(format: ToolFormat, id: string, answer: ToolAnswer): AnthropicToolResult | OpenAIChatToolResult | OpenAIResponsesToolResult {
+export function toolResult(
+  format: "anthropic",
+  id: string,
+  answer: ToolAnswer,
+): AnthropicToolResult;
+export function toolResult(
+  format: "openai-chat",
+  id: string,
+  answer: ToolAnswer,
+): OpenAIChatToolResult;
+export function toolResult(
+  format: "openai-responses",
+  id: string,
+  answer: ToolAnswer,
+): OpenAIResponsesToolResult;
+export function toolResult(
+  format: ToolFormat,
+  id: string,
+  answer: ToolAnswer,
+): AnthropicToolResult | OpenAIChatToolResult | OpenAIResponsesToolResult {
   switch (format) {
     case "anthropic":
-      return { type: "tool_result", tool_use_id: id, content: answer.content, ...(answer.is_error ? { is_error: true } : {}) };
+      return {
+        type: "tool_result",
+        tool_use_id: id,
+        content: answer.content,
+        ...(answer.is_error ? { is_error: true } : {}),
+      };
     case "openai-chat":
       return { role: "tool", tool_call_id: id, content: answer.content };
     case "openai-responses":

@@ -3,7 +3,7 @@
  * (path, headers, body) and answers from a script, in order: JSON, an event stream (sent event by event),
  * an error with headers, or a dropped connection (before answering, or half way through a stream).
  */
-import { type IncomingHttpHeaders, type Server, createServer } from "node:http";
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 
 export interface Received {
@@ -16,7 +16,12 @@ export interface Received {
 
 export type Scripted =
   | { status?: number; headers?: Record<string, string>; json: unknown }
-  | { status?: number; headers?: Record<string, string>; events: readonly string[]; dropAfter?: number }
+  | {
+      status?: number;
+      headers?: Record<string, string>;
+      events: readonly string[];
+      dropAfter?: number;
+    }
   | { drop: true };
 
 export type Script = Scripted | ((r: Received) => Scripted);
@@ -54,11 +59,21 @@ export class FakeProvider {
         } catch {
           // a test reads `body`
         }
-        const received: Received = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body, json };
+        const received: Received = {
+          method: req.method ?? "",
+          path: req.url ?? "",
+          headers: req.headers,
+          body,
+          json,
+        };
         this.received.push(received);
         const next = this.#queue.shift();
         if (next === undefined) {
-          res.writeHead(599, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: `fake provider: no scripted answer for ${received.path}` } }));
+          res.writeHead(599, { "content-type": "application/json" }).end(
+            JSON.stringify({
+              error: { message: `fake provider: no scripted answer for ${received.path}` },
+            }),
+          );
           return;
         }
         const s = typeof next === "function" ? next(received) : next;
@@ -67,10 +82,21 @@ export class FakeProvider {
           return;
         }
         if ("json" in s) {
-          res.writeHead(s.status ?? 200, { "content-type": "application/json", "request-id": `req_fake_${this.received.length}`, ...s.headers }).end(JSON.stringify(s.json));
+          res
+            .writeHead(s.status ?? 200, {
+              "content-type": "application/json",
+              "request-id": `req_fake_${this.received.length}`,
+              ...s.headers,
+            })
+            .end(JSON.stringify(s.json));
           return;
         }
-        res.writeHead(s.status ?? 200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", "request-id": `req_fake_${this.received.length}`, ...s.headers });
+        res.writeHead(s.status ?? 200, {
+          "content-type": "text/event-stream; charset=utf-8",
+          "cache-control": "no-cache",
+          "request-id": `req_fake_${this.received.length}`,
+          ...s.headers,
+        });
         void (async () => {
           for (const [i, ev] of s.events.entries()) {
             if (s.dropAfter !== undefined && i === s.dropAfter) {
@@ -96,6 +122,8 @@ export class FakeProvider {
 
   async stop(): Promise<void> {
     for (const s of this.#sockets) s.destroy();
-    await new Promise<void>((resolve) => (this.#server === undefined ? resolve() : this.#server.close(() => resolve())));
+    await new Promise<void>((resolve) =>
+      this.#server === undefined ? resolve() : this.#server.close(() => resolve()),
+    );
   }
 }

@@ -8,14 +8,33 @@ function key(): string {
   return `${n.toString(16).padStart(64, "0")}/pdf/p50.c200000.r5000.x100000.s32.csv.ocr-off-${Date.now().toString(36)}`;
 }
 
-const ok = (text: string): CachedExtraction & { ok: true } => ({ ok: true, result: { text, format: "pdf", pages: 3, pages_extracted: 3, truncated: false } });
-const failed: CachedExtraction = { ok: false, error: { type: "extraction_failed", message: "the PDF is password-protected", format: "pdf", reason: "encrypted" } };
+const ok = (text: string): CachedExtraction & { ok: true } => ({
+  ok: true,
+  result: { text, format: "pdf", pages: 3, pages_extracted: 3, truncated: false },
+});
+const failed: CachedExtraction = {
+  ok: false,
+  error: {
+    type: "extraction_failed",
+    message: "the PDF is password-protected",
+    format: "pdf",
+    reason: "encrypted",
+  },
+};
 
-export function runExtractionCacheContract(name: string, make: () => ExtractionCache | Promise<ExtractionCache>): void {
+export function runExtractionCacheContract(
+  name: string,
+  make: () => ExtractionCache | Promise<ExtractionCache>,
+): void {
   describe(`extraction cache contract: ${name}`, () => {
     it("round-trips outcomes exactly, lone surrogates and large texts included", async () => {
       const c = await make();
-      for (const value of [ok("Invoice\nTotal: 1,250 €"), ok("lone \ud800 high, \udfff low"), ok("z".repeat(2_000_000)), failed]) {
+      for (const value of [
+        ok("Invoice\nTotal: 1,250 €"),
+        ok("lone \ud800 high, \udfff low"),
+        ok("z".repeat(2_000_000)),
+        failed,
+      ]) {
         const k = key();
         expect(await c.getExtraction("t1", k)).toBeNull();
         await c.putExtraction("t1", k, value);

@@ -16,7 +16,16 @@ function ref(tenant = "t1"): SessionRef {
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
 function meta(memId: string): BodyMeta {
-  return { mem_id: memId, tool_use_id: "toolu_9", tool_name: "sql", chars: 100, tokens: 30, kind: "csv", outline: "CSV: 3 rows × 2 columns", turn: 4 };
+  return {
+    mem_id: memId,
+    tool_use_id: "toolu_9",
+    tool_name: "sql",
+    chars: 100,
+    tokens: 30,
+    kind: "csv",
+    outline: "CSV: 3 rows × 2 columns",
+    turn: 4,
+  };
 }
 
 export function runIndexContract(name: string, make: () => IndexPort | Promise<IndexPort>): void {
@@ -25,7 +34,10 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
       const x = await make();
       const r = ref("acme");
       await x.putBody(r, { location: ledgerKey(r, MEM("a")), meta: meta(MEM("a")) });
-      expect(await x.getBody(r, MEM("a"))).toEqual({ location: ledgerKey(r, MEM("a")), meta: meta(MEM("a")) });
+      expect(await x.getBody(r, MEM("a"))).toEqual({
+        location: ledgerKey(r, MEM("a")),
+        meta: meta(MEM("a")),
+      });
       expect(await x.getBody(r, MEM("b"))).toBeNull();
       expect(await x.getBody({ tenant: "globex", session: r.session }, MEM("a"))).toBeNull();
     });
@@ -37,7 +49,10 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
       const b = { tenant, session: "beta" };
       await x.putSession(a, { session: "alpha", created_at: 1 });
       await x.putSession(b, { session: "beta", created_at: 2 });
-      await x.putSession({ tenant: `${tenant}x`, session: "gamma" }, { session: "gamma", created_at: 3 });
+      await x.putSession(
+        { tenant: `${tenant}x`, session: "gamma" },
+        { session: "gamma", created_at: 3 },
+      );
       const page = await x.listSessions(tenant);
       expect(page.sessions.map((s) => s.session).sort()).toEqual(["alpha", "beta"]);
       expect(page.cursor).toBeNull();
@@ -45,7 +60,10 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
       expect(first.sessions).toHaveLength(1);
       expect(first.cursor).not.toBeNull();
       const rest = await x.listSessions(tenant, { limit: 1, cursor: first.cursor! });
-      expect([...first.sessions, ...rest.sessions].map((s) => s.session).sort()).toEqual(["alpha", "beta"]);
+      expect([...first.sessions, ...rest.sessions].map((s) => s.session).sort()).toEqual([
+        "alpha",
+        "beta",
+      ]);
     });
 
     it("deletes named mem_id entries, then the session's entry and what a listing shows, and nothing else", async () => {
@@ -63,9 +81,13 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
       expect(await x.getBody(r, MEM("b"))).not.toBeNull();
       await x.deleteSession(r);
       expect(await x.getBody(r, MEM("b"))).toBeNull();
-      expect((await x.listSessions(r.tenant)).sessions.map((s) => s.session)).not.toContain(r.session);
+      expect((await x.listSessions(r.tenant)).sessions.map((s) => s.session)).not.toContain(
+        r.session,
+      );
       expect(await x.getBody(keep, MEM("a"))).not.toBeNull();
-      expect((await x.listSessions(keep.tenant)).sessions.map((s) => s.session)).toContain(keep.session);
+      expect((await x.listSessions(keep.tenant)).sessions.map((s) => s.session)).toContain(
+        keep.session,
+      );
     });
   });
 }

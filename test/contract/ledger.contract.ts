@@ -12,21 +12,43 @@ function ref(tenant = "t1"): SessionRef {
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
 function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
-  return { mem_id: memId, tool_use_id: "toolu_1", tool_name: "bash", chars: 5, tokens: 2, kind: "json", outline: "JSON object: 2 keys", turn: 3, ...overrides };
+  return {
+    mem_id: memId,
+    tool_use_id: "toolu_1",
+    tool_name: "bash",
+    chars: 5,
+    tokens: 2,
+    kind: "json",
+    outline: "JSON object: 2 keys",
+    turn: 3,
+    ...overrides,
+  };
 }
 
-export function runLedgerContract(name: string, make: () => BodyLedgerPort | Promise<BodyLedgerPort>): void {
+export function runLedgerContract(
+  name: string,
+  make: () => BodyLedgerPort | Promise<BodyLedgerPort>,
+): void {
   describe(`ledger contract: ${name}`, () => {
     it("round-trips bodies and metadata exactly, lone surrogates included", async () => {
       const l = await make();
       const r = ref();
-      const bodies = ["", "{\"a\":1}", "é😀\u0000\n\"", "lone \ud800 high and \udfff low", "y".repeat(1_000_000)];
-      for (const [i, body] of bodies.entries()) await l.put(r, body, meta(MEM(String(i)), { chars: body.length }));
+      const bodies = [
+        "",
+        '{"a":1}',
+        'é😀\u0000\n"',
+        "lone \ud800 high and \udfff low",
+        "y".repeat(1_000_000),
+      ];
+      for (const [i, body] of bodies.entries())
+        await l.put(r, body, meta(MEM(String(i)), { chars: body.length }));
       for (const [i, body] of bodies.entries()) {
         const got = await l.get(r, MEM(String(i)));
         expect(got?.body === body).toBe(true);
         expect(got?.meta).toEqual(meta(MEM(String(i)), { chars: body.length }));
-        expect(await l.head(r, MEM(String(i)))).toEqual(meta(MEM(String(i)), { chars: body.length }));
+        expect(await l.head(r, MEM(String(i)))).toEqual(
+          meta(MEM(String(i)), { chars: body.length }),
+        );
       }
       expect(await l.get(r, MEM("f"))).toBeNull();
       expect(await l.head(r, MEM("f"))).toBeNull();
@@ -59,7 +81,8 @@ export function runLedgerContract(name: string, make: () => BodyLedgerPort | Pro
       const l = await make();
       const r = ref();
       const ids = Array.from({ length: 1005 }, (_, i) => `trm_${i.toString(16).padStart(24, "0")}`);
-      for (let i = 0; i < ids.length; i += 100) await Promise.all(ids.slice(i, i + 100).map((id) => l.put(r, "b", meta(id))));
+      for (let i = 0; i < ids.length; i += 100)
+        await Promise.all(ids.slice(i, i + 100).map((id) => l.put(r, "b", meta(id))));
       expect((await l.list(r)).sort()).toEqual([...ids].sort());
       const first = await l.list(r, 7);
       expect(first).toHaveLength(7);

@@ -15,21 +15,57 @@ function ref(tenant = "t1"): SessionRef {
 }
 
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
-  return { turn, results: 1, kept: 1, compacted: 0, offloaded: 0, new_decisions: 1, tokens_before: 10, tokens_after: 10, saved_usd: 0, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0, ...over };
+  return {
+    turn,
+    results: 1,
+    kept: 1,
+    compacted: 0,
+    offloaded: 0,
+    new_decisions: 1,
+    tokens_before: 10,
+    tokens_after: 10,
+    saved_usd: 0,
+    errors: 0,
+    shadow: false,
+    gate_fired: 0,
+    gate_declined: 0,
+    ...over,
+  };
 }
 
 function decision(id: string, over: Partial<TurnDecision> = {}): TurnDecision {
-  return { tool_use_id: id, tool_name: "bash", path: "messages[2].content[0]", tier: "large", action: "offloaded", mem_id: MEM("a"), chars: 70_000, tokens: 20_000, sent_tokens: 200, sticky: false, reason: "large: test", ...over };
+  return {
+    tool_use_id: id,
+    tool_name: "bash",
+    path: "messages[2].content[0]",
+    tier: "large",
+    action: "offloaded",
+    mem_id: MEM("a"),
+    chars: 70_000,
+    tokens: 20_000,
+    sent_tokens: 200,
+    sticky: false,
+    reason: "large: test",
+    ...over,
+  };
 }
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
-export function runSessionStateContract(name: string, make: () => SessionStatePort | Promise<SessionStatePort>): void {
+export function runSessionStateContract(
+  name: string,
+  make: () => SessionStatePort | Promise<SessionStatePort>,
+): void {
   describe(`session-state contract: ${name}`, () => {
     it("reads an unknown session as empty, without creating it", async () => {
       const s = await make();
       const r = ref();
-      expect(await s.load(r, ["a"])).toEqual({ records: [], recall_declared: false, session_tool_stats: {}, gap_seconds: null });
+      expect(await s.load(r, ["a"])).toEqual({
+        records: [],
+        recall_declared: false,
+        session_tool_stats: {},
+        gap_seconds: null,
+      });
       expect(await s.getConfig(r)).toEqual({});
       expect(await s.describe(r)).toBeNull();
     });
@@ -37,37 +73,63 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
     it("keeps the first record per id, within one commit and across commits", async () => {
       const s = await make();
       const r = ref();
-      const first = await s.commit(r, { records: [record("a", { rendered: "one" }), record("a", { rendered: "two" })], recall_declared: false, log: log(1) });
+      const first = await s.commit(r, {
+        records: [record("a", { rendered: "one" }), record("a", { rendered: "two" })],
+        recall_declared: false,
+        log: log(1),
+      });
       expect(first.records.map((x) => x.rendered)).toEqual(["one", "one"]);
-      const second = await s.commit(r, { records: [record("a", { rendered: "three" }), record("b")], recall_declared: false, log: log(2) });
+      const second = await s.commit(r, {
+        records: [record("a", { rendered: "three" }), record("b")],
+        recall_declared: false,
+        log: log(2),
+      });
       expect(second.records.map((x) => [x.tool_use_id, x.rendered])).toEqual([
         ["a", "one"],
         ["b", "[stub]"],
       ]);
-      expect((await s.load(r, ["a", "b", "c"])).records.map((x) => x.tool_use_id).sort()).toEqual(["a", "b"]);
+      expect((await s.load(r, ["a", "b", "c"])).records.map((x) => x.tool_use_id).sort()).toEqual([
+        "a",
+        "b",
+      ]);
     });
 
     it("loads any number of ids (more than SQLite's bound-parameter cap)", async () => {
       const s = await make();
       const r = ref();
-      const many = Array.from({ length: 250 }, (_, i) => record(`id-${i}`, { mem_id: null, action: "kept", rendered: null }));
+      const many = Array.from({ length: 250 }, (_, i) =>
+        record(`id-${i}`, { mem_id: null, action: "kept", rendered: null }),
+      );
       await s.commit(r, { records: many, recall_declared: false, log: log(1) });
-      const got = await s.load(r, many.map((m) => m.tool_use_id));
+      const got = await s.load(
+        r,
+        many.map((m) => m.tool_use_id),
+      );
       expect(got.records).toHaveLength(250);
     });
 
     it("asks for the index entry on the first commit only (then about daily)", async () => {
       const s = await make();
       const r = ref();
-      expect((await s.commit(r, { records: [], recall_declared: false, log: log(1) })).index_due).toBe(true);
-      expect((await s.commit(r, { records: [], recall_declared: false, log: log(2) })).index_due).toBe(false);
+      expect(
+        (await s.commit(r, { records: [], recall_declared: false, log: log(1) })).index_due,
+      ).toBe(true);
+      expect(
+        (await s.commit(r, { records: [], recall_declared: false, log: log(2) })).index_due,
+      ).toBe(false);
     });
 
     it("stores and replaces the session's config layer", async () => {
       const s = await make();
       const r = ref();
-      await s.setConfig(r, { tool_result_compaction_enabled: true, tool_result_recall_mode: "window" });
-      expect(await s.getConfig(r)).toEqual({ tool_result_compaction_enabled: true, tool_result_recall_mode: "window" });
+      await s.setConfig(r, {
+        tool_result_compaction_enabled: true,
+        tool_result_recall_mode: "window",
+      });
+      expect(await s.getConfig(r)).toEqual({
+        tool_result_compaction_enabled: true,
+        tool_result_recall_mode: "window",
+      });
       await s.setConfig(r, {});
       expect(await s.getConfig(r)).toEqual({});
     });
@@ -75,7 +137,11 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
     it("counts recalls per mem_id and describes the session", async () => {
       const s = await make();
       const r = ref();
-      await s.commit(r, { records: [record("a", { mem_id: MEM("a") })], recall_declared: true, log: log(1) });
+      await s.commit(r, {
+        records: [record("a", { mem_id: MEM("a") })],
+        recall_declared: true,
+        log: log(1),
+      });
       await s.noteRecall(r, MEM("a"));
       await s.noteRecall(r, MEM("a"));
       await s.noteRecall(r, MEM("b"));
@@ -91,31 +157,78 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
     it("counts offloads per tool on commit, names a recalled mem_id's tool, and measures turn gaps", async () => {
       const s = await make();
       const r = ref();
-      const off = (id: string, tool: string, mem: string) => record(id, { tool_name: tool, action: "offloaded", mem_id: MEM(mem) });
-      const c1 = await s.commit(r, { records: [off("a", "bash", "a"), off("b", "bash", "b"), off("c", "read", "c"), record("d", { tool_name: "bash", action: "kept", mem_id: null, rendered: null })], recall_declared: true, log: log(1) });
+      const off = (id: string, tool: string, mem: string) =>
+        record(id, { tool_name: tool, action: "offloaded", mem_id: MEM(mem) });
+      const c1 = await s.commit(r, {
+        records: [
+          off("a", "bash", "a"),
+          off("b", "bash", "b"),
+          off("c", "read", "c"),
+          record("d", { tool_name: "bash", action: "kept", mem_id: null, rendered: null }),
+        ],
+        recall_declared: true,
+        log: log(1),
+      });
       expect(c1.offloads).toEqual({ bash: 2, read: 1 });
-      const c2 = await s.commit(r, { records: [off("a", "bash", "a")], recall_declared: true, log: log(2) });
+      const c2 = await s.commit(r, {
+        records: [off("a", "bash", "a")],
+        recall_declared: true,
+        log: log(2),
+      });
       expect(c2.offloads).toEqual({});
       expect(await s.noteRecall(r, MEM("a"))).toBe("bash");
       expect(await s.noteRecall(r, MEM("z"))).toBeNull();
       const loaded = await s.load(r, ["a"], ["bash", "read", "nope"]);
-      expect(loaded.session_tool_stats).toEqual({ bash: { offloaded: 2, recalls: 1 }, read: { offloaded: 1, recalls: 0 } });
+      expect(loaded.session_tool_stats).toEqual({
+        bash: { offloaded: 2, recalls: 1 },
+        read: { offloaded: 1, recalls: 0 },
+      });
       expect(loaded.gap_seconds).toBeGreaterThanOrEqual(0);
-      expect((await s.describe(r))?.tool_stats).toEqual({ bash: { offloaded: 2, recalls: 1 }, read: { offloaded: 1, recalls: 0 } });
+      expect((await s.describe(r))?.tool_stats).toEqual({
+        bash: { offloaded: 2, recalls: 1 },
+        read: { offloaded: 1, recalls: 0 },
+      });
     });
 
     it("reports per turn: commit time, the recalls that followed, live and shadow savings apart, gate verdicts", async () => {
       const s = await make();
       const r = ref();
       expect(await s.report(r)).toBeNull();
-      await s.commit(r, { records: [record("a", { mem_id: MEM("a") }), record("k", { action: "kept", mem_id: null, rendered: null })], recall_declared: true, log: log(1, { tokens_before: 100, tokens_after: 10, saved_usd: 0.01, gate_fired: 1 }) });
+      await s.commit(r, {
+        records: [
+          record("a", { mem_id: MEM("a") }),
+          record("k", { action: "kept", mem_id: null, rendered: null }),
+        ],
+        recall_declared: true,
+        log: log(1, { tokens_before: 100, tokens_after: 10, saved_usd: 0.01, gate_fired: 1 }),
+      });
       await s.noteRecall(r, MEM("a"));
       await s.noteRecall(r, MEM("a"));
-      await s.commit(r, { records: [record("b", { mem_id: MEM("b") })], recall_declared: true, log: log(2, { tokens_before: 200, tokens_after: 50, saved_usd: 0.02, shadow: true, gate_fired: 1, gate_declined: 2 }) });
+      await s.commit(r, {
+        records: [record("b", { mem_id: MEM("b") })],
+        recall_declared: true,
+        log: log(2, {
+          tokens_before: 200,
+          tokens_after: 50,
+          saved_usd: 0.02,
+          shadow: true,
+          gate_fired: 1,
+          gate_declined: 2,
+        }),
+      });
       await s.noteRecall(r, MEM("z"));
       const rep = (await s.report(r))!;
-      expect(rep).toMatchObject({ tenant: r.tenant, session: r.session, calls: 2, recall_declared: true, config: {}, recalls: 3 });
-      expect(rep.turns.map((t) => [t.turn, t.shadow, t.recalls, t.gate_fired, t.gate_declined])).toEqual([
+      expect(rep).toMatchObject({
+        tenant: r.tenant,
+        session: r.session,
+        calls: 2,
+        recall_declared: true,
+        config: {},
+        recalls: 3,
+      });
+      expect(
+        rep.turns.map((t) => [t.turn, t.shadow, t.recalls, t.gate_fired, t.gate_declined]),
+      ).toEqual([
         [1, false, 2, 1, 0],
         [2, true, 1, 1, 2],
       ]);
@@ -143,13 +256,39 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
     it("keeps the latest turn's decisions with their gate breakdown, replaced by each commit that sends them", async () => {
       const s = await make();
       const r = ref();
-      const gate = { fire: true, net_usd: 0.12, reprefill_saving_usd: 0.2, stub_carry_cost_usd: 0.01, invalidation_cost_usd: 0, expected_recall_hop_cost_usd: 0.07, tool_declaration_cost_usd: 0, reason: "net +$0.12", model: "claude-opus-4-5" } as GateResult;
-      await s.commit(r, { records: [], recall_declared: false, log: log(1), decisions: [decision("a", { gate })] });
-      await s.commit(r, { records: [], recall_declared: false, log: log(2, { shadow: true }), decisions: [decision("a", { sticky: true, gate }), decision("b", { action: "kept", mem_id: null, tier: "hot" })] });
+      const gate = {
+        fire: true,
+        net_usd: 0.12,
+        reprefill_saving_usd: 0.2,
+        stub_carry_cost_usd: 0.01,
+        invalidation_cost_usd: 0,
+        expected_recall_hop_cost_usd: 0.07,
+        tool_declaration_cost_usd: 0,
+        reason: "net +$0.12",
+        model: "claude-opus-4-5",
+      } as GateResult;
+      await s.commit(r, {
+        records: [],
+        recall_declared: false,
+        log: log(1),
+        decisions: [decision("a", { gate })],
+      });
+      await s.commit(r, {
+        records: [],
+        recall_declared: false,
+        log: log(2, { shadow: true }),
+        decisions: [
+          decision("a", { sticky: true, gate }),
+          decision("b", { action: "kept", mem_id: null, tier: "hot" }),
+        ],
+      });
       const last = (await s.report(r))!.last_turn!;
       expect(last).toMatchObject({ turn: 2, shadow: true, decisions_total: 2 });
       expect(last.at).toBeGreaterThan(0);
-      expect(last.decisions).toEqual([decision("a", { sticky: true, gate }), decision("b", { action: "kept", mem_id: null, tier: "hot" })]);
+      expect(last.decisions).toEqual([
+        decision("a", { sticky: true, gate }),
+        decision("b", { action: "kept", mem_id: null, tier: "hot" }),
+      ]);
       // A commit without decisions leaves them; a huge turn keeps the last LAST_DECISIONS_LIMIT.
       await s.commit(r, { records: [], recall_declared: false, log: log(3) });
       expect((await s.report(r))!.last_turn?.turn).toBe(2);
@@ -157,7 +296,9 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       await s.commit(r, { records: [], recall_declared: false, log: log(4), decisions: many });
       const big = (await s.report(r))!.last_turn!;
       expect(big.decisions_total).toBe(LAST_DECISIONS_LIMIT + 5);
-      expect(big.decisions.map((d) => d.tool_use_id)).toEqual(many.slice(5).map((d) => d.tool_use_id));
+      expect(big.decisions.map((d) => d.tool_use_id)).toEqual(
+        many.slice(5).map((d) => d.tool_use_id),
+      );
     });
 
     it("reads the proxy state of an unknown session as empty, without creating it", async () => {
@@ -181,14 +322,29 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
         calls: [{ id: `r-${anchor}`, arguments: '{"mem_id":"trm_x"}' }],
         params: { mode: "both", max_chars: 50000, window: 300 },
       });
-      await s.finishProxyTurn(r, { turn_seq: first.turn_seq, note: { hops: 2, recalls: 2, exhausted: false }, memos: [memo("a")] });
-      await s.finishProxyTurn(r, { turn_seq: null, note: { hops: 0, recalls: 1, exhausted: false }, memos: [memo("b"), memo("c")] });
+      await s.finishProxyTurn(r, {
+        turn_seq: first.turn_seq,
+        note: { hops: 2, recalls: 2, exhausted: false },
+        memos: [memo("a")],
+      });
+      await s.finishProxyTurn(r, {
+        turn_seq: null,
+        note: { hops: 0, recalls: 1, exhausted: false },
+        memos: [memo("b"), memo("c")],
+      });
       const d = (await s.describe(r))!;
-      expect(d.turns).toMatchObject([{ ...log(1), proxy: { hops: 2, recalls: 2, exhausted: false } }, log(2)]);
+      expect(d.turns).toMatchObject([
+        { ...log(1), proxy: { hops: 2, recalls: 2, exhausted: false } },
+        log(2),
+      ]);
       expect(d.turns[1]).not.toHaveProperty("proxy");
       const state = await s.proxyState(r);
       expect(state.config).toEqual({ tool_result_compaction_enabled: true });
-      expect(state.memos.map((m) => (m.kind === "recall" ? m.anchors[0] : m.from))).toEqual(["a", "b", "c"]);
+      expect(state.memos.map((m) => (m.kind === "recall" ? m.anchors[0] : m.from))).toEqual([
+        "a",
+        "b",
+        "c",
+      ]);
       expect(state.memos[0]).toEqual(memo("a"));
       // Another scope sees none of it; destroy forgets it.
       expect((await s.proxyState({ tenant: "other", session: r.session })).memos).toEqual([]);
@@ -201,7 +357,10 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       const mine = ref("tenant-a");
       await s.commit(mine, { records: [record("x")], recall_declared: true, log: log(1) });
       await s.setConfig(mine, { tool_result_compaction_enabled: true });
-      for (const other of [{ tenant: "tenant-b", session: mine.session }, { tenant: "tenant-a", session: `${mine.session}-2` }]) {
+      for (const other of [
+        { tenant: "tenant-b", session: mine.session },
+        { tenant: "tenant-a", session: `${mine.session}-2` },
+      ]) {
         expect((await s.load(other, ["x"])).records).toEqual([]);
         expect(await s.getConfig(other)).toEqual({});
         expect(await s.describe(other)).toBeNull();
@@ -213,7 +372,15 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       const s = await make();
       const r = ref();
       const keep = ref();
-      await s.commit(r, { records: [record("a", { mem_id: MEM("a") }), record("b", { mem_id: null, action: "kept", rendered: null }), record("c", { mem_id: MEM("a") })], recall_declared: true, log: log(1) });
+      await s.commit(r, {
+        records: [
+          record("a", { mem_id: MEM("a") }),
+          record("b", { mem_id: null, action: "kept", rendered: null }),
+          record("c", { mem_id: MEM("a") }),
+        ],
+        recall_declared: true,
+        log: log(1),
+      });
       await s.commit(keep, { records: [record("a")], recall_declared: false, log: log(1) });
       expect(await s.destroy(r)).toEqual([MEM("a")]);
       expect(await s.describe(r)).toBeNull();
@@ -223,7 +390,11 @@ export function runSessionStateContract(name: string, make: () => SessionStatePo
       expect(await s.describe(keep)).not.toBeNull();
       expect(await s.destroy(ref())).toEqual([]);
       // A destroyed session starts afresh.
-      await s.commit(r, { records: [record("a", { rendered: "new" })], recall_declared: false, log: log(1) });
+      await s.commit(r, {
+        records: [record("a", { rendered: "new" })],
+        recall_declared: false,
+        log: log(1),
+      });
       expect((await s.load(r, ["a"])).records[0]?.rendered).toBe("new");
     });
   });

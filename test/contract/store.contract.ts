@@ -34,16 +34,44 @@ export function record(id: string, overrides: Partial<ResultRecord> = {}): Resul
 }
 
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
-  return { turn, results: 1, kept: 0, compacted: 0, offloaded: 1, new_decisions: 1, tokens_before: 100, tokens_after: 10, saved_usd: 0.01, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0, ...over };
+  return {
+    turn,
+    results: 1,
+    kept: 0,
+    compacted: 0,
+    offloaded: 1,
+    new_decisions: 1,
+    tokens_before: 100,
+    tokens_after: 10,
+    saved_usd: 0.01,
+    errors: 0,
+    shadow: false,
+    gate_fired: 0,
+    gate_declined: 0,
+    ...over,
+  };
 }
 
 function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
-  return { mem_id: memId, tool_use_id: "toolu_1", tool_name: "bash", chars: 5, tokens: 2, kind: "text", outline: "text: 1 line", turn: 1, ...overrides };
+  return {
+    mem_id: memId,
+    tool_use_id: "toolu_1",
+    tool_name: "bash",
+    chars: 5,
+    tokens: 2,
+    kind: "text",
+    outline: "text: 1 line",
+    turn: 1,
+    ...overrides,
+  };
 }
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
-export function runStoreContract(name: string, make: () => OffloadStore | Promise<OffloadStore>): void {
+export function runStoreContract(
+  name: string,
+  make: () => OffloadStore | Promise<OffloadStore>,
+): void {
   describe(`store contract: ${name}`, () => {
     it("reads an unknown session as empty", async () => {
       const store = await make();
@@ -73,7 +101,11 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       const r = ref();
       const first = record("x", { rendered: "first" });
       await store.commit(r, { records: [first], recall_declared: false, log: log(1) });
-      const result = await store.commit(r, { records: [record("x", { rendered: "second" })], recall_declared: false, log: log(2) });
+      const result = await store.commit(r, {
+        records: [record("x", { rendered: "second" })],
+        recall_declared: false,
+        log: log(2),
+      });
       expect(result.records.get("x")?.rendered).toBe("first");
       expect((await store.load(r, ["x"])).records.get("x")?.rendered).toBe("first");
     });
@@ -82,8 +114,16 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       const store = await make();
       const r = ref();
       const [one, two] = await Promise.all([
-        store.commit(r, { records: [record("race", { rendered: "one" })], recall_declared: false, log: log(1) }),
-        store.commit(r, { records: [record("race", { rendered: "two" })], recall_declared: false, log: log(1) }),
+        store.commit(r, {
+          records: [record("race", { rendered: "one" })],
+          recall_declared: false,
+          log: log(1),
+        }),
+        store.commit(r, {
+          records: [record("race", { rendered: "two" })],
+          recall_declared: false,
+          log: log(1),
+        }),
       ]);
       expect(one.records.get("race")?.rendered).toBe(two.records.get("race")?.rendered);
       const summary = await store.describeSession(r);
@@ -101,7 +141,12 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
     it("stores bodies exactly, including astral characters and megabytes", async () => {
       const store = await make();
       const r = ref();
-      const bodies = ["", "plain", "é😀 mixed \u0000 nul and \"quotes\"\n", "x".repeat(3_000_000) + "😀"];
+      const bodies = [
+        "",
+        "plain",
+        'é😀 mixed \u0000 nul and "quotes"\n',
+        `${"x".repeat(3_000_000)}😀`,
+      ];
       for (const [i, body] of bodies.entries()) {
         await store.putBody(r, body, meta(MEM(String(i)), { chars: body.length }));
       }
@@ -147,7 +192,11 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       const store = await make();
       const r = ref();
       await store.commit(r, { records: [record("p")], recall_declared: true, log: log(1) });
-      await store.commit(r, { records: [record("q", { action: "kept", rendered: null, mem_id: null })], recall_declared: true, log: log(2) });
+      await store.commit(r, {
+        records: [record("q", { action: "kept", rendered: null, mem_id: null })],
+        recall_declared: true,
+        log: log(2),
+      });
       await store.noteRecall(r, MEM("a"));
       await store.noteRecall(r, MEM("a"));
       const summary = (await store.describeSession(r))!;
@@ -165,9 +214,17 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       const a = ref("learning");
       const b = { tenant: a.tenant, session: `${a.session}-b` };
       const other = { tenant: "another-tenant", session: a.session };
-      const bash = (id: string, mem: string) => record(id, { tool_name: "bash", action: "offloaded", mem_id: MEM(mem) });
+      const bash = (id: string, mem: string) =>
+        record(id, { tool_name: "bash", action: "offloaded", mem_id: MEM(mem) });
       await store.putBody(a, "body", meta(MEM("1"), { tool_name: "bash" }));
-      await store.commit(a, { records: [bash("r1", "1"), record("r2", { tool_name: "grep", action: "kept", mem_id: null, rendered: null })], recall_declared: true, log: log(1) });
+      await store.commit(a, {
+        records: [
+          bash("r1", "1"),
+          record("r2", { tool_name: "grep", action: "kept", mem_id: null, rendered: null }),
+        ],
+        recall_declared: true,
+        log: log(1),
+      });
       // the same decision again (first writer wins) is not a second offload
       await store.commit(a, { records: [bash("r1", "1")], recall_declared: true, log: log(2) });
       await store.noteRecall(a, MEM("1"));
@@ -177,23 +234,50 @@ export function runStoreContract(name: string, make: () => OffloadStore | Promis
       const sa = await store.load(a, [], ["bash", "grep", "never-used"]);
       expect(sa.session_tool_stats).toEqual({ bash: { offloaded: 1, recalls: 2 } });
       expect(sa.tool_stats).toEqual({ bash: { offloaded: 2, recalls: 2 } });
-      expect((await store.load(b, [], ["bash"])).session_tool_stats).toEqual({ bash: { offloaded: 1, recalls: 0 } });
+      expect((await store.load(b, [], ["bash"])).session_tool_stats).toEqual({
+        bash: { offloaded: 1, recalls: 0 },
+      });
       expect((await store.load(other, [], ["bash"])).tool_stats).toEqual({});
       expect((await store.load(a, [])).session_tool_stats).toEqual({});
-      expect((await store.describeSession(a))?.tool_stats).toEqual({ bash: { offloaded: 1, recalls: 2 } });
+      expect((await store.describeSession(a))?.tool_stats).toEqual({
+        bash: { offloaded: 1, recalls: 2 },
+      });
     });
 
     it("keeps a shadow turn's offloads out of the tenant's learning statistics, and takes the turn's decisions", async () => {
       const store = await make();
       const r = ref("shadow-learning");
-      const decisions = [{ tool_use_id: "s1", tool_name: "bash", path: "messages[2].content[0]", tier: "large" as const, action: "offloaded" as const, mem_id: MEM("5"), chars: 70_000, tokens: 20_000, sent_tokens: 200, sticky: false, reason: "large: test" }];
-      await store.commit(r, { records: [record("s1", { tool_name: "bash", mem_id: MEM("5") })], recall_declared: true, log: log(1, { shadow: true, gate_fired: 1 }), decisions });
+      const decisions = [
+        {
+          tool_use_id: "s1",
+          tool_name: "bash",
+          path: "messages[2].content[0]",
+          tier: "large" as const,
+          action: "offloaded" as const,
+          mem_id: MEM("5"),
+          chars: 70_000,
+          tokens: 20_000,
+          sent_tokens: 200,
+          sticky: false,
+          reason: "large: test",
+        },
+      ];
+      await store.commit(r, {
+        records: [record("s1", { tool_name: "bash", mem_id: MEM("5") })],
+        recall_declared: true,
+        log: log(1, { shadow: true, gate_fired: 1 }),
+        decisions,
+      });
       const state = await store.load(r, ["s1"], ["bash"]);
       expect(state.records.get("s1")?.action).toBe("offloaded"); // recorded exactly as a live turn would
       expect(state.tool_stats?.bash?.offloaded ?? 0).toBe(0);
       expect(state.session_tool_stats?.bash?.offloaded).toBe(1);
       // The same offload on a live turn does count.
-      await store.commit(r, { records: [record("s2", { tool_name: "bash", mem_id: MEM("6") })], recall_declared: true, log: log(2) });
+      await store.commit(r, {
+        records: [record("s2", { tool_name: "bash", mem_id: MEM("6") })],
+        recall_declared: true,
+        log: log(2),
+      });
       expect((await store.load(r, [], ["bash"])).tool_stats?.bash?.offloaded).toBe(1);
       expect((await store.describeSession(r))?.turns.map((t) => t.shadow)).toEqual([true, false]);
     });

@@ -5,7 +5,10 @@ import type { TenantStatsPort } from "../../src/store/parts.ts";
 let n = 0;
 const tenant = () => `stats-${Date.now().toString(36)}-${++n}`;
 
-export function runTenantStatsContract(name: string, make: () => TenantStatsPort | Promise<TenantStatsPort>): void {
+export function runTenantStatsContract(
+  name: string,
+  make: () => TenantStatsPort | Promise<TenantStatsPort>,
+): void {
   describe(`tenant-stats contract: ${name}`, () => {
     it("reads an unknown tenant or tool as no counts", async () => {
       const s = await make();
@@ -18,8 +21,14 @@ export function runTenantStatsContract(name: string, make: () => TenantStatsPort
       const t = tenant();
       await s.add(t, { bash: { offloaded: 2 }, read: { recalls: 1 } });
       await s.add(t, { bash: { recalls: 3, offloaded: 1 } });
-      await Promise.all([s.add(t, { read: { offloaded: 1 } }), s.add(t, { read: { offloaded: 1 } })]);
-      expect(await s.load(t, ["bash", "read", "grep"])).toEqual({ bash: { offloaded: 3, recalls: 3 }, read: { offloaded: 2, recalls: 1 } });
+      await Promise.all([
+        s.add(t, { read: { offloaded: 1 } }),
+        s.add(t, { read: { offloaded: 1 } }),
+      ]);
+      expect(await s.load(t, ["bash", "read", "grep"])).toEqual({
+        bash: { offloaded: 3, recalls: 3 },
+        read: { offloaded: 2, recalls: 1 },
+      });
       expect(await s.load(t, ["read"])).toEqual({ read: { offloaded: 2, recalls: 1 } });
       expect(await s.load(tenant(), ["bash"])).toEqual({});
     });

@@ -21,7 +21,8 @@ const LIVE = { tool_result_compaction_enabled: true, tool_result_offload_enabled
 const SHADOW = { ...LIVE, tool_result_offload_shadow: true };
 
 const available = existsSync(CHROMIUM);
-if (!available && process.env.CI === "true") throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium with apt-get`);
+if (!available && process.env.CI === "true")
+  throw new Error(`${CHROMIUM} is missing: .ci/run installs Debian's chromium with apt-get`);
 
 let server: DevServer | undefined;
 let context: BrowserContext | undefined;
@@ -29,14 +30,26 @@ let profile: string | undefined;
 
 beforeAll(async () => {
   if (!available) return;
-  server = await startDevServer({ OFFLOAD_API_KEYS: `smoke:${KEY},other:${OTHER_KEY}`, OFFLOAD_SECRET: "dashboard-smoke-secret-0123456789" });
+  server = await startDevServer({
+    OFFLOAD_API_KEYS: `smoke:${KEY},other:${OTHER_KEY}`,
+    OFFLOAD_SECRET: "dashboard-smoke-secret-0123456789",
+  });
   profile = mkdtempSync(join(tmpdir(), "edge-offload-chromium-"));
   context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     viewport: { width: 1280, height: 1100 },
     // Without the background-networking flags Chromium keeps dialling out of this closed network.
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
   });
 });
 
@@ -49,15 +62,26 @@ afterAll(async () => {
 type Message = { role: string; content: unknown };
 
 function turn1(): { model: string; max_tokens: number; messages: Message[] } {
-  const catalog = JSON.stringify({ items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })) });
+  const catalog = JSON.stringify({
+    items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })),
+  });
   return {
     model: "claude-opus-4-5",
     max_tokens: 512,
     messages: [
       { role: "user", content: "Load the catalog." },
-      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }] },
-      { role: "assistant", content: [{ type: "tool_use", id: "toolu_2", name: EVIL_TOOL, input: {} }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
+      },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }],
+      },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_2", name: EVIL_TOOL, input: {} }],
+      },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
     ],
   };
@@ -68,8 +92,14 @@ function appended(history: { messages: Message[] }, k: number) {
     ...history,
     messages: [
       ...history.messages,
-      { role: "assistant", content: [{ type: "tool_use", id: `toolu_${k}`, name: "status", input: {} }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${k}`, content: `still ok ${k}` }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: `toolu_${k}`, name: "status", input: {} }],
+      },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: `toolu_${k}`, content: `still ok ${k}` }],
+      },
     ],
   };
 }
@@ -77,11 +107,19 @@ function appended(history: { messages: Message[] }, k: number) {
 /** Two compacted turns: the client appends to whatever the service returned. */
 async function twoTurns(session: string, config: object): Promise<string> {
   const url = `${server!.base}/v1/sessions/${session}/compact?format=anthropic`;
-  const headers = { authorization: `Bearer ${KEY}`, "content-type": "application/json", "x-offload-config": JSON.stringify(config) };
+  const headers = {
+    authorization: `Bearer ${KEY}`,
+    "content-type": "application/json",
+    "x-offload-config": JSON.stringify(config),
+  };
   const first = await fetch(url, { method: "POST", headers, body: JSON.stringify(turn1()) });
   expect(first.status).toBe(200);
   const out1 = await first.text();
-  const second = await fetch(url, { method: "POST", headers, body: JSON.stringify(appended(JSON.parse(out1) as { messages: Message[] }, 3)) });
+  const second = await fetch(url, {
+    method: "POST",
+    headers,
+    body: JSON.stringify(appended(JSON.parse(out1) as { messages: Message[] }, 3)),
+  });
   expect(second.status).toBe(200);
   await second.arrayBuffer();
   return out1;
@@ -94,7 +132,11 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     const shadow = `dash-shadow-${stamp}`;
     const out1 = await twoTurns(live, LIVE);
     const mem = /trm_[0-9a-f]{24}/.exec(out1)![0];
-    const recall = await fetch(`${server!.base}/v1/sessions/${live}/recall`, { method: "POST", headers: { authorization: `Bearer ${KEY}` }, body: JSON.stringify({ mem_id: mem, json_path: "items[3]" }) });
+    const recall = await fetch(`${server!.base}/v1/sessions/${live}/recall`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}` },
+      body: JSON.stringify({ mem_id: mem, json_path: "items[3]" }),
+    });
     expect(((await recall.json()) as { is_error: boolean }).is_error).toBe(false);
     await twoTurns(shadow, SHADOW);
 
@@ -112,13 +154,22 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     await Promise.all([page.waitForURL(`${server!.base}/`), page.click("button[type=submit]")]);
     await page.waitForSelector(`#sessions-body tr[data-session="${live}"]`);
     expect(await page.textContent("#tenant")).toBe("smoke");
-    expect(await page.locator(`#sessions-body tr[data-session="${shadow}"] .mode`).textContent()).toBe("shadow");
+    expect(
+      await page.locator(`#sessions-body tr[data-session="${shadow}"] .mode`).textContent(),
+    ).toBe("shadow");
 
     await page.click(`#sessions-body tr[data-session="${live}"] button`);
     await page.waitForSelector(`#session-id:text-is("${live}")`);
     const chart = page.locator("#chart");
     expect(await chart.getAttribute("data-turns")).toBe("2");
-    const points = async (series: string) => ((await page.locator(`#chart polyline[data-series="${series}"]`).getAttribute("points")) ?? "").trim().split(/\s+/).map((p) => p.split(",").map(Number));
+    const points = async (series: string) =>
+      (
+        (await page.locator(`#chart polyline[data-series="${series}"]`).getAttribute("points")) ??
+        ""
+      )
+        .trim()
+        .split(/\s+/)
+        .map((p) => p.split(",").map(Number));
     const before = await points("before");
     const after = await points("after");
     expect(before).toHaveLength(2);
@@ -136,7 +187,9 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     expect(await offloadedRow.locator("td.fire").textContent()).toMatch(/^fired \$/);
     // A client-sent tool name is shown as text, never as markup.
     expect(await page.locator("#decisions-table img").count()).toBe(0);
-    expect(await page.locator('#decisions-table tr[data-tool-use-id="toolu_2"] td').nth(1).textContent()).toBe(EVIL_TOOL);
+    expect(
+      await page.locator('#decisions-table tr[data-tool-use-id="toolu_2"] td').nth(1).textContent(),
+    ).toBe(EVIL_TOOL);
     expect(await page.title()).toBe("edge-offload: savings");
 
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -147,8 +200,12 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     await page.waitForSelector(`#session-id:text-is("${shadow}")`);
     expect(await page.locator('#chart circle.shadow[data-series="after"]').count()).toBe(2);
     expect(await page.locator('#chart circle.shadow[data-series="before"]').count()).toBe(0);
-    expect(await page.locator('#session [data-field="saved_usd"] dd').textContent()).toBe("$0.0000 (0 tokens)");
-    expect(await page.locator('#session [data-field="would_save_usd"] dd').textContent()).toMatch(/^\$0\.\d{4} \([\d,]+ tokens\)$/);
+    expect(await page.locator('#session [data-field="saved_usd"] dd').textContent()).toBe(
+      "$0.0000 (0 tokens)",
+    );
+    expect(await page.locator('#session [data-field="would_save_usd"] dd').textContent()).toMatch(
+      /^\$0\.\d{4} \([\d,]+ tokens\)$/,
+    );
     await page.screenshot({ path: join(ARTIFACTS, "dashboard-shadow.png"), fullPage: true });
 
     expect(problems).toEqual([]);
@@ -161,7 +218,10 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     const page = await context!.newPage();
     await page.goto(`${server!.base}/`);
     await page.fill("#key", "not-a-key");
-    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === "POST"), page.click("button[type=submit]")]);
+    const [res] = await Promise.all([
+      page.waitForResponse((r) => r.request().method() === "POST"),
+      page.click("button[type=submit]"),
+    ]);
     expect(res.status()).toBe(401);
     expect(await page.textContent("#login-message")).toBe("Unknown API key.");
 

@@ -21,13 +21,20 @@ function freePort(): Promise<number> {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address !== null ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address !== null
+          ? resolve(address.port)
+          : reject(new Error("no port")),
+      );
     });
   });
 }
 
 /** `vars` become `--var NAME:value` (secrets included: they never reach a file). */
-export async function startDevServer(vars: Record<string, string>, timeoutMs = 90_000): Promise<DevServer> {
+export async function startDevServer(
+  vars: Record<string, string>,
+  timeoutMs = 90_000,
+): Promise<DevServer> {
   const [port, inspector] = [await freePort(), await freePort()];
   const state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
   const base = `http://127.0.0.1:${port}`;
@@ -49,7 +56,12 @@ export async function startDevServer(vars: Record<string, string>, timeoutMs = 9
       "--show-interactive-dev-session=false",
       ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
     ],
-    { cwd: process.cwd(), detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" } },
+    {
+      cwd: process.cwd(),
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    },
   );
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
@@ -85,7 +97,8 @@ export async function startDevServer(vars: Record<string, string>, timeoutMs = 9
 
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+    if (child.exitCode !== null)
+      throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
     try {
       // Any answer means it listens; whether the answer is right is the test's business.
       await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });

@@ -11,13 +11,19 @@ import { type DevServer, startDevServer } from "./dev-server.ts";
 
 const KEY = "sk-smoke-test";
 const HEADERS = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
-const ON = JSON.stringify({ tool_result_compaction_enabled: true, tool_result_offload_enabled: true });
+const ON = JSON.stringify({
+  tool_result_compaction_enabled: true,
+  tool_result_offload_enabled: true,
+});
 
 let server: DevServer | undefined;
 let base = "";
 
 beforeAll(async () => {
-  server = await startDevServer({ OFFLOAD_API_KEYS: `smoke:${KEY}`, OFFLOAD_SECRET: "smoke-test-secret-0123456789abcdef" });
+  server = await startDevServer({
+    OFFLOAD_API_KEYS: `smoke:${KEY}`,
+    OFFLOAD_SECRET: "smoke-test-secret-0123456789abcdef",
+  });
   base = server.base;
 });
 
@@ -26,15 +32,26 @@ afterAll(async () => {
 });
 
 function conversation(extra: object[] = []): object {
-  const catalog = JSON.stringify({ items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })) });
+  const catalog = JSON.stringify({
+    items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })),
+  });
   return {
     model: "claude-opus-4-5",
     max_tokens: 512,
     messages: [
       { role: "user", content: "Load the catalog." },
-      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }] },
-      { role: "assistant", content: [{ type: "tool_use", id: "toolu_2", name: "status", input: {} }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
+      },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }],
+      },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_2", name: "status", input: {} }],
+      },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
       ...extra,
     ],
@@ -51,34 +68,60 @@ describe("wrangler dev (production runtime rules)", () => {
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
     const session = `smoke-${Date.now().toString(36)}`;
     const compactUrl = `${base}/v1/sessions/${session}/compact?format=anthropic`;
-    const compact = (body: object) => fetch(compactUrl, { method: "POST", headers: { ...HEADERS, "x-offload-config": ON }, body: JSON.stringify(body) });
+    const compact = (body: object) =>
+      fetch(compactUrl, {
+        method: "POST",
+        headers: { ...HEADERS, "x-offload-config": ON },
+        body: JSON.stringify(body),
+      });
 
     const first = await compact(conversation());
     expect(first.status).toBe(200);
-    expect(JSON.parse(first.headers.get("x-offload-summary")!)).toMatchObject({ offloaded: 1, errors_total: 0 });
+    expect(JSON.parse(first.headers.get("x-offload-summary")!)).toMatchObject({
+      offloaded: 1,
+      errors_total: 0,
+    });
     const out1 = await first.text();
     const mem = /trm_[0-9a-f]{24}/.exec(out1)![0];
 
-    const second = await compact({ ...(JSON.parse(out1) as object), messages: [...(JSON.parse(out1) as { messages: object[] }).messages, ...turn3] });
+    const second = await compact({
+      ...(JSON.parse(out1) as object),
+      messages: [...(JSON.parse(out1) as { messages: object[] }).messages, ...turn3],
+    });
     const fromFull = await compact(conversation(turn3));
     expect(await second.text()).toBe(await fromFull.text());
 
-    const recall = await fetch(`${base}/v1/sessions/${session}/recall`, { method: "POST", headers: HEADERS, body: JSON.stringify({ mem_id: mem, json_path: "$.items[?(@.price > 2247)].name" }) });
+    const recall = await fetch(`${base}/v1/sessions/${session}/recall`, {
+      method: "POST",
+      headers: HEADERS,
+      body: JSON.stringify({ mem_id: mem, json_path: "$.items[?(@.price > 2247)].name" }),
+    });
     expect(recall.status).toBe(200);
     const answer = (await recall.json()) as { content: string; is_error: boolean };
     expect(answer.is_error).toBe(false); // jsonpath-plus's "safe" mode: a filter without eval
     expect(answer.content).toContain("item-1499");
 
-    const view = (await (await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })).json()) as { totals: { calls: number; recalls: number } };
+    const view = (await (
+      await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })
+    ).json()) as { totals: { calls: number; recalls: number } };
     expect(view.totals).toMatchObject({ calls: 3, recalls: 1 });
 
-    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+    const doc = (await (await fetch(`${base}/openapi.json`)).json()) as {
+      paths: Record<string, unknown>;
+    };
     expect(Object.keys(doc.paths)).toContain("/v1/sessions/{session_id}/recall");
 
-    const bad = await fetch(`${base}/v1/sessions/${session}/recall`, { method: "POST", headers: HEADERS, body: JSON.stringify({ mem_id: 1 }) });
+    const bad = await fetch(`${base}/v1/sessions/${session}/recall`, {
+      method: "POST",
+      headers: HEADERS,
+      body: JSON.stringify({ mem_id: 1 }),
+    });
     expect(bad.status).toBe(400);
 
-    expect((await fetch(`${base}/v1/sessions/${session}`, { method: "DELETE", headers: HEADERS })).status).toBe(204);
+    expect(
+      (await fetch(`${base}/v1/sessions/${session}`, { method: "DELETE", headers: HEADERS }))
+        .status,
+    ).toBe(204);
     expect((await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })).status).toBe(404);
     expect(server!.output()).not.toContain(KEY);
   });
@@ -86,13 +129,28 @@ describe("wrangler dev (production runtime rules)", () => {
   it("serves POST /v1/extract (pdf.js, ZIP and XML code under production rules) and replaces a PDF in a turn", async () => {
     const post = (file: string, query = "", key = KEY) => {
       const f = fixture(file);
-      return fetch(`${base}/v1/extract${query}`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": f.media_type, "x-filename": file }, body: f.build() as Uint8Array<ArrayBuffer> });
+      return fetch(`${base}/v1/extract${query}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": f.media_type,
+          "x-filename": file,
+        },
+        body: f.build() as Uint8Array<ArrayBuffer>,
+      });
     };
     const first = await post("multipage.pdf", "?max_pages=2");
     expect(first.status).toBe(200);
     expect(first.headers.get("x-extract-cache")).toBe("miss");
     const body = (await first.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ ok: true, format: "pdf", pages: 5, pages_extracted: 2, truncated: true, cached: false });
+    expect(body).toMatchObject({
+      ok: true,
+      format: "pdf",
+      pages: 5,
+      pages_extracted: 2,
+      truncated: true,
+      cached: false,
+    });
     expect(body.text).toContain("Body text of page 2.");
     const again = await post("multipage.pdf", "?max_pages=2");
     expect(again.headers.get("x-extract-cache")).toBe("hit");
@@ -100,25 +158,63 @@ describe("wrangler dev (production runtime rules)", () => {
 
     const enc = await post("encrypted.pdf");
     expect(enc.status).toBe(422);
-    expect(await enc.json()).toMatchObject({ ok: false, error: { type: "extraction_failed", reason: "encrypted", format: "pdf" }, fallback: "native" });
+    expect(await enc.json()).toMatchObject({
+      ok: false,
+      error: { type: "extraction_failed", reason: "encrypted", format: "pdf" },
+      fallback: "native",
+    });
     expect((await post("report.docx")).status).toBe(200);
-    expect(((await (await post("workbook.xlsx")).json()) as { text: string }).text).toContain("# Sheet: Second");
+    expect(((await (await post("workbook.xlsx")).json()) as { text: string }).text).toContain(
+      "# Sheet: Second",
+    );
     expect((await post("table.csv", "", "wrong-key")).status).toBe(401);
 
     const form = new FormData();
-    for (const file of ["text.pdf", "image.webp"]) form.append(file, new File([fixture(file).build() as Uint8Array<ArrayBuffer>], file, { type: fixture(file).media_type }));
-    const many = await fetch(`${base}/v1/extract`, { method: "POST", headers: { authorization: `Bearer ${KEY}` }, body: form });
-    expect(((await many.json()) as { results: { ok: boolean }[] }).results.map((r) => r.ok)).toEqual([true, false]);
+    for (const file of ["text.pdf", "image.webp"])
+      form.append(
+        file,
+        new File([fixture(file).build() as Uint8Array<ArrayBuffer>], file, {
+          type: fixture(file).media_type,
+        }),
+      );
+    const many = await fetch(`${base}/v1/extract`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}` },
+      body: form,
+    });
+    expect(
+      ((await many.json()) as { results: { ok: boolean }[] }).results.map((r) => r.ok),
+    ).toEqual([true, false]);
 
     const pdf = Buffer.from(fixture("multipage.pdf").build()).toString("base64");
     const turn = {
       model: "claude-opus-4-5",
       max_tokens: 256,
-      messages: [{ role: "user", content: [{ type: "text", text: "Summarise." }, { type: "document", source: { type: "base64", media_type: "application/pdf", data: pdf } }] }],
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "Summarise." },
+            {
+              type: "document",
+              source: { type: "base64", media_type: "application/pdf", data: pdf },
+            },
+          ],
+        },
+      ],
     };
-    const config = JSON.stringify({ tool_result_compaction_enabled: true, attachment_policy: "extract" });
-    const res = await fetch(`${base}/v1/sessions/smoke-att-${Date.now().toString(36)}/compact`, { method: "POST", headers: { ...HEADERS, "x-offload-config": config }, body: JSON.stringify(turn) });
-    expect(JSON.parse(res.headers.get("x-offload-summary")!)).toMatchObject({ attachments: { replaced: 1, failed: 0 } });
+    const config = JSON.stringify({
+      tool_result_compaction_enabled: true,
+      attachment_policy: "extract",
+    });
+    const res = await fetch(`${base}/v1/sessions/smoke-att-${Date.now().toString(36)}/compact`, {
+      method: "POST",
+      headers: { ...HEADERS, "x-offload-config": config },
+      body: JSON.stringify(turn),
+    });
+    expect(JSON.parse(res.headers.get("x-offload-summary")!)).toMatchObject({
+      attachments: { replaced: 1, failed: 0 },
+    });
     expect(await res.text()).toContain("Body text of page 5.");
   });
 });

@@ -13,7 +13,10 @@ export interface CorpusSession {
 export function readSessions(path: string): CorpusSession[] {
   const raw = readFileSync(path);
   const text = path.endsWith(".gz") ? gunzipSync(raw).toString("utf8") : raw.toString("utf8");
-  return text.split("\n").filter((l) => l.trim() !== "").map((l) => JSON.parse(l) as CorpusSession);
+  return text
+    .split("\n")
+    .filter((l) => l.trim() !== "")
+    .map((l) => JSON.parse(l) as CorpusSession);
 }
 
 export const SAMPLE = new URL("../fixtures/corpus-sample.jsonl.gz", import.meta.url).pathname;
@@ -23,9 +26,15 @@ export function toolsOf(s: CorpusSession): unknown[] {
   if (s.tools !== undefined) return s.tools;
   const names = new Set<string>();
   for (const m of s.messages) {
-    if (Array.isArray(m.content)) for (const b of m.content as { type: string; name?: string }[]) if (b.type === "tool_use" && b.name) names.add(b.name);
+    if (Array.isArray(m.content))
+      for (const b of m.content as { type: string; name?: string }[])
+        if (b.type === "tool_use" && b.name) names.add(b.name);
   }
-  return [...names].map((name) => ({ name, description: `the ${name} tool`, input_schema: { type: "object" } }));
+  return [...names].map((name) => ({
+    name,
+    description: `the ${name} tool`,
+    input_schema: { type: "object" },
+  }));
 }
 
 /** The request for the model call that produced assistant message `k` (everything before it). */
@@ -38,7 +47,13 @@ export interface Prompt {
 }
 
 export function promptAt(s: CorpusSession, k: number, model = "claude-sonnet-4-6"): Prompt {
-  return { model, max_tokens: 4096, system: s.system, tools: toolsOf(s), messages: s.messages.slice(0, k) };
+  return {
+    model,
+    max_tokens: 4096,
+    system: s.system,
+    tools: toolsOf(s),
+    messages: s.messages.slice(0, k),
+  };
 }
 
 export function assistantIndexes(s: CorpusSession): number[] {

@@ -72,20 +72,45 @@ const steps = (s: Step): Turn[] => (Array.isArray(s) ? s : [s]);
 
 // ---------------------------------------------------------------------------------------------- Anthropic
 
-function anthropicContent(result: string | Part[]): string | Anthropic.Messages.ToolResultBlockParam["content"] {
+function anthropicContent(
+  result: string | Part[],
+): string | Anthropic.Messages.ToolResultBlockParam["content"] {
   if (typeof result === "string") return result;
   return result.map((p): Anthropic.Messages.TextBlockParam | Anthropic.Messages.ImageBlockParam =>
     p.type === "image"
       ? { type: "image", source: { type: "base64", media_type: "image/png", data: IMAGE_PNG } }
-      : { type: "text", text: p.text, ...(p.marker ? { cache_control: { type: "ephemeral" as const } } : {}) },
+      : {
+          type: "text",
+          text: p.text,
+          ...(p.marker ? { cache_control: { type: "ephemeral" as const } } : {}),
+        },
   );
 }
 
 function anthropicMessages(step: Step): Anthropic.Messages.MessageParam[] {
   const ts = steps(step);
   return [
-    { role: "assistant", content: [{ type: "text", text: `calling ${ts[0]!.name ?? "bash"}` }, ...ts.map((t) => ({ type: "tool_use" as const, id: t.id, name: t.name ?? "bash", input: t.input ?? { cmd: t.id } }))] },
-    { role: "user", content: ts.map((t) => ({ type: "tool_result" as const, tool_use_id: t.id, content: anthropicContent(t.result), ...(t.is_error === undefined ? {} : { is_error: t.is_error }) })) },
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: `calling ${ts[0]!.name ?? "bash"}` },
+        ...ts.map((t) => ({
+          type: "tool_use" as const,
+          id: t.id,
+          name: t.name ?? "bash",
+          input: t.input ?? { cmd: t.id },
+        })),
+      ],
+    },
+    {
+      role: "user",
+      content: ts.map((t) => ({
+        type: "tool_result" as const,
+        tool_use_id: t.id,
+        content: anthropicContent(t.result),
+        ...(t.is_error === undefined ? {} : { is_error: t.is_error }),
+      })),
+    },
   ];
 }
 
@@ -97,18 +122,41 @@ export const anthropicKit: Kit = {
   markerKey: "cache_control",
   media: true,
   conversation(all, opts = {}) {
-    const messages: Anthropic.Messages.MessageParam[] = [{ role: "user", content: TASK }, ...all.flatMap(anthropicMessages)];
-    if (opts.answered) messages.push({ role: "assistant", content: [{ type: "text", text: "done" }] });
-    const req: Anthropic.Messages.MessageCreateParamsNonStreaming = { model: opts.model ?? this.model, max_tokens: 1024, messages };
-    const tools: Anthropic.Messages.Tool[] = [{ name: "bash", description: "run a command", input_schema: { type: "object", properties: { cmd: { type: "string" } } } }];
-    return { model: req.model, max_tokens: req.max_tokens, ...(opts.tools === null ? {} : { tools }), messages: req.messages, ...(opts.extra ?? {}) };
+    const messages: Anthropic.Messages.MessageParam[] = [
+      { role: "user", content: TASK },
+      ...all.flatMap(anthropicMessages),
+    ];
+    if (opts.answered)
+      messages.push({ role: "assistant", content: [{ type: "text", text: "done" }] });
+    const req: Anthropic.Messages.MessageCreateParamsNonStreaming = {
+      model: opts.model ?? this.model,
+      max_tokens: 1024,
+      messages,
+    };
+    const tools: Anthropic.Messages.Tool[] = [
+      {
+        name: "bash",
+        description: "run a command",
+        input_schema: { type: "object", properties: { cmd: { type: "string" } } },
+      },
+    ];
+    return {
+      model: req.model,
+      max_tokens: req.max_tokens,
+      ...(opts.tools === null ? {} : { tools }),
+      messages: req.messages,
+      ...(opts.extra ?? {}),
+    };
   },
   addTurn(req, step) {
     return { ...req, messages: [...req.messages, ...anthropicMessages(step)] };
   },
   results(req) {
     const out: { id: string; content: unknown }[] = [];
-    for (const m of req.messages) if (Array.isArray(m.content)) for (const b of m.content) if (b.type === "tool_result") out.push({ id: b.tool_use_id, content: b.content });
+    for (const m of req.messages)
+      if (Array.isArray(m.content))
+        for (const b of m.content)
+          if (b.type === "tool_result") out.push({ id: b.tool_use_id, content: b.content });
     return out;
   },
   toolNames: (req) => (req.tools ?? []).map((t: Req) => t.name),
@@ -120,12 +168,22 @@ export const anthropicKit: Kit = {
     [{ messages: [{ role: 5, content: "x" }] }, "messages[0].role"],
     [{ messages: [{ role: "user" }] }, "messages[0]"],
     [{ messages: [{ role: "user", content: [{ text: "no type" }] }] }, "messages[0].content[0]"],
-    [{ messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] }] }, "messages[0].content[0].tool_use_id"],
+    [
+      {
+        messages: [
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] },
+        ],
+      },
+      "messages[0].content[0].tool_use_id",
+    ],
     [{ tools: {}, messages: [] }, "tools"],
     [{ messages: [], cache_control: { type: "ephemeral", ttl: "2h" } }, "cache_control.ttl"],
   ],
   badPairing() {
-    const earlier = this.conversation([{ id: "a", result: "x" }, { id: "b", result: "y" }]);
+    const earlier = this.conversation([
+      { id: "a", result: "x" },
+      { id: "b", result: "y" },
+    ]);
     earlier.messages[4].content[0].tool_use_id = "a";
     const twice = this.conversation([{ id: "a", result: "x" }]);
     twice.messages[2].content.push({ type: "tool_result", tool_use_id: "a", content: "again" });
@@ -139,11 +197,17 @@ export const anthropicKit: Kit = {
 
 // ------------------------------------------------------------------------------------ OpenAI Chat Completions
 
-function chatContent(result: string | Part[]): OpenAI.Chat.Completions.ChatCompletionToolMessageParam["content"] {
+function chatContent(
+  result: string | Part[],
+): OpenAI.Chat.Completions.ChatCompletionToolMessageParam["content"] {
   if (typeof result === "string") return result;
   return result.map((p) => {
     if (p.type === "image") throw new Error("Chat tool messages take text parts only");
-    return { type: "text" as const, text: p.text, ...(p.marker ? { prompt_cache_breakpoint: { mode: "explicit" as const } } : {}) };
+    return {
+      type: "text" as const,
+      text: p.text,
+      ...(p.marker ? { prompt_cache_breakpoint: { mode: "explicit" as const } } : {}),
+    };
   });
 }
 
@@ -153,13 +217,23 @@ function chatMessages(step: Step): ChatMessage[] {
     {
       role: "assistant",
       content: `calling ${ts[0]!.name ?? "bash"}`,
-      tool_calls: ts.map((t) => ({ id: t.id, type: "function" as const, function: { name: t.name ?? "bash", arguments: JSON.stringify(t.input ?? { cmd: t.id }) } })),
+      tool_calls: ts.map((t) => ({
+        id: t.id,
+        type: "function" as const,
+        function: { name: t.name ?? "bash", arguments: JSON.stringify(t.input ?? { cmd: t.id }) },
+      })),
     },
-    ...ts.map((t): ChatMessage => ({ role: "tool", tool_call_id: t.id, content: chatContent(t.result) })),
+    ...ts.map(
+      (t): ChatMessage => ({ role: "tool", tool_call_id: t.id, content: chatContent(t.result) }),
+    ),
   ];
 }
 
-const chatCall = (id: string): ChatMessage => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name: "bash", arguments: "{}" } }] });
+const chatCall = (id: string): ChatMessage => ({
+  role: "assistant",
+  content: null,
+  tool_calls: [{ id, type: "function", function: { name: "bash", arguments: "{}" } }],
+});
 
 export const chatKit: Kit = {
   format: "openai-chat",
@@ -171,15 +245,30 @@ export const chatKit: Kit = {
   conversation(all, opts = {}) {
     const messages: ChatMessage[] = [{ role: "user", content: TASK }, ...all.flatMap(chatMessages)];
     if (opts.answered) messages.push({ role: "assistant", content: "done" });
-    const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [{ type: "function", function: { name: "bash", description: "run a command", parameters: { type: "object", properties: { cmd: { type: "string" } } } } }];
-    const req: ChatParams = { model: opts.model ?? this.model, ...(opts.tools === null ? {} : { tools }), messages };
+    const tools: OpenAI.Chat.Completions.ChatCompletionTool[] = [
+      {
+        type: "function",
+        function: {
+          name: "bash",
+          description: "run a command",
+          parameters: { type: "object", properties: { cmd: { type: "string" } } },
+        },
+      },
+    ];
+    const req: ChatParams = {
+      model: opts.model ?? this.model,
+      ...(opts.tools === null ? {} : { tools }),
+      messages,
+    };
     return { ...req, ...(opts.extra ?? {}) };
   },
   addTurn(req, step) {
     return { ...req, messages: [...req.messages, ...chatMessages(step)] };
   },
   results(req) {
-    return (req.messages as Req[]).filter((m) => m.role === "tool").map((m) => ({ id: m.tool_call_id, content: m.content }));
+    return (req.messages as Req[])
+      .filter((m) => m.role === "tool")
+      .map((m) => ({ id: m.tool_call_id, content: m.content }));
   },
   toolNames: (req) => (req.tools ?? []).map((t: Req) => t.function?.name ?? t.custom?.name),
   badShapes: [
@@ -191,29 +280,72 @@ export const chatKit: Kit = {
     [{ messages: [{ role: "user" }] }, "messages[0]"],
     [{ messages: [{ role: "user", content: 5 }] }, "messages[0].content"],
     [{ messages: [{ role: "assistant", content: 5 }] }, "messages[0].content"],
-    [{ messages: [{ role: "tool", tool_call_id: "nope", content: "x" }] }, "messages[0].tool_call_id"],
+    [
+      { messages: [{ role: "tool", tool_call_id: "nope", content: "x" }] },
+      "messages[0].tool_call_id",
+    ],
     [{ messages: [chatCall("a"), { role: "tool", content: "x" }] }, "messages[1]"],
     [{ messages: [chatCall("a"), { role: "tool", tool_call_id: "a" }] }, "messages[1]"],
-    [{ messages: [chatCall("a"), { role: "tool", tool_call_id: "a", content: {} }] }, "messages[1].content"],
-    [{ messages: [chatCall("a"), { role: "tool", tool_call_id: "a", content: [{ text: "no type" }] }] }, "messages[1].content[0]"],
-    [{ messages: [chatCall("a"), { role: "tool", tool_call_id: "a", content: [{ type: "text" }] }] }, "messages[1].content[0].text"],
+    [
+      { messages: [chatCall("a"), { role: "tool", tool_call_id: "a", content: {} }] },
+      "messages[1].content",
+    ],
+    [
+      {
+        messages: [
+          chatCall("a"),
+          { role: "tool", tool_call_id: "a", content: [{ text: "no type" }] },
+        ],
+      },
+      "messages[1].content[0]",
+    ],
+    [
+      {
+        messages: [chatCall("a"), { role: "tool", tool_call_id: "a", content: [{ type: "text" }] }],
+      },
+      "messages[1].content[0].text",
+    ],
     [{ messages: [{ role: "assistant", tool_calls: {} }] }, "messages[0].tool_calls"],
-    [{ messages: [{ role: "assistant", tool_calls: [{ type: "function", function: { name: "x" } }] }] }, "messages[0].tool_calls[0]"],
-    [{ messages: [{ role: "assistant", tool_calls: [{ id: "a", type: "function" }] }] }, "messages[0].tool_calls[0].function"],
+    [
+      {
+        messages: [
+          { role: "assistant", tool_calls: [{ type: "function", function: { name: "x" } }] },
+        ],
+      },
+      "messages[0].tool_calls[0]",
+    ],
+    [
+      { messages: [{ role: "assistant", tool_calls: [{ id: "a", type: "function" }] }] },
+      "messages[0].tool_calls[0].function",
+    ],
     [{ tools: {}, messages: [] }, "tools"],
     [{ tools: [{ type: "function" }], messages: [] }, "tools[0].function"],
     [{ tools: [{ type: "function", function: {} }], messages: [] }, "tools[0].function"],
     [{ messages: [], prompt_cache_options: { mode: 5 } }, "prompt_cache_options.mode"],
-    [{ messages: [{ role: "user", content: [{ type: "text", text: "x", prompt_cache_breakpoint: "yes" }] }] }, "messages[0].content[0].prompt_cache_breakpoint"],
+    [
+      {
+        messages: [
+          { role: "user", content: [{ type: "text", text: "x", prompt_cache_breakpoint: "yes" }] },
+        ],
+      },
+      "messages[0].content[0].prompt_cache_breakpoint",
+    ],
   ],
   badPairing() {
-    const earlier = this.conversation([{ id: "a", result: "x" }, { id: "b", result: "y" }]);
+    const earlier = this.conversation([
+      { id: "a", result: "x" },
+      { id: "b", result: "y" },
+    ]);
     earlier.messages[4].tool_call_id = "a";
     const twice = this.conversation([{ id: "a", result: "x" }]);
     twice.messages.push({ role: "tool", tool_call_id: "a", content: "again" });
     // The API wants a call's answers right after it: a user message in between breaks the pairing.
     const late = this.conversation([]);
-    late.messages.push(chatCall("a"), { role: "user", content: "wait" }, { role: "tool", tool_call_id: "a", content: "x" });
+    late.messages.push(
+      chatCall("a"),
+      { role: "user", content: "wait" },
+      { role: "tool", tool_call_id: "a", content: "x" },
+    );
     return [
       [earlier, "messages[4].tool_call_id"],
       [twice, "messages[3].tool_call_id"],
@@ -228,16 +360,40 @@ export const chatKit: Kit = {
         continue;
       }
       const blocks = m.content as Req[];
-      const text = blocks.filter((b) => b.type === "text").map((b) => b.text as string).join("\n");
+      const text = blocks
+        .filter((b) => b.type === "text")
+        .map((b) => b.text as string)
+        .join("\n");
       if (m.role === "assistant") {
-        const calls = blocks.filter((b) => b.type === "tool_use").map((b) => ({ id: b.id as string, type: "function" as const, function: { name: b.name as string, arguments: JSON.stringify(b.input) } }));
-        messages.push({ role: "assistant", content: text === "" ? null : text, ...(calls.length > 0 ? { tool_calls: calls } : {}) });
+        const calls = blocks
+          .filter((b) => b.type === "tool_use")
+          .map((b) => ({
+            id: b.id as string,
+            type: "function" as const,
+            function: { name: b.name as string, arguments: JSON.stringify(b.input) },
+          }));
+        messages.push({
+          role: "assistant",
+          content: text === "" ? null : text,
+          ...(calls.length > 0 ? { tool_calls: calls } : {}),
+        });
       } else {
-        for (const b of blocks) if (b.type === "tool_result") messages.push({ role: "tool", tool_call_id: b.tool_use_id, content: anthropicResultText(b.content) });
+        for (const b of blocks)
+          if (b.type === "tool_result")
+            messages.push({
+              role: "tool",
+              tool_call_id: b.tool_use_id,
+              content: anthropicResultText(b.content),
+            });
         if (text !== "") messages.push({ role: "user", content: text });
       }
     }
-    const tools = (prompt.tools as Req[]).map((t): OpenAI.Chat.Completions.ChatCompletionTool => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.input_schema } }));
+    const tools = (prompt.tools as Req[]).map(
+      (t): OpenAI.Chat.Completions.ChatCompletionTool => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.input_schema },
+      }),
+    );
     const req: ChatParams = { model, max_completion_tokens: prompt.max_tokens, tools, messages };
     return req as Req;
   },
@@ -246,17 +402,27 @@ export const chatKit: Kit = {
 function anthropicResultText(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.filter((b: Req) => b.type === "text").map((b: Req) => b.text).join("\n");
+  return content
+    .filter((b: Req) => b.type === "text")
+    .map((b: Req) => b.text)
+    .join("\n");
 }
 
 // ------------------------------------------------------------------------------------------ OpenAI Responses
 
-function responsesOutput(result: string | Part[]): OpenAI.Responses.ResponseInputItem.FunctionCallOutput["output"] {
+function responsesOutput(
+  result: string | Part[],
+): OpenAI.Responses.ResponseInputItem.FunctionCallOutput["output"] {
   if (typeof result === "string") return result;
-  return result.map((p): OpenAI.Responses.ResponseFunctionCallOutputItem =>
-    p.type === "image"
-      ? { type: "input_image", image_url: `data:image/png;base64,${IMAGE_PNG}`, detail: "auto" }
-      : { type: "input_text", text: p.text, ...(p.marker ? { prompt_cache_breakpoint: { mode: "explicit" as const } } : {}) },
+  return result.map(
+    (p): OpenAI.Responses.ResponseFunctionCallOutputItem =>
+      p.type === "image"
+        ? { type: "input_image", image_url: `data:image/png;base64,${IMAGE_PNG}`, detail: "auto" }
+        : {
+            type: "input_text",
+            text: p.text,
+            ...(p.marker ? { prompt_cache_breakpoint: { mode: "explicit" as const } } : {}),
+          },
   );
 }
 
@@ -264,8 +430,21 @@ function responsesItems(step: Step): ResponsesItem[] {
   const ts = steps(step);
   return [
     { role: "assistant", content: `calling ${ts[0]!.name ?? "bash"}` },
-    ...ts.map((t): ResponsesItem => ({ type: "function_call", call_id: t.id, name: t.name ?? "bash", arguments: JSON.stringify(t.input ?? { cmd: t.id }) })),
-    ...ts.map((t): ResponsesItem => ({ type: "function_call_output", call_id: t.id, output: responsesOutput(t.result) })),
+    ...ts.map(
+      (t): ResponsesItem => ({
+        type: "function_call",
+        call_id: t.id,
+        name: t.name ?? "bash",
+        arguments: JSON.stringify(t.input ?? { cmd: t.id }),
+      }),
+    ),
+    ...ts.map(
+      (t): ResponsesItem => ({
+        type: "function_call_output",
+        call_id: t.id,
+        output: responsesOutput(t.result),
+      }),
+    ),
   ];
 }
 
@@ -277,17 +456,34 @@ export const responsesKit: Kit = {
   markerKey: "prompt_cache_breakpoint",
   media: true,
   conversation(all, opts = {}) {
-    const input: ResponsesItem[] = [{ role: "user", content: TASK }, ...all.flatMap(responsesItems)];
+    const input: ResponsesItem[] = [
+      { role: "user", content: TASK },
+      ...all.flatMap(responsesItems),
+    ];
     if (opts.answered) input.push({ role: "assistant", content: "done" });
-    const tools: OpenAI.Responses.Tool[] = [{ type: "function", name: "bash", description: "run a command", parameters: { type: "object", properties: { cmd: { type: "string" } } }, strict: false }];
-    const req: ResponsesParams = { model: opts.model ?? this.model, ...(opts.tools === null ? {} : { tools }), input };
+    const tools: OpenAI.Responses.Tool[] = [
+      {
+        type: "function",
+        name: "bash",
+        description: "run a command",
+        parameters: { type: "object", properties: { cmd: { type: "string" } } },
+        strict: false,
+      },
+    ];
+    const req: ResponsesParams = {
+      model: opts.model ?? this.model,
+      ...(opts.tools === null ? {} : { tools }),
+      input,
+    };
     return { ...req, ...(opts.extra ?? {}) };
   },
   addTurn(req, step) {
     return { ...req, input: [...req.input, ...responsesItems(step)] };
   },
   results(req) {
-    return (req.input as Req[]).filter((i) => i.type === "function_call_output" || i.type === "custom_tool_call_output").map((i) => ({ id: i.call_id, content: i.output }));
+    return (req.input as Req[])
+      .filter((i) => i.type === "function_call_output" || i.type === "custom_tool_call_output")
+      .map((i) => ({ id: i.call_id, content: i.output }));
   },
   toolNames: (req) => (req.tools ?? []).map((t: Req) => t.name ?? t.type),
   badShapes: [
@@ -302,27 +498,70 @@ export const responsesKit: Kit = {
     [{ input: [{ role: "robot", content: "x" }] }, "input[0].role"],
     [{ input: [{ role: "user" }] }, "input[0]"],
     [{ input: [{ role: "user", content: 5 }] }, "input[0].content"],
-    [{ input: [{ type: "function_call_output", call_id: "nope", output: "x" }] }, "input[0].call_id"],
+    [
+      { input: [{ type: "function_call_output", call_id: "nope", output: "x" }] },
+      "input[0].call_id",
+    ],
     [{ input: [{ type: "function_call", name: "bash", arguments: "{}" }] }, "input[0]"],
     [{ input: [{ type: "function_call", call_id: "a", arguments: "{}" }] }, "input[0]"],
-    [{ input: [{ type: "function_call", call_id: "a", name: "bash", arguments: "{}" }, { type: "function_call_output", call_id: "a" }] }, "input[1]"],
-    [{ input: [{ type: "function_call", call_id: "a", name: "bash", arguments: "{}" }, { type: "function_call_output", call_id: "a", output: 5 }] }, "input[1].output"],
-    [{ input: [{ type: "function_call", call_id: "a", name: "bash", arguments: "{}" }, { type: "function_call_output", call_id: "a", output: [{ type: "input_text" }] }] }, "input[1].output[0].text"],
+    [
+      {
+        input: [
+          { type: "function_call", call_id: "a", name: "bash", arguments: "{}" },
+          { type: "function_call_output", call_id: "a" },
+        ],
+      },
+      "input[1]",
+    ],
+    [
+      {
+        input: [
+          { type: "function_call", call_id: "a", name: "bash", arguments: "{}" },
+          { type: "function_call_output", call_id: "a", output: 5 },
+        ],
+      },
+      "input[1].output",
+    ],
+    [
+      {
+        input: [
+          { type: "function_call", call_id: "a", name: "bash", arguments: "{}" },
+          { type: "function_call_output", call_id: "a", output: [{ type: "input_text" }] },
+        ],
+      },
+      "input[1].output[0].text",
+    ],
     [{ tools: {}, input: [] }, "tools"],
     [{ tools: [{ name: "x" }], input: [] }, "tools[0]"],
     [{ tools: [{ type: "function" }], input: [] }, "tools[0]"],
     [{ input: [], prompt_cache_options: "on" }, "prompt_cache_options"],
-    [{ input: [{ role: "user", content: [{ type: "input_text", text: "x", prompt_cache_breakpoint: 1 }] }] }, "input[0].content[0].prompt_cache_breakpoint"],
+    [
+      {
+        input: [
+          {
+            role: "user",
+            content: [{ type: "input_text", text: "x", prompt_cache_breakpoint: 1 }],
+          },
+        ],
+      },
+      "input[0].content[0].prompt_cache_breakpoint",
+    ],
   ],
   badPairing() {
     // An output must follow its call (anywhere earlier in input), and answer it once.
     const before = this.conversation([]);
-    before.input.push({ type: "function_call_output", call_id: "a", output: "x" }, { type: "function_call", call_id: "a", name: "bash", arguments: "{}" });
+    before.input.push(
+      { type: "function_call_output", call_id: "a", output: "x" },
+      { type: "function_call", call_id: "a", name: "bash", arguments: "{}" },
+    );
     const twice = this.conversation([{ id: "a", result: "x" }]);
     twice.input.push({ type: "function_call_output", call_id: "a", output: "again" });
     // A custom tool's output answers a custom_tool_call, not a function_call of the same id.
     const kind = this.conversation([]);
-    kind.input.push({ type: "function_call", call_id: "a", name: "bash", arguments: "{}" }, { type: "custom_tool_call_output", call_id: "a", output: "x" });
+    kind.input.push(
+      { type: "function_call", call_id: "a", name: "bash", arguments: "{}" },
+      { type: "custom_tool_call_output", call_id: "a", output: "x" },
+    );
     return [
       [before, "input[1].call_id"],
       [twice, "input[4].call_id"],
@@ -337,17 +576,48 @@ export const responsesKit: Kit = {
         continue;
       }
       const blocks = m.content as Req[];
-      const text = blocks.filter((b) => b.type === "text").map((b) => b.text as string).join("\n");
+      const text = blocks
+        .filter((b) => b.type === "text")
+        .map((b) => b.text as string)
+        .join("\n");
       if (m.role === "assistant") {
         if (text !== "") input.push({ role: "assistant", content: text });
-        for (const b of blocks) if (b.type === "tool_use") input.push({ type: "function_call", call_id: b.id, name: b.name, arguments: JSON.stringify(b.input) });
+        for (const b of blocks)
+          if (b.type === "tool_use")
+            input.push({
+              type: "function_call",
+              call_id: b.id,
+              name: b.name,
+              arguments: JSON.stringify(b.input),
+            });
       } else {
-        for (const b of blocks) if (b.type === "tool_result") input.push({ type: "function_call_output", call_id: b.tool_use_id, output: anthropicResultText(b.content) });
+        for (const b of blocks)
+          if (b.type === "tool_result")
+            input.push({
+              type: "function_call_output",
+              call_id: b.tool_use_id,
+              output: anthropicResultText(b.content),
+            });
         if (text !== "") input.push({ role: "user", content: text });
       }
     }
-    const tools = (prompt.tools as Req[]).map((t): OpenAI.Responses.Tool => ({ type: "function", name: t.name, description: t.description, parameters: t.input_schema, strict: false }));
-    const req: ResponsesParams = { model, instructions: prompt.system, max_output_tokens: prompt.max_tokens, tools, input, store: false };
+    const tools = (prompt.tools as Req[]).map(
+      (t): OpenAI.Responses.Tool => ({
+        type: "function",
+        name: t.name,
+        description: t.description,
+        parameters: t.input_schema,
+        strict: false,
+      }),
+    );
+    const req: ResponsesParams = {
+      model,
+      instructions: prompt.system,
+      max_output_tokens: prompt.max_tokens,
+      tools,
+      input,
+      store: false,
+    };
     return req as Req;
   },
 };

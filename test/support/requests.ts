@@ -18,16 +18,49 @@ export interface Turn {
  * A conversation: a task, then per turn an assistant tool_use and the user's tool_result. `answered` adds a
  * final assistant text, which settles the last result too.
  */
-export function conversation(turns: Turn[], opts: { model?: string; answered?: boolean; tools?: Block[] | null; system?: unknown; extra?: Record<string, unknown> } = {}): Record<string, unknown> {
+export function conversation(
+  turns: Turn[],
+  opts: {
+    model?: string;
+    answered?: boolean;
+    tools?: Block[] | null;
+    system?: unknown;
+    extra?: Record<string, unknown>;
+  } = {},
+): Record<string, unknown> {
   const messages: Message[] = [{ role: "user", content: "Do the task." }];
   for (const t of turns) {
-    messages.push({ role: "assistant", content: [{ type: "text", text: `calling ${t.name ?? "bash"}` }, { type: "tool_use", id: t.id, name: t.name ?? "bash", input: t.input ?? { cmd: t.id } }] });
-    messages.push({ role: "user", content: [{ type: "tool_result", tool_use_id: t.id, content: t.result, ...(t.is_error === undefined ? {} : { is_error: t.is_error }) }] });
+    messages.push({
+      role: "assistant",
+      content: [
+        { type: "text", text: `calling ${t.name ?? "bash"}` },
+        { type: "tool_use", id: t.id, name: t.name ?? "bash", input: t.input ?? { cmd: t.id } },
+      ],
+    });
+    messages.push({
+      role: "user",
+      content: [
+        {
+          type: "tool_result",
+          tool_use_id: t.id,
+          content: t.result,
+          ...(t.is_error === undefined ? {} : { is_error: t.is_error }),
+        },
+      ],
+    });
   }
-  if (opts.answered) messages.push({ role: "assistant", content: [{ type: "text", text: "done" }] });
+  if (opts.answered)
+    messages.push({ role: "assistant", content: [{ type: "text", text: "done" }] });
   const req: Record<string, unknown> = { model: opts.model ?? "claude-opus-4-5", max_tokens: 1024 };
   if (opts.system !== undefined) req.system = opts.system;
-  if (opts.tools !== null) req.tools = opts.tools ?? [{ name: "bash", description: "run a command", input_schema: { type: "object", properties: { cmd: { type: "string" } } } }];
+  if (opts.tools !== null)
+    req.tools = opts.tools ?? [
+      {
+        name: "bash",
+        description: "run a command",
+        input_schema: { type: "object", properties: { cmd: { type: "string" } } },
+      },
+    ];
   req.messages = messages;
   return { ...req, ...(opts.extra ?? {}) };
 }
@@ -37,7 +70,13 @@ export function jsonBody(chars: number): string {
   const items: unknown[] = [];
   let size = 20;
   for (let i = 0; size < chars; i++) {
-    const item = { id: i, sku: `SKU-${String(i).padStart(6, "0")}`, name: `Item number ${i}`, price: (i * 7) % 1000 / 10, tags: ["a", "b"] };
+    const item = {
+      id: i,
+      sku: `SKU-${String(i).padStart(6, "0")}`,
+      name: `Item number ${i}`,
+      price: ((i * 7) % 1000) / 10,
+      tags: ["a", "b"],
+    };
     size += JSON.stringify(item).length + 1;
     items.push(item);
   }
@@ -47,11 +86,15 @@ export function jsonBody(chars: number): string {
 /** A text body of exactly `chars` characters, lines of log-ish text. */
 export function textBody(chars: number, seed = "line"): string {
   let out = "";
-  for (let i = 0; out.length < chars; i++) out += `${seed} ${i}: the quick brown fox jumps over the lazy dog\n`;
+  for (let i = 0; out.length < chars; i++)
+    out += `${seed} ${i}: the quick brown fox jumps over the lazy dog\n`;
   return out.slice(0, chars);
 }
 
-export const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true } as const;
+export const ON = {
+  tool_result_compaction_enabled: true,
+  tool_result_offload_enabled: true,
+} as const;
 export const SIZE_ONLY = { tool_result_compaction_enabled: true } as const;
 
 /** A store whose every method throws: proves a code path never touches storage. */
@@ -74,9 +117,14 @@ export function untouchableStore(): OffloadStore & { calls: string[] } {
 }
 
 /** Wrap a store so chosen methods fail (storage fault injection). */
-export function faultyStore(inner: OffloadStore, failing: Partial<Record<keyof OffloadStore, boolean>>): OffloadStore {
+export function faultyStore(
+  inner: OffloadStore,
+  failing: Partial<Record<keyof OffloadStore, boolean>>,
+): OffloadStore {
   const wrap = <K extends keyof OffloadStore>(name: K): OffloadStore[K] =>
-    (failing[name] ? async () => Promise.reject(new Error(`injected ${name} fault`)) : (inner[name] as (...args: never[]) => unknown).bind(inner)) as OffloadStore[K];
+    (failing[name]
+      ? async () => Promise.reject(new Error(`injected ${name} fault`))
+      : (inner[name] as (...args: never[]) => unknown).bind(inner)) as OffloadStore[K];
   return {
     load: wrap("load"),
     commit: wrap("commit"),
@@ -85,7 +133,9 @@ export function faultyStore(inner: OffloadStore, failing: Partial<Record<keyof O
     noteRecall: wrap("noteRecall"),
     describeSession: wrap("describeSession"),
     deleteSession: wrap("deleteSession"),
-    ...(inner.getExtraction === undefined ? {} : { getExtraction: wrap("getExtraction"), putExtraction: wrap("putExtraction") }),
+    ...(inner.getExtraction === undefined
+      ? {}
+      : { getExtraction: wrap("getExtraction"), putExtraction: wrap("putExtraction") }),
   };
 }
 

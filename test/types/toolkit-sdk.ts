@@ -7,7 +7,6 @@
 import type Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { z } from "zod";
-import { definePagedTool, defineTool, toolResult } from "../../src/lib.ts";
 import type {
   AnthropicToolDefinition,
   AnthropicToolResult,
@@ -17,8 +16,12 @@ import type {
   OpenAIResponsesToolResult,
   ToolAnswer,
 } from "../../src/lib.ts";
+import { definePagedTool, defineTool, toolResult } from "../../src/lib.ts";
 
-type NoExtraKeys<Ours, Theirs> = Exclude<keyof Ours, keyof Theirs> extends never ? true : { extra_keys: Exclude<keyof Ours, keyof Theirs> };
+type NoExtraKeys<Ours, Theirs> =
+  Exclude<keyof Ours, keyof Theirs> extends never
+    ? true
+    : { extra_keys: Exclude<keyof Ours, keyof Theirs> };
 const ok = <T extends true>(value: T): T => value;
 
 const tool = defineTool({
@@ -27,7 +30,12 @@ const tool = defineTool({
   input: z.object({ city: z.string() }),
   run: ({ city }) => ({ city, temp: 21 }),
 });
-const paged = definePagedTool({ name: "list", description: "List.", input: z.object({}), rows: () => [1, 2, 3] });
+const paged = definePagedTool({
+  name: "list",
+  description: "List.",
+  input: z.object({}),
+  rows: () => [1, 2, 3],
+});
 
 // The run's input is the schema's output type, and the page's rows keep their type.
 const city: string = (await tool.parse({ city: "x" })).city;
@@ -45,11 +53,21 @@ const anthropicRequest: Anthropic.Messages.MessageCreateParamsNonStreaming = {
   tools: [tool.definition("anthropic"), paged.definition("anthropic")],
   messages: [
     { role: "user", content: "weather in Lyon?" },
-    { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Lyon" } }] },
-    { role: "user", content: [toolResult("anthropic", "toolu_1", await tool.call({ city: "Lyon" }))] },
+    {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "get_weather", input: { city: "Lyon" } }],
+    },
+    {
+      role: "user",
+      content: [toolResult("anthropic", "toolu_1", await tool.call({ city: "Lyon" }))],
+    },
   ],
 };
-const anthropicResult: Anthropic.Messages.ToolResultBlockParam = toolResult("anthropic", "toolu_1", answer as ToolAnswer);
+const anthropicResult: Anthropic.Messages.ToolResultBlockParam = toolResult(
+  "anthropic",
+  "toolu_1",
+  answer as ToolAnswer,
+);
 ok<NoExtraKeys<AnthropicToolDefinition, Anthropic.Messages.Tool>>(true);
 ok<NoExtraKeys<AnthropicToolResult, Anthropic.Messages.ToolResultBlockParam>>(true);
 
@@ -58,9 +76,16 @@ const chatTool: OpenAI.Chat.Completions.ChatCompletionFunctionTool = tool.defini
 const chatRequest: OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming = {
   model: "gpt-5.4",
   tools: [tool.definition("openai-chat"), paged.definition("openai-chat")],
-  messages: [{ role: "user", content: "weather?" }, toolResult("openai-chat", "call_1", answer as ToolAnswer)],
+  messages: [
+    { role: "user", content: "weather?" },
+    toolResult("openai-chat", "call_1", answer as ToolAnswer),
+  ],
 };
-const chatMessage: OpenAI.Chat.Completions.ChatCompletionToolMessageParam = toolResult("openai-chat", "call_1", answer as ToolAnswer);
+const chatMessage: OpenAI.Chat.Completions.ChatCompletionToolMessageParam = toolResult(
+  "openai-chat",
+  "call_1",
+  answer as ToolAnswer,
+);
 ok<NoExtraKeys<OpenAIChatToolDefinition, OpenAI.Chat.Completions.ChatCompletionFunctionTool>>(true);
 ok<NoExtraKeys<OpenAIChatToolDefinition["function"], OpenAI.FunctionDefinition>>(true);
 ok<NoExtraKeys<OpenAIChatToolResult, OpenAI.Chat.Completions.ChatCompletionToolMessageParam>>(true);
@@ -70,13 +95,33 @@ const responsesTool: OpenAI.Responses.FunctionTool = tool.definition("openai-res
 const responsesRequest: OpenAI.Responses.ResponseCreateParamsNonStreaming = {
   model: "gpt-5.4",
   tools: [tool.definition("openai-responses"), paged.definition("openai-responses")],
-  input: [{ role: "user", content: "weather?" }, toolResult("openai-responses", "call_1", answer as ToolAnswer)],
+  input: [
+    { role: "user", content: "weather?" },
+    toolResult("openai-responses", "call_1", answer as ToolAnswer),
+  ],
 };
-const responsesItem: OpenAI.Responses.ResponseInputItem.FunctionCallOutput = toolResult("openai-responses", "call_1", answer as ToolAnswer);
+const responsesItem: OpenAI.Responses.ResponseInputItem.FunctionCallOutput = toolResult(
+  "openai-responses",
+  "call_1",
+  answer as ToolAnswer,
+);
 ok<NoExtraKeys<OpenAIResponsesToolDefinition, OpenAI.Responses.FunctionTool>>(true);
-ok<NoExtraKeys<OpenAIResponsesToolResult, OpenAI.Responses.ResponseInputItem.FunctionCallOutput>>(true);
+ok<NoExtraKeys<OpenAIResponsesToolResult, OpenAI.Responses.ResponseInputItem.FunctionCallOutput>>(
+  true,
+);
 
 // @ts-expect-error: a format that does not exist is a type error, not a silent Anthropic default.
 tool.definition("gemini");
 
-export const checked = [anthropicTool, anthropicDefault, anthropicRequest, anthropicResult, chatTool, chatRequest, chatMessage, responsesTool, responsesRequest, responsesItem];
+export const checked = [
+  anthropicTool,
+  anthropicDefault,
+  anthropicRequest,
+  anthropicResult,
+  chatTool,
+  chatRequest,
+  chatMessage,
+  responsesTool,
+  responsesRequest,
+  responsesItem,
+];

@@ -2,16 +2,22 @@
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import { ON, conversation, jsonBody, textBody } from "../support/requests.ts";
+import { conversation, jsonBody, ON, textBody } from "../support/requests.ts";
 
 type Req = Record<string, any>;
 const ANCHOR = { ...ON, tool_result_medium_tier: "cache_anchor" } as const;
 /** Long enough to cache on every model (4,096 tokens is the largest minimum in the table). */
-const turns = (n: number, size = 6000) => Array.from({ length: n }, (_, i) => ({ id: `t${i}`, result: textBody(size, `r${i}`) }));
+const turns = (n: number, size = 6000) =>
+  Array.from({ length: n }, (_, i) => ({ id: `t${i}`, result: textBody(size, `r${i}`) }));
 const markers = (text: string) => (text.match(/"cache_control"/g) ?? []).length;
 const STRIP = /,"cache_control":\{"type":"ephemeral"(,"ttl":"1h")?\}/g;
 
-async function run(request: Record<string, unknown>, config: Record<string, unknown> = ANCHOR, store = new MemoryStore(), session = "s") {
+async function run(
+  request: Record<string, unknown>,
+  config: Record<string, unknown> = ANCHOR,
+  store = new MemoryStore(),
+  session = "s",
+) {
   const out = await compact({ request: JSON.stringify(request), session, store, config });
   return { out, text: out.request as string, req: JSON.parse(out.request as string) as Req };
 }
@@ -58,17 +64,30 @@ describe("cache anchor", () => {
     const advancing = conversation(turns(6));
     (advancing.messages as Req[]).at(-1)!.content[0].cache_control = { type: "ephemeral" };
     const r1 = await run(advancing);
-    expect(r1.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("already advances") });
+    expect(r1.out.report.anchor).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("already advances"),
+    });
     expect(markers(r1.text)).toBe(1);
     const auto = conversation(turns(6), { extra: { cache_control: { type: "ephemeral" } } });
     const r2 = await run(auto);
-    expect(r2.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("automatic") });
+    expect(r2.out.report.anchor).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("automatic"),
+    });
     expect(markers(r2.text)).toBe(1);
   });
 
   it("keeps the client's own breakpoints and TTLs and never exceeds 4 in all", async () => {
     const sys = [{ type: "text", text: "system", cache_control: { type: "ephemeral", ttl: "1h" } }];
-    const tools = [{ name: "bash", description: "d", input_schema: { type: "object" }, cache_control: { type: "ephemeral", ttl: "1h" } }];
+    const tools = [
+      {
+        name: "bash",
+        description: "d",
+        input_schema: { type: "object" },
+        cache_control: { type: "ephemeral", ttl: "1h" },
+      },
+    ];
     const r = await run(conversation(turns(6), { system: sys, tools }));
     expect(r.req.system).toEqual(sys);
     expect(r.req.tools[0].cache_control).toEqual({ type: "ephemeral", ttl: "1h" });
@@ -79,19 +98,35 @@ describe("cache anchor", () => {
     msgs[2]!.content[0].cache_control = { type: "ephemeral" };
     msgs[4]!.content[0].cache_control = { type: "ephemeral" };
     const full = await run(req);
-    expect(full.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("4 breakpoints") });
+    expect(full.out.report.anchor).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("4 breakpoints"),
+    });
     expect(markers(full.text)).toBe(4);
   });
 
   it("adds nothing below the model's minimum cacheable length, or for an unknown model", async () => {
-    const small = await run(conversation([{ id: "a", result: "x" }, { id: "b", result: "y" }]));
-    expect(small.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("minimum cacheable") });
+    const small = await run(
+      conversation([
+        { id: "a", result: "x" },
+        { id: "b", result: "y" },
+      ]),
+    );
+    expect(small.out.report.anchor).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("minimum cacheable"),
+    });
     expect(small.out.changed).toBe(false);
     const unknown = await run(conversation(turns(6), { model: "mystery-model" }));
-    expect(unknown.out.report.anchor).toMatchObject({ placed: false, reason: expect.stringContaining("unknown model") });
+    expect(unknown.out.report.anchor).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("unknown model"),
+    });
     // Sonnet caches from 1,024 tokens, Opus 4.5 from 4,096: a ~2,500-token prompt caches on one only
     const mid = conversation(turns(1, 7000));
-    expect((await run({ ...mid, model: "claude-sonnet-4-6" })).out.report.anchor?.placed).toBe(true);
+    expect((await run({ ...mid, model: "claude-sonnet-4-6" })).out.report.anchor?.placed).toBe(
+      true,
+    );
     expect((await run({ ...mid, model: "claude-opus-4-5" })).out.report.anchor?.placed).toBe(false);
   });
 
@@ -108,9 +143,14 @@ describe("cache anchor", () => {
 
   it("rewrites a plain-string last message as one text block to carry the marker", async () => {
     const req = conversation(turns(6));
-    (req.messages as Req[]).push({ role: "assistant", content: "ok" }, { role: "user", content: "and now?" });
+    (req.messages as Req[]).push(
+      { role: "assistant", content: "ok" },
+      { role: "user", content: "and now?" },
+    );
     const { req: got } = await run(req);
-    expect(got.messages.at(-1).content).toEqual([{ type: "text", text: "and now?", cache_control: { type: "ephemeral" } }]);
+    expect(got.messages.at(-1).content).toEqual([
+      { type: "text", text: "and now?", cache_control: { type: "ephemeral" } },
+    ]);
   });
 
   it("chooses the TTL from the session's observed gap between turns, priced", async () => {
@@ -126,7 +166,10 @@ describe("cache anchor", () => {
     };
     expect(await at(30, "fast")).toMatchObject({ placed: true, ttl: "5m" });
     expect(await at(20 * 60, "slow")).toMatchObject({ placed: true, ttl: "1h" });
-    expect(await at(3 * 3600, "idle")).toMatchObject({ placed: false, reason: expect.stringContaining("gap") });
+    expect(await at(3 * 3600, "idle")).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("gap"),
+    });
   });
 
   it("never puts a 1-hour anchor after a 5-minute client breakpoint (the API orders TTLs)", async () => {

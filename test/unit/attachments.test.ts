@@ -1,6 +1,6 @@
 // The attachment policy of the turn transform (config attachment_policy), in plain Node with the in-memory store.
 import { describe, expect, it } from "vitest";
-import { PDF_PAGE_IMAGE_TOKENS, imageTokens } from "../../src/core/attachment-text.ts";
+import { imageTokens, PDF_PAGE_IMAGE_TOKENS } from "../../src/core/attachment-text.ts";
 import { INLINE_REPLACEMENT_CHARS } from "../../src/core/attachments.ts";
 import { compact } from "../../src/core/compact.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
@@ -18,7 +18,13 @@ import { faultyStore, jsonBody } from "../support/requests.ts";
 
 type Block = Record<string, unknown>;
 type Msg = { role: "user" | "assistant"; content: string | Block[] };
-type Req = { model: string; max_tokens: number; system?: unknown; tools?: unknown[]; messages: Msg[] };
+type Req = {
+  model: string;
+  max_tokens: number;
+  system?: unknown;
+  tools?: unknown[];
+  messages: Msg[];
+};
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
 const PDF = fixture("multipage.pdf").build(); // 5 pages, "Body text of page N."
@@ -26,10 +32,18 @@ const ENCRYPTED = fixture("encrypted.pdf").build();
 const IMAGE = png(800, 600);
 
 const EXTRACT = { tool_result_compaction_enabled: true, attachment_policy: "extract" };
-const AFTER_FIRST = { tool_result_compaction_enabled: true, attachment_policy: "extract_after_first" };
+const AFTER_FIRST = {
+  tool_result_compaction_enabled: true,
+  attachment_policy: "extract_after_first",
+};
 
 function pdfBlock(bytes: Uint8Array = PDF, extra: Block = {}): Block {
-  return { type: "document", source: { type: "base64", media_type: "application/pdf", data: b64(bytes) }, title: "report.pdf", ...extra };
+  return {
+    type: "document",
+    source: { type: "base64", media_type: "application/pdf", data: b64(bytes) },
+    title: "report.pdf",
+    ...extra,
+  };
 }
 function imageBlock(bytes: Uint8Array = IMAGE): Block {
   return { type: "image", source: { type: "base64", media_type: "image/png", data: b64(bytes) } };
@@ -37,12 +51,31 @@ function imageBlock(bytes: Uint8Array = IMAGE): Block {
 
 /** Turn 0: the user sends a PDF and a screenshot. */
 function first(blocks: Block[] = [pdfBlock(), imageBlock()]): Req {
-  return { model: "claude-opus-4-5", max_tokens: 512, messages: [{ role: "user", content: [{ type: "text", text: "Summarise the report; the screenshot shows the error." }, ...blocks] }] };
+  return {
+    model: "claude-opus-4-5",
+    max_tokens: 512,
+    messages: [
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "Summarise the report; the screenshot shows the error." },
+          ...blocks,
+        ],
+      },
+    ],
+  };
 }
 
 /** One more exchange appended to whatever history the client holds. */
 function next(history: Req, k: number): Req {
-  return { ...history, messages: [...history.messages, { role: "assistant", content: [{ type: "text", text: `answer ${k}` }] }, { role: "user", content: `question ${k + 1}` }] };
+  return {
+    ...history,
+    messages: [
+      ...history.messages,
+      { role: "assistant", content: [{ type: "text", text: `answer ${k}` }] },
+      { role: "user", content: `question ${k + 1}` },
+    ],
+  };
 }
 
 function counting(calls: string[], inner: Extractor = extractText): Extractor {
@@ -52,9 +85,23 @@ function counting(calls: string[], inner: Extractor = extractText): Extractor {
   };
 }
 
-async function run(request: Req | string, store: OffloadStore, config: object, calls: string[] = [], session = "s1", extra: Partial<Parameters<typeof compact>[0]> = {}) {
+async function run(
+  request: Req | string,
+  store: OffloadStore,
+  config: object,
+  calls: string[] = [],
+  session = "s1",
+  extra: Partial<Parameters<typeof compact>[0]> = {},
+) {
   const text = typeof request === "string" ? request : JSON.stringify(request);
-  return compact({ request: text, session, store, config, attachments: { extract: counting(calls) }, ...extra });
+  return compact({
+    request: text,
+    session,
+    store,
+    config,
+    attachments: { extract: counting(calls) },
+    ...extra,
+  });
 }
 
 const parse = (s: string): Req => JSON.parse(s) as Req;
@@ -64,7 +111,10 @@ describe("attachment_policy native (the default)", () => {
   it("changes nothing, extracts nothing, reports nothing — also when the umbrella switch is off", async () => {
     const calls: string[] = [];
     const text = JSON.stringify(next(first(), 0));
-    for (const config of [{ tool_result_compaction_enabled: true }, { attachment_policy: "extract" }]) {
+    for (const config of [
+      { tool_result_compaction_enabled: true },
+      { attachment_policy: "extract" },
+    ]) {
       const out = await run(text, new MemoryStore(), config, calls);
       expect(out.request).toBe(text);
       expect(out.report.attachments).toBeNull();
@@ -80,22 +130,50 @@ describe('attachment_policy "extract"', () => {
     const out = await run(first(), store, EXTRACT, calls);
     const req = parse(out.request as string);
     const [intro, doc, image] = blocksOf(req, 0);
-    expect(intro).toEqual({ type: "text", text: "Summarise the report; the screenshot shows the error." });
+    expect(intro).toEqual({
+      type: "text",
+      text: "Summarise the report; the screenshot shows the error.",
+    });
     expect(doc!.type).toBe("text");
-    expect(doc!.text).toMatch(/^\[attachment att_[0-9a-f]{24} document "report\.pdf": pdf, 5 pages, [\d,]+ bytes, sent on turn 0\. Its text, extracted by edge-offload, follows\.\]\n/);
+    expect(doc!.text).toMatch(
+      /^\[attachment att_[0-9a-f]{24} document "report\.pdf": pdf, 5 pages, [\d,]+ bytes, sent on turn 0\. Its text, extracted by edge-offload, follows\.\]\n/,
+    );
     expect(doc!.text).toContain("Body text of page 5.");
     expect(image).toEqual(imageBlock()); // hot: the model sees the pixels this turn
     expect(calls).toEqual(["application/pdf"]);
 
     const a = out.report.attachments!;
-    expect(a).toMatchObject({ policy: "extract", blocks: 2, replaced: 1, native: 1, failed: 0, new_decisions: 1, extracted: 1 });
+    expect(a).toMatchObject({
+      policy: "extract",
+      blocks: 2,
+      replaced: 1,
+      native: 1,
+      failed: 0,
+      new_decisions: 1,
+      extracted: 1,
+    });
     const [d, i] = a.items;
-    expect(d).toMatchObject({ kind: "document", action: "text", sticky: false, turn: 0, format: "pdf", cached: false });
+    expect(d).toMatchObject({
+      kind: "document",
+      action: "text",
+      sticky: false,
+      turn: 0,
+      format: "pdf",
+      cached: false,
+    });
     // 5 pages natively: 5 page images + the text; as text: the text and a one-line header.
     expect(d!.native_tokens).toBeGreaterThan(5 * PDF_PAGE_IMAGE_TOKENS);
     expect(d!.saved_tokens).toBe(d!.native_tokens! - d!.sent_tokens!);
-    expect(d!.saved_usd).toBeCloseTo((d!.saved_tokens * resolveModel("claude-opus-4-5")!.input) / 1e6, 9);
-    expect(i).toMatchObject({ kind: "image", action: "native", native_tokens: imageTokens(800, 600), saved_tokens: 0 });
+    expect(d!.saved_usd).toBeCloseTo(
+      (d!.saved_tokens * resolveModel("claude-opus-4-5")!.input) / 1e6,
+      9,
+    );
+    expect(i).toMatchObject({
+      kind: "image",
+      action: "native",
+      native_tokens: imageTokens(800, 600),
+      saved_tokens: 0,
+    });
     expect(i!.reason).toMatch(/^hot/);
     expect(a.estimate).toContain("width×height/750");
     // The request totals count the blocks at their native estimate, and include the saving.
@@ -112,11 +190,17 @@ describe('attachment_policy "extract"', () => {
     const [, doc, image] = blocksOf(req, 0);
     expect(doc).toEqual(blocksOf(parse(t0.request as string), 0)[1]);
     expect(image!.type).toBe("text");
-    expect(image!.text).toMatch(/^\[attachment att_[0-9a-f]{24} image: png, 800x600 px, [\d,]+ bytes, sent on turn 0\. The image itself is no longer included/);
+    expect(image!.text).toMatch(
+      /^\[attachment att_[0-9a-f]{24} image: png, 800x600 px, [\d,]+ bytes, sent on turn 0\. The image itself is no longer included/,
+    );
     expect(calls).toEqual(["application/pdf"]); // nothing parsed again, and a placeholder needs no extraction
     const [d, i] = t1.report.attachments!.items;
     expect(d).toMatchObject({ action: "text", sticky: true });
-    expect(i).toMatchObject({ action: "placeholder", sticky: false, native_tokens: imageTokens(800, 600) });
+    expect(i).toMatchObject({
+      action: "placeholder",
+      sticky: false,
+      native_tokens: imageTokens(800, 600),
+    });
     expect(i!.sent_tokens).toBeLessThan(60);
   });
 
@@ -141,8 +225,15 @@ describe('attachment_policy "extract"', () => {
 
   it("keeps the block's cache_control on its replacement", async () => {
     const cc = { type: "ephemeral", ttl: "1h" };
-    const out = await run(first([pdfBlock(PDF, { cache_control: cc })]), new MemoryStore(), EXTRACT);
-    expect(blocksOf(parse(out.request as string), 0)[1]).toMatchObject({ type: "text", cache_control: cc });
+    const out = await run(
+      first([pdfBlock(PDF, { cache_control: cc })]),
+      new MemoryStore(),
+      EXTRACT,
+    );
+    expect(blocksOf(parse(out.request as string), 0)[1]).toMatchObject({
+      type: "text",
+      cache_control: cc,
+    });
   });
 
   it("moves the advancing cache anchor into a replaced block instead of splicing into it", async () => {
@@ -159,26 +250,44 @@ describe('attachment_policy "extract"', () => {
     const out = await run(first([pdfBlock()]), store, EXTRACT);
     const text = blocksOf(parse(out.request as string), 0)[1]!.text as string;
     expect(text.length).toBeLessThan(INLINE_REPLACEMENT_CHARS); // the 5-page fixture is short: inline
-    const long = textPdf(Array.from({ length: 12 }, (_, p) => Array.from({ length: 30 }, (_, l) => `Page ${p + 1}, line ${l + 1}: the quarterly figures in detail.`)));
+    const long = textPdf(
+      Array.from({ length: 12 }, (_, p) =>
+        Array.from(
+          { length: 30 },
+          (_, l) => `Page ${p + 1}, line ${l + 1}: the quarterly figures in detail.`,
+        ),
+      ),
+    );
     const out2 = await run(first([pdfBlock(long)]), store, EXTRACT, [], "s2");
     const replaced = blocksOf(parse(out2.request as string), 0)[1]!.text as string;
     expect(replaced.length).toBeGreaterThan(INLINE_REPLACEMENT_CHARS);
     const summary = await store.describeSession({ tenant: "default", session: "s2" });
     const record = summary!.records.find((r) => r.tier === "attachment")!;
     expect(record).toMatchObject({ rendered: null, action: "compacted" });
-    expect((await store.getBody({ tenant: "default", session: "s2" }, record.mem_id!))?.body).toBe(replaced);
+    expect((await store.getBody({ tenant: "default", session: "s2" }, record.mem_id!))?.body).toBe(
+      replaced,
+    );
     // Replayed from the ledger next turn, byte for byte.
     const t1 = await run(next(first([pdfBlock(long)]), 0), store, EXTRACT, [], "s2");
     expect(blocksOf(parse(t1.request as string), 0)[1]!.text).toBe(replaced);
   });
 
   it("a failed ledger write leaves the document native, says why, and a later turn replaces it", async () => {
-    const long = textPdf(Array.from({ length: 12 }, (_, p) => Array.from({ length: 30 }, (_, l) => `P${p} L${l}: figures, more figures, and then some.`)));
+    const long = textPdf(
+      Array.from({ length: 12 }, (_, p) =>
+        Array.from({ length: 30 }, (_, l) => `P${p} L${l}: figures, more figures, and then some.`),
+      ),
+    );
     const store = new MemoryStore();
     const req = first([pdfBlock(long)]);
     const out = await run(req, faultyStore(store, { putBody: true }), EXTRACT);
     expect(out.request).toBe(JSON.stringify(req));
-    expect(out.report.errors).toEqual([expect.objectContaining({ type: "storage_error", tool_use_id: expect.stringMatching(/^att_/) })]);
+    expect(out.report.errors).toEqual([
+      expect.objectContaining({
+        type: "storage_error",
+        tool_use_id: expect.stringMatching(/^att_/),
+      }),
+    ]);
     expect(out.report.attachments!.items[0]).toMatchObject({ action: "native", sticky: false });
     const healthy = await run(req, store, EXTRACT);
     expect(healthy.report.attachments!.items[0]).toMatchObject({ action: "text", sticky: false });
@@ -189,7 +298,10 @@ describe('attachment_policy "extract"', () => {
     const req = first();
     const out = await run(req, faultyStore(store, { commit: true }), EXTRACT);
     expect(out.request).toBe(JSON.stringify(req));
-    expect(out.report.attachments!.items[0]).toMatchObject({ action: "native", reason: "sent natively: the decision could not be saved" });
+    expect(out.report.attachments!.items[0]).toMatchObject({
+      action: "native",
+      reason: "sent natively: the decision could not be saved",
+    });
   });
 
   it("extracts a file once per tenant: another session reads the store's extraction cache", async () => {
@@ -213,7 +325,10 @@ describe('attachment_policy "extract_after_first"', () => {
     const t0 = await run(req0, store, AFTER_FIRST, calls);
     expect(t0.request).toBe(JSON.stringify(req0));
     expect(t0.changed).toBe(false);
-    expect(t0.report.attachments!.items[0]).toMatchObject({ action: "native", native_tokens: null });
+    expect(t0.report.attachments!.items[0]).toMatchObject({
+      action: "native",
+      native_tokens: null,
+    });
     expect(t0.report.attachments!.items[0]!.reason).toContain("extract_after_first");
     expect(calls).toEqual([]); // nothing parsed before it is needed
 
@@ -240,10 +355,17 @@ describe("failures leave the block native and say why", () => {
     const t0 = await run(req, store, EXTRACT, calls);
     expect(t0.request).toBe(JSON.stringify(req));
     expect(t0.report.attachments).toMatchObject({ failed: 1, replaced: 0 });
-    expect(t0.report.attachments!.items[0]).toMatchObject({ action: "native", error: { type: "extraction_failed", reason: "encrypted" } });
+    expect(t0.report.attachments!.items[0]).toMatchObject({
+      action: "native",
+      error: { type: "extraction_failed", reason: "encrypted" },
+    });
     expect(t0.report.attachments!.items[0]!.reason).toContain("sent natively");
     const t1 = await run(next(req, 0), store, EXTRACT, calls);
-    expect(t1.report.attachments!.items[0]).toMatchObject({ action: "native", sticky: true, error: { reason: "encrypted" } });
+    expect(t1.report.attachments!.items[0]).toMatchObject({
+      action: "native",
+      sticky: true,
+      error: { reason: "encrypted" },
+    });
     expect(calls).toHaveLength(1);
   });
 
@@ -255,10 +377,25 @@ describe("failures leave the block native and say why", () => {
     };
     const store = new MemoryStore();
     const req = first([pdfBlock()]);
-    const t0 = await compact({ request: JSON.stringify(req), session: "s", store, config: EXTRACT, attachments: { extract: missing } });
+    const t0 = await compact({
+      request: JSON.stringify(req),
+      session: "s",
+      store,
+      config: EXTRACT,
+      attachments: { extract: missing },
+    });
     expect(t0.changed).toBe(false);
-    expect(t0.report.attachments!.items[0]).toMatchObject({ action: "native", error: { type: "extraction_dependency_missing" } });
-    const t1 = await compact({ request: JSON.stringify(next(req, 0)), session: "s", store, config: EXTRACT, attachments: { extract: missing } });
+    expect(t0.report.attachments!.items[0]).toMatchObject({
+      action: "native",
+      error: { type: "extraction_dependency_missing" },
+    });
+    const t1 = await compact({
+      request: JSON.stringify(next(req, 0)),
+      session: "s",
+      store,
+      config: EXTRACT,
+      attachments: { extract: missing },
+    });
     expect(t1.report.attachments!.items[0]!.error?.type).toBe("extraction_dependency_missing");
     expect(calls).toHaveLength(2);
     // Once it works, the document is replaced.
@@ -267,16 +404,25 @@ describe("failures leave the block native and say why", () => {
   });
 
   it("a document longer than attachment_max_pages stays native: nothing is dropped", async () => {
-    const out = await run(first([pdfBlock()]), new MemoryStore(), { ...EXTRACT, attachment_max_pages: 2 });
+    const out = await run(first([pdfBlock()]), new MemoryStore(), {
+      ...EXTRACT,
+      attachment_max_pages: 2,
+    });
     expect(out.changed).toBe(false);
-    expect(out.report.attachments!.items[0]!.reason).toBe("longer than attachment_max_pages (2 of 5 pages): sent natively so nothing is dropped");
+    expect(out.report.attachments!.items[0]!.reason).toBe(
+      "longer than attachment_max_pages (2 of 5 pages): sent natively so nothing is dropped",
+    );
   });
 
   it("keeps documents that must stay documents or cannot be read: citations, URL sources, text that saves nothing", async () => {
     const blocks = [
       pdfBlock(PDF, { citations: { enabled: true } }),
       { type: "document", source: { type: "url", url: "https://example.com/a.pdf" } },
-      { type: "document", source: { type: "text", media_type: "text/plain", data: "A short plain-text note." }, title: "note" },
+      {
+        type: "document",
+        source: { type: "text", media_type: "text/plain", data: "A short plain-text note." },
+        title: "note",
+      },
       { type: "image", source: { type: "url", url: "https://example.com/a.png" } },
     ];
     const req = first(blocks);
@@ -316,14 +462,34 @@ describe("images", () => {
         return text;
       },
     });
-    const ocr = (text: string | Error) => ({ attachments: { ocr: { enabled: true, engine: engine(text), model: bytesModelSource(new Uint8Array([1])) } } });
+    const ocr = (text: string | Error) => ({
+      attachments: {
+        ocr: { enabled: true, engine: engine(text), model: bytesModelSource(new Uint8Array([1])) },
+      },
+    });
     const req = next(first([imageBlock()]), 0);
-    const ok = await compact({ request: JSON.stringify(req), session: "o1", store: new MemoryStore(), config: EXTRACT, ...ocr("ERROR 42: disk full") });
-    expect(blocksOf(parse(ok.request as string), 0)[1]!.text).toMatch(/no longer included, to save tokens; ask for it again if you need to see it\.\]\nText read from the image \(OCR\):\nERROR 42: disk full$/);
-    const bad = await compact({ request: JSON.stringify(req), session: "o2", store: new MemoryStore(), config: EXTRACT, ...ocr(new Error("cannot decode")) });
+    const ok = await compact({
+      request: JSON.stringify(req),
+      session: "o1",
+      store: new MemoryStore(),
+      config: EXTRACT,
+      ...ocr("ERROR 42: disk full"),
+    });
+    expect(blocksOf(parse(ok.request as string), 0)[1]!.text).toMatch(
+      /no longer included, to save tokens; ask for it again if you need to see it\.\]\nText read from the image \(OCR\):\nERROR 42: disk full$/,
+    );
+    const bad = await compact({
+      request: JSON.stringify(req),
+      session: "o2",
+      store: new MemoryStore(),
+      config: EXTRACT,
+      ...ocr(new Error("cannot decode")),
+    });
     const text = blocksOf(parse(bad.request as string), 0)[1]!.text as string;
     expect(text).not.toContain("OCR");
-    expect(bad.report.attachments!.items[0]!.reason).toContain("OCR failed (extraction_failed: corrupt)");
+    expect(bad.report.attachments!.items[0]!.reason).toContain(
+      "OCR failed (extraction_failed: corrupt)",
+    );
   });
 });
 
@@ -335,11 +501,29 @@ describe("attachments inside tool results (invariant 10)", () => {
     return {
       model: "claude-opus-4-5",
       max_tokens: 512,
-      tools: [{ name: "fetch", description: "fetch a file", input_schema: { type: "object", properties: {} } }],
+      tools: [
+        {
+          name: "fetch",
+          description: "fetch a file",
+          input_schema: { type: "object", properties: {} },
+        },
+      ],
       messages: [
         { role: "user", content: "Fetch the report." },
-        { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "fetch", input: {} }] },
-        { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: [{ type: "text", text: BIG }, doc] }] },
+        {
+          role: "assistant",
+          content: [{ type: "tool_use", id: "toolu_1", name: "fetch", input: {} }],
+        },
+        {
+          role: "user",
+          content: [
+            {
+              type: "tool_result",
+              tool_use_id: "toolu_1",
+              content: [{ type: "text", text: BIG }, doc],
+            },
+          ],
+        },
         ...more,
       ],
     };
@@ -351,7 +535,7 @@ describe("attachments inside tool results (invariant 10)", () => {
 
   it("replaces a document inside a tool result; the tool's text is measured without it", async () => {
     const out = await run(withTool(), new MemoryStore(), EXTRACT);
-    const content = (blocksOf(parse(out.request as string), 2)[0]!.content as Block[]);
+    const content = blocksOf(parse(out.request as string), 2)[0]!.content as Block[];
     expect(content[0]).toEqual({ type: "text", text: BIG });
     expect(content[1]!.text).toMatch(/^\[attachment att_/);
     expect(out.decisions[0]).toMatchObject({ chars: BIG.length });
@@ -361,7 +545,14 @@ describe("attachments inside tool results (invariant 10)", () => {
     const store = new MemoryStore();
     const t0 = await run(withTool(), store, OFFLOAD);
     const t1full = await run(withTool(pdfBlock(), later), store, OFFLOAD);
-    const t1compacted = await run({ ...parse(t0.request as string), messages: [...parse(t0.request as string).messages, ...later] }, store, OFFLOAD);
+    const t1compacted = await run(
+      {
+        ...parse(t0.request as string),
+        messages: [...parse(t0.request as string).messages, ...later],
+      },
+      store,
+      OFFLOAD,
+    );
     expect(t1full.decisions[0]).toMatchObject({ action: "offloaded" });
     expect(t1compacted.request).toBe(t1full.request);
     const content = blocksOf(parse(t1full.request as string), 2)[0]!.content as Block[];
@@ -378,15 +569,45 @@ describe("attachments inside tool results (invariant 10)", () => {
   it("a hot image after text blocks that a stub collapses keeps its id: both histories render it the same", async () => {
     const store = new MemoryStore();
     const config = { ...OFFLOAD, attachment_image_hot_turns: 2 };
-    const result = (): Block[] => [{ type: "text", text: BIG }, { type: "text", text: "page 2 of the output" }, imageBlock()];
-    const base = (more: Msg[]): Req => ({ ...withTool(pdfBlock(), more), messages: [...withTool(pdfBlock()).messages.slice(0, 2), { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: result() }] }, ...more] });
-    const later2: Msg[] = [...later, { role: "assistant", content: [{ type: "tool_use", id: "toolu_3", name: "fetch", input: {} }] }, { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_3", content: "ok" }] }];
+    const result = (): Block[] => [
+      { type: "text", text: BIG },
+      { type: "text", text: "page 2 of the output" },
+      imageBlock(),
+    ];
+    const base = (more: Msg[]): Req => ({
+      ...withTool(pdfBlock(), more),
+      messages: [
+        ...withTool(pdfBlock()).messages.slice(0, 2),
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "toolu_1", content: result() }],
+        },
+        ...more,
+      ],
+    });
+    const later2: Msg[] = [
+      ...later,
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_3", name: "fetch", input: {} }],
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_3", content: "ok" }] },
+    ];
     const t1 = await run(base(later), store, config);
     const stubbed = blocksOf(parse(t1.request as string), 2)[0]!.content as Block[];
     expect(stubbed.map((b) => b.type)).toEqual(["text", "image"]); // collapsed text, the image still hot
     const t2full = await run(base(later2), store, config);
-    const t2compacted = await run({ ...parse(t1.request as string), messages: [...parse(t1.request as string).messages, ...later2.slice(2)] }, store, config);
-    expect((blocksOf(parse(t2full.request as string), 2)[0]!.content as Block[])[1]!.text).toContain("800x600 px");
+    const t2compacted = await run(
+      {
+        ...parse(t1.request as string),
+        messages: [...parse(t1.request as string).messages, ...later2.slice(2)],
+      },
+      store,
+      config,
+    );
+    expect(
+      (blocksOf(parse(t2full.request as string), 2)[0]!.content as Block[])[1]!.text,
+    ).toContain("800x600 px");
     expect(t2compacted.request).toBe(t2full.request);
   });
 });
@@ -395,12 +616,20 @@ describe("records", () => {
   it("are stored next to the tool results' records, marked as attachments", async () => {
     const store = new MemoryStore();
     await run(next(first(), 0), store, EXTRACT);
-    const records = (await store.describeSession({ tenant: "default", session: "s1" }))!.records as ResultRecord[];
+    const records = (await store.describeSession({ tenant: "default", session: "s1" }))!
+      .records as ResultRecord[];
     expect(records.map((r) => [r.tier, r.tool_name, r.action])).toEqual([
       ["attachment", "attachment:document", "compacted"],
       ["attachment", "attachment:image", "compacted"],
     ]);
-    expect(records[1]!.attachment).toMatchObject({ kind: "image", format: "png", width: 800, height: 600, arrived: 0, native_tokens: imageTokens(800, 600) });
+    expect(records[1]!.attachment).toMatchObject({
+      kind: "image",
+      format: "png",
+      width: 800,
+      height: 600,
+      arrived: 0,
+      native_tokens: imageTokens(800, 600),
+    });
     expect(records[0]!.tool_use_id).toMatch(/^att_[0-9a-f]{24}$/);
   });
 });

@@ -8,15 +8,26 @@ import { compact } from "../../src/core/compact.ts";
 import { anthropicAdapter } from "../../src/core/formats/anthropic.ts";
 import { parseJsonSpans } from "../../src/core/json/scan.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import { SAMPLE, assistantIndexes, promptAt, readSessions } from "../support/corpus.ts";
+import { assistantIndexes, promptAt, readSessions, SAMPLE } from "../support/corpus.ts";
 
 const sessions = readSessions(SAMPLE);
 type Req = { messages: { role: string; content: unknown }[]; tools: { name: string }[] };
 
-const configs: Record<string, { tool_result_compaction_enabled: boolean; tool_result_offload_enabled?: boolean; tool_result_large_offload_threshold_chars?: number }> = {
+const configs: Record<
+  string,
+  {
+    tool_result_compaction_enabled: boolean;
+    tool_result_offload_enabled?: boolean;
+    tool_result_large_offload_threshold_chars?: number;
+  }
+> = {
   offload: { tool_result_compaction_enabled: true, tool_result_offload_enabled: true },
   "size-only": { tool_result_compaction_enabled: true },
-  "offload, low threshold": { tool_result_compaction_enabled: true, tool_result_offload_enabled: true, tool_result_large_offload_threshold_chars: 8001 },
+  "offload, low threshold": {
+    tool_result_compaction_enabled: true,
+    tool_result_offload_enabled: true,
+    tool_result_large_offload_threshold_chars: 8001,
+  },
 };
 
 describe.each(Object.entries(configs))("corpus replay (%s)", (_name, config) => {
@@ -33,34 +44,51 @@ describe.each(Object.entries(configs))("corpus replay (%s)", (_name, config) => 
       const outText = out.request as string;
       // valid: parses, analyses, same results in the same order with the same ids
       const analysis = anthropicAdapter.analyze(outText, parseJsonSpans(outText));
-      expect(analysis.sites.map((s) => s.tool_use_id)).toEqual(anthropicAdapter.analyze(text, parseJsonSpans(text)).sites.map((s) => s.tool_use_id));
+      expect(analysis.sites.map((s) => s.tool_use_id)).toEqual(
+        anthropicAdapter.analyze(text, parseJsonSpans(text)).sites.map((s) => s.tool_use_id),
+      );
       const got = JSON.parse(outText) as Req;
       expect(got.messages.length).toBe(prompt.messages.length);
-      expect(got.tools.filter((t) => t.name === "recall_tool_result").length).toBeLessThanOrEqual(1);
+      expect(got.tools.filter((t) => t.name === "recall_tool_result").length).toBeLessThanOrEqual(
+        1,
+      );
       // sticky: once replaced, a result keeps the same bytes on every later call
       for (const d of out.decisions) {
         const content = JSON.stringify(findContent(got, d.tool_use_id));
-        if (stubbed.has(d.tool_use_id)) expect(content, d.tool_use_id).toBe(stubbed.get(d.tool_use_id));
+        if (stubbed.has(d.tool_use_id))
+          expect(content, d.tool_use_id).toBe(stubbed.get(d.tool_use_id));
         else if (d.action !== "kept") stubbed.set(d.tool_use_id, content);
         if (d.action === "offloaded") offloads++;
       }
       // idempotent
-      expect((await compact({ request: outText, session: session.id, store: full, config })).request).toBe(outText);
+      expect(
+        (await compact({ request: outText, session: session.id, store: full, config })).request,
+      ).toBe(outText);
       // a client that sends back our previous output plus the new messages gets the same bytes
       const previousMessages: unknown[] = previousOut === null ? [] : previousOut.messages;
-      const fedPrompt = { ...prompt, messages: [...previousMessages, ...prompt.messages.slice(previousMessages.length)] };
-      const fedOut = await compact({ request: JSON.stringify(fedPrompt), session: session.id, store: fed, config });
+      const fedPrompt = {
+        ...prompt,
+        messages: [...previousMessages, ...prompt.messages.slice(previousMessages.length)],
+      };
+      const fedOut = await compact({
+        request: JSON.stringify(fedPrompt),
+        session: session.id,
+        store: fed,
+        config,
+      });
       expect(JSON.stringify(JSON.parse(fedOut.request as string))).toBe(JSON.stringify(got));
       previousOut = got;
     }
-    if (config.tool_result_offload_enabled && session.id.startsWith("dev-")) expect(offloads).toBeGreaterThan(0);
+    if (config.tool_result_offload_enabled && session.id.startsWith("dev-"))
+      expect(offloads).toBeGreaterThan(0);
   });
 });
 
 function findContent(req: Req, id: string): unknown {
   for (const m of req.messages) {
     if (!Array.isArray(m.content)) continue;
-    for (const b of m.content as { type: string; tool_use_id?: string; content?: unknown }[]) if (b.type === "tool_result" && b.tool_use_id === id) return b.content;
+    for (const b of m.content as { type: string; tool_use_id?: string; content?: unknown }[])
+      if (b.type === "tool_result" && b.tool_use_id === id) return b.content;
   }
   return undefined;
 }

@@ -5,11 +5,16 @@ import { dashboardPage, escapeHtml, jsonForScript, loginPage } from "../../src/d
 
 describe("dashboard page", () => {
   it("escapes text for HTML", () => {
-    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe("&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;");
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).toBe(
+      "&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;",
+    );
   });
 
   it("puts JSON in a script element without a way out of it, and parses back to the same value", () => {
-    const value = { tenant: "acme", key: 'k</script><script>alert(1)</script><!-- \u2028\u2029 & "q"' };
+    const value = {
+      tenant: "acme",
+      key: 'k</script><script>alert(1)</script><!-- \u2028\u2029 & "q"',
+    };
     const text = jsonForScript(value);
     expect(text).not.toMatch(/[<>&\u2028\u2029]/);
     expect(JSON.parse(text)).toEqual(value);
@@ -27,7 +32,9 @@ describe("dashboard page", () => {
 
   it("inlines a script that parses, loads nothing from elsewhere, and renders data only as text", () => {
     expect(() => new Function(CLIENT_SCRIPT)).not.toThrow();
-    expect(CLIENT_SCRIPT).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+    expect(CLIENT_SCRIPT).not.toMatch(
+      /innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/,
+    );
     const page = dashboardPage("n0nce", { tenant: "acme", key: "k" });
     // Offline: no external script, stylesheet, font or image (only this origin's API, via fetch).
     expect(page).not.toMatch(/(src|href)="(https?:)?\/\//);

@@ -1,18 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { MemorySessionState } from "../../src/session/memory.ts";
+import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
+import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
 import type { BodyLedgerPort, IndexPort } from "../../src/store/parts.ts";
+import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
 import { runIndexContract } from "../contract/index.contract.ts";
 import { runLedgerContract } from "../contract/ledger.contract.ts";
 import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
-import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
-import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
-import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
-import { MemoryStore } from "../../src/store/memory.ts";
+import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
 
 const quiet = () => {};
 
@@ -22,29 +22,86 @@ runLedgerContract("MemoryLedger", () => new MemoryLedger());
 runIndexContract("MemoryIndex", () => new MemoryIndex());
 runExtractionCacheContract("MemoryExtractionCache", () => new MemoryExtractionCache());
 runExtractionCacheContract("MemoryStore", () => new MemoryStore());
-runExtractionCacheContract("EdgeStore over the in-memory twins", () => new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), extractions: new MemoryExtractionCache(), log: quiet }));
-runStoreContract("EdgeStore over the in-memory twins", () => new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), tenants: new MemoryTenantStats(), log: quiet }));
+runExtractionCacheContract(
+  "EdgeStore over the in-memory twins",
+  () =>
+    new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex(),
+      extractions: new MemoryExtractionCache(),
+      log: quiet,
+    }),
+);
+runStoreContract(
+  "EdgeStore over the in-memory twins",
+  () =>
+    new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex(),
+      tenants: new MemoryTenantStats(),
+      log: quiet,
+    }),
+);
 // KV may not show a write for about a minute: nothing in the store may depend on reading one back.
-runStoreContract("EdgeStore with an index that never shows a write", () => new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex({ lagging: true }), tenants: new MemoryTenantStats(), log: quiet }));
+runStoreContract(
+  "EdgeStore with an index that never shows a write",
+  () =>
+    new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex({ lagging: true }),
+      tenants: new MemoryTenantStats(),
+      log: quiet,
+    }),
+);
 
 const ref = { tenant: "acme", session: "s1" };
 const MEM = `trm_${"a".repeat(24)}`;
-const meta = { mem_id: MEM, tool_use_id: "t1", tool_name: "dump", chars: 4, tokens: 1, kind: "text" as const, outline: "text: 1 line", turn: 1 };
+const meta = {
+  mem_id: MEM,
+  tool_use_id: "t1",
+  tool_name: "dump",
+  chars: 4,
+  tokens: 1,
+  kind: "text" as const,
+  outline: "text: 1 line",
+  turn: 1,
+};
 
 function failingIndex(): IndexPort {
   const fail = async () => {
     throw new Error("KV is down");
   };
-  return { putBody: fail, getBody: fail, putSession: fail, listSessions: fail, deleteBodies: fail, deleteSession: fail };
+  return {
+    putBody: fail,
+    getBody: fail,
+    putSession: fail,
+    listSessions: fail,
+    deleteBodies: fail,
+    deleteSession: fail,
+  };
 }
 
 describe("EdgeStore", () => {
   it("stores a body even when the index write fails, and notes it for the summary", async () => {
     const ledger = new MemoryLedger();
-    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger, index: failingIndex(), log: quiet });
+    const store = new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger,
+      index: failingIndex(),
+      log: quiet,
+    });
     await store.putBody(ref, "body", meta);
     expect((await store.getBody(ref, MEM))?.body).toBe("body");
-    expect(store.notes).toEqual([{ type: "index_error", mem_id: MEM, message: expect.stringContaining("mem_id index write failed") }]);
+    expect(store.notes).toEqual([
+      {
+        type: "index_error",
+        mem_id: MEM,
+        message: expect.stringContaining("mem_id index write failed"),
+      },
+    ]);
   });
 
   it("answers statBody from the index, and from the ledger on a miss or an index failure", async () => {
@@ -53,9 +110,19 @@ describe("EdgeStore", () => {
     const store = new EdgeStore({ sessions: new MemorySessionState(), ledger, index, log: quiet });
     await store.putBody(ref, "body", meta);
     expect((await store.statBody(ref, MEM))?.source).toBe("index");
-    const lagging = new EdgeStore({ sessions: new MemorySessionState(), ledger, index: new MemoryIndex({ lagging: true }), log: quiet });
+    const lagging = new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger,
+      index: new MemoryIndex({ lagging: true }),
+      log: quiet,
+    });
     expect(await lagging.statBody(ref, MEM)).toEqual({ meta, source: "ledger" });
-    const broken = new EdgeStore({ sessions: new MemorySessionState(), ledger, index: failingIndex(), log: quiet });
+    const broken = new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger,
+      index: failingIndex(),
+      log: quiet,
+    });
     expect(await broken.statBody(ref, MEM)).toEqual({ meta, source: "ledger" });
     expect(await store.statBody(ref, "trm_nothex")).toBeNull();
   });
@@ -71,9 +138,18 @@ describe("EdgeStore", () => {
       delete: async () => {},
     };
     const lines: string[] = [];
-    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger, index: new MemoryIndex(), log: (l) => lines.push(l) });
+    const store = new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger,
+      index: new MemoryIndex(),
+      log: (l) => lines.push(l),
+    });
     const err = await store.putBody(ref, "body", meta).catch((e: unknown) => e);
-    expect(err).toMatchObject({ type: "storage_error", status: 503, message: "the ledger write failed" });
+    expect(err).toMatchObject({
+      type: "storage_error",
+      status: 503,
+      message: "the ledger write failed",
+    });
     expect(lines.join("\n")).toContain("socket hang up");
   });
 
@@ -84,7 +160,25 @@ describe("EdgeStore", () => {
     const store = new EdgeStore({ sessions, ledger, index, log: quiet });
     const ids = Array.from({ length: 250 }, (_, i) => `trm_${i.toString(16).padStart(24, "0")}`);
     for (const id of ids) await store.putBody(ref, "body", { ...meta, mem_id: id });
-    await store.commit(ref, { records: [], recall_declared: true, log: { turn: 1, results: 0, kept: 0, compacted: 0, offloaded: 0, new_decisions: 0, tokens_before: 0, tokens_after: 0, saved_usd: 0, errors: 0, shadow: false, gate_fired: 0, gate_declined: 0 } });
+    await store.commit(ref, {
+      records: [],
+      recall_declared: true,
+      log: {
+        turn: 1,
+        results: 0,
+        kept: 0,
+        compacted: 0,
+        offloaded: 0,
+        new_decisions: 0,
+        tokens_before: 0,
+        tokens_after: 0,
+        saved_usd: 0,
+        errors: 0,
+        shadow: false,
+        gate_fired: 0,
+        gate_declined: 0,
+      },
+    });
     let calls = 0;
     const flaky: IndexPort = {
       putBody: (r, e) => index.putBody(r, e),
@@ -110,17 +204,42 @@ describe("EdgeStore", () => {
 
 describe("EdgeStore's extraction cache", () => {
   it("without a cache part: every lookup misses and a write is a no-op", async () => {
-    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), log: quiet });
-    await store.putExtraction("t", "k", { ok: true, result: { text: "x", format: "text", truncated: false } });
+    const store = new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex(),
+      log: quiet,
+    });
+    await store.putExtraction("t", "k", {
+      ok: true,
+      result: { text: "x", format: "text", truncated: false },
+    });
     expect(await store.getExtraction("t", "k")).toBeNull();
   });
 
   it("a failing cache is a storage_error, logged without internals", async () => {
     const lines: string[] = [];
-    const broken = { getExtraction: async () => Promise.reject(new Error("R2 down")), putExtraction: async () => Promise.reject(new Error("R2 down")) };
-    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger: new MemoryLedger(), index: new MemoryIndex(), extractions: broken, log: (l) => lines.push(l) });
-    await expect(store.getExtraction("t", "k")).rejects.toMatchObject({ type: "storage_error", message: "reading the extraction cache failed" });
-    await expect(store.putExtraction("t", "k", { ok: true, result: { text: "x", format: "text", truncated: false } })).rejects.toMatchObject({ type: "storage_error" });
+    const broken = {
+      getExtraction: async () => Promise.reject(new Error("R2 down")),
+      putExtraction: async () => Promise.reject(new Error("R2 down")),
+    };
+    const store = new EdgeStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex(),
+      extractions: broken,
+      log: (l) => lines.push(l),
+    });
+    await expect(store.getExtraction("t", "k")).rejects.toMatchObject({
+      type: "storage_error",
+      message: "reading the extraction cache failed",
+    });
+    await expect(
+      store.putExtraction("t", "k", {
+        ok: true,
+        result: { text: "x", format: "text", truncated: false },
+      }),
+    ).rejects.toMatchObject({ type: "storage_error" });
     expect(lines).toHaveLength(2);
   });
 });

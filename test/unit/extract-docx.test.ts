@@ -1,15 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { docxXmlToText } from "../../src/extract/docx.ts";
-import { docx, para, table, zipParts } from "../fixtures/office-writer.ts";
+import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { loadFixture } from "../fixtures/load.ts";
+import { docx, para, table, zipParts } from "../fixtures/office-writer.ts";
 
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 const W = 'xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"';
-const body = (xml: string): string => docxXmlToText(`<w:document ${W}><w:body>${xml}</w:body></w:document>`);
+const body = (xml: string): string =>
+  docxXmlToText(`<w:document ${W}><w:body>${xml}</w:body></w:document>`);
 
 async function failure(p: Promise<unknown>): Promise<ExtractionFailedError> {
-  const e = await p.then(() => null, (x: unknown) => x);
+  const e = await p.then(
+    () => null,
+    (x: unknown) => x,
+  );
   expect(e).toBeInstanceOf(ExtractionFailedError);
   return e as ExtractionFailedError;
 }
@@ -44,16 +48,26 @@ describe("DOCX extraction", () => {
 
   it("keeps several paragraphs of one cell in that cell, and nested tables inside their cell", () => {
     const nested = table([["inner a", "inner b"]]);
-    const text = body(`<w:tbl><w:tr><w:tc>${para("one")}${para("two")}</w:tc><w:tc>${nested}</w:tc></w:tr></w:tbl>`);
+    const text = body(
+      `<w:tbl><w:tr><w:tc>${para("one")}${para("two")}</w:tc><w:tc>${nested}</w:tc></w:tr></w:tbl>`,
+    );
     expect(text).toBe("| one two | inner a; inner b |");
   });
 
   it("a line break inside a table cell does not break the row", () => {
-    expect(body(`<w:tbl><w:tr><w:tc><w:p><w:r><w:t>a</w:t><w:br/><w:t>b</w:t></w:r></w:p></w:tc></w:tr></w:tbl>`)).toBe("| a b |");
+    expect(
+      body(
+        `<w:tbl><w:tr><w:tc><w:p><w:r><w:t>a</w:t><w:br/><w:t>b</w:t></w:r></w:p></w:tc></w:tr></w:tbl>`,
+      ),
+    ).toBe("| a b |");
   });
 
   it("decodes entities and CDATA, and ignores comments and processing instructions", () => {
-    expect(body(`<!-- c --><?pi x?><w:p><w:r><w:t>&lt;a&gt; &#x41;&#66; <![CDATA[<raw>]]></w:t></w:r></w:p>`)).toBe("<a> AB <raw>");
+    expect(
+      body(
+        `<!-- c --><?pi x?><w:p><w:r><w:t>&lt;a&gt; &#x41;&#66; <![CDATA[<raw>]]></w:t></w:r></w:p>`,
+      ),
+    ).toBe("<a> AB <raw>");
   });
 
   it("finds the main part through _rels/.rels when it is not word/document.xml", async () => {
@@ -70,13 +84,17 @@ describe("DOCX extraction", () => {
   });
 
   it("malformed XML fails as corrupt", async () => {
-    const bytes = zipParts({ "word/document.xml": `<w:document ${W}><w:body><w:p><w:r><w:t>unterminated` });
+    const bytes = zipParts({
+      "word/document.xml": `<w:document ${W}><w:body><w:p><w:r><w:t>unterminated`,
+    });
     const e = await failure(extractText({ data: bytes, media_type: DOCX }));
     expect(e.reason).toBe("corrupt");
   });
 
   it("a package without its document part fails as corrupt", async () => {
-    const e = await failure(extractText({ data: zipParts({ "word/styles.xml": "<x/>" }), media_type: DOCX }));
+    const e = await failure(
+      extractText({ data: zipParts({ "word/styles.xml": "<x/>" }), media_type: DOCX }),
+    );
     expect(e.reason).toBe("corrupt");
     expect(e.message).toMatch(/document part/);
   });
@@ -103,13 +121,23 @@ describe("zip-bomb guards", () => {
   });
 
   it("with the ratio cap lifted, the declared size still meets the per-part cap", async () => {
-    const e = await failure(extractText(loadFixture("bomb.docx"), { max_zip_ratio: 10_000, max_unzipped_entry_bytes: 1_000_000 }));
+    const e = await failure(
+      extractText(loadFixture("bomb.docx"), {
+        max_zip_ratio: 10_000,
+        max_unzipped_entry_bytes: 1_000_000,
+      }),
+    );
     expect(e.reason).toBe("too_large");
     expect(e.message).toMatch(/declares 200\d+ bytes/);
   });
 
   it("and the total cap across parts", async () => {
-    const e = await failure(extractText(loadFixture("bomb.docx"), { max_zip_ratio: 10_000, max_unzipped_bytes: 1_000_000 }));
+    const e = await failure(
+      extractText(loadFixture("bomb.docx"), {
+        max_zip_ratio: 10_000,
+        max_unzipped_bytes: 1_000_000,
+      }),
+    );
     expect(e.reason).toBe("too_large");
     expect(e.message).toMatch(/inflate to more than/);
   });
@@ -132,7 +160,9 @@ describe("zip-bomb guards", () => {
   });
 
   it("a directory of 12,000 entries: the probe reads the first names, extraction refuses it as too_large", async () => {
-    const parts: Record<string, string> = { "word/document.xml": `<w:document ${W}><w:body>${para("hi")}</w:body></w:document>` };
+    const parts: Record<string, string> = {
+      "word/document.xml": `<w:document ${W}><w:body>${para("hi")}</w:body></w:document>`,
+    };
     for (let i = 0; i < 12_000; i++) parts[`junk/${i}`] = "";
     const attachment = { data: zipParts(parts, 0) };
     const { probeAttachment } = await import("../../src/lib.ts");
@@ -148,7 +178,13 @@ describe("zip-bomb guards", () => {
     const bytes = (loadFixture("report.docx").data as Uint8Array).slice();
     // Set the "encrypted" general-purpose flag on every central-directory entry.
     for (let p = 0; p + 4 < bytes.length; p++) {
-      if (bytes[p] === 0x50 && bytes[p + 1] === 0x4b && bytes[p + 2] === 0x01 && bytes[p + 3] === 0x02) bytes[p + 8]! |= 1;
+      if (
+        bytes[p] === 0x50 &&
+        bytes[p + 1] === 0x4b &&
+        bytes[p + 2] === 0x01 &&
+        bytes[p + 3] === 0x02
+      )
+        bytes[p + 8]! |= 1;
     }
     const e = await failure(extractText({ data: bytes, media_type: DOCX }));
     expect(e.reason).toBe("encrypted");

@@ -4,16 +4,33 @@ import { FIXTURES } from "../fixtures/build.ts";
 import { fixtureBytes, loadFixture } from "../fixtures/load.ts";
 
 /** What each committed fixture must produce: a format, or an error type (and reason). */
-const EXPECTED: Record<string, { format: string; error?: string; reason?: string; extractable: boolean }> = {
+const EXPECTED: Record<
+  string,
+  { format: string; error?: string; reason?: string; extractable: boolean }
+> = {
   "text.pdf": { format: "pdf", extractable: true },
   "multipage.pdf": { format: "pdf", extractable: true },
   "scanned.pdf": { format: "pdf", extractable: true, error: "extraction_failed", reason: "empty" },
-  "encrypted.pdf": { format: "pdf", extractable: true, error: "extraction_failed", reason: "encrypted" },
+  "encrypted.pdf": {
+    format: "pdf",
+    extractable: true,
+    error: "extraction_failed",
+    reason: "encrypted",
+  },
   "owner-locked.pdf": { format: "pdf", extractable: true },
-  "corrupt.pdf": { format: "pdf", extractable: true, error: "extraction_failed", reason: "corrupt" },
+  "corrupt.pdf": {
+    format: "pdf",
+    extractable: true,
+    error: "extraction_failed",
+    reason: "corrupt",
+  },
   "report.docx": { format: "docx", extractable: true },
   "workbook.xlsx": { format: "xlsx", extractable: true },
-  "encrypted.docx": { format: "ooxml_encrypted", extractable: false, error: "unsupported_attachment" },
+  "encrypted.docx": {
+    format: "ooxml_encrypted",
+    extractable: false,
+    error: "unsupported_attachment",
+  },
   "legacy.doc": { format: "doc", extractable: false, error: "unsupported_attachment" },
   "legacy.xls": { format: "xls", extractable: false, error: "unsupported_attachment" },
   "image.webp": { format: "webp", extractable: false, error: "unsupported_attachment" },
@@ -23,13 +40,27 @@ const EXPECTED: Record<string, { format: string; error?: string; reason?: string
   "table.csv": { format: "csv", extractable: true },
   "data.json": { format: "json", extractable: true },
   "cp1252.txt": { format: "text", extractable: true },
-  "bomb.docx": { format: "docx", extractable: true, error: "extraction_failed", reason: "too_large" },
-  "lying-size.docx": { format: "docx", extractable: true, error: "extraction_failed", reason: "corrupt" },
+  "bomb.docx": {
+    format: "docx",
+    extractable: true,
+    error: "extraction_failed",
+    reason: "too_large",
+  },
+  "lying-size.docx": {
+    format: "docx",
+    extractable: true,
+    error: "extraction_failed",
+    reason: "corrupt",
+  },
 };
 
 describe("committed fixtures", () => {
   it("are what their builders write (run `node test/fixtures/make-fixtures.ts` after changing a builder)", () => {
-    for (const f of FIXTURES) expect(Buffer.compare(Buffer.from(fixtureBytes(f.file)), Buffer.from(f.build())), f.file).toBe(0);
+    for (const f of FIXTURES)
+      expect(
+        Buffer.compare(Buffer.from(fixtureBytes(f.file)), Buffer.from(f.build())),
+        f.file,
+      ).toBe(0);
   });
 
   it("every fixture has an expectation and every expectation a fixture", () => {

@@ -6,8 +6,8 @@ import {
   decodeBase64,
   ExtractionDependencyMissingError,
   ExtractionFailedError,
-  extractOptionsFromQuery,
   extractionVariant,
+  extractOptionsFromQuery,
   extractText,
   isOffloadError,
   OffloadError,
@@ -19,7 +19,10 @@ import { fixtureBytes } from "../fixtures/load.ts";
 const b64 = (b: Uint8Array): string => Buffer.from(b).toString("base64");
 
 async function thrown(p: Promise<unknown>): Promise<unknown> {
-  return p.then(() => null, (e: unknown) => e);
+  return p.then(
+    () => null,
+    (e: unknown) => e,
+  );
 }
 
 describe("attachment shapes", () => {
@@ -30,30 +33,62 @@ describe("attachment shapes", () => {
     expect((await extractText({ data: pdf.slice().buffer })).format).toBe("pdf");
     const padded = new Uint8Array(pdf.length + 8);
     padded.set(pdf, 8);
-    expect((await extractText({ data: new DataView(padded.buffer, 8, pdf.length) as unknown as Uint8Array })).format).toBe("pdf");
+    expect(
+      (
+        await extractText({
+          data: new DataView(padded.buffer, 8, pdf.length) as unknown as Uint8Array,
+        })
+      ).format,
+    ).toBe("pdf");
   });
 
   it("accepts an Anthropic base64 source and a whole document block (title → filename)", async () => {
     const source = { type: "base64" as const, media_type: "application/pdf", data: b64(pdf) };
     expect((await extractText(source)).text).toContain("Invoice 2024-017");
-    const block = { type: "document" as const, source, title: "invoice.pdf", cache_control: { type: "ephemeral" } };
+    const block = {
+      type: "document" as const,
+      source,
+      title: "invoice.pdf",
+      cache_control: { type: "ephemeral" },
+    };
     expect((await extractText(block)).format).toBe("pdf");
-    const csv = { type: "document" as const, source: { type: "base64" as const, media_type: "application/octet-stream", data: b64(new TextEncoder().encode("a,b\n")) }, title: "t.csv" };
+    const csv = {
+      type: "document" as const,
+      source: {
+        type: "base64" as const,
+        media_type: "application/octet-stream",
+        data: b64(new TextEncoder().encode("a,b\n")),
+      },
+      title: "t.csv",
+    };
     expect((await extractText(csv)).format).toBe("csv");
   });
 
   it("accepts an Anthropic text source without re-decoding it", async () => {
-    expect(await extractText({ type: "document", source: { type: "text", media_type: "text/plain", data: "héllo" } })).toEqual({ text: "héllo", format: "text", truncated: false });
+    expect(
+      await extractText({
+        type: "document",
+        source: { type: "text", media_type: "text/plain", data: "héllo" },
+      }),
+    ).toEqual({ text: "héllo", format: "text", truncated: false });
   });
 
   it("accepts an image block (unsupported while OCR is off)", async () => {
-    const e = await thrown(extractText({ type: "image", source: { type: "base64", media_type: "image/png", data: b64(fixtureBytes("image.png")) } }));
+    const e = await thrown(
+      extractText({
+        type: "image",
+        source: { type: "base64", media_type: "image/png", data: b64(fixtureBytes("image.png")) },
+      }),
+    );
     expect(e).toBeInstanceOf(UnsupportedAttachmentError);
     expect((e as UnsupportedAttachmentError).format).toBe("png");
   });
 
   it("URL and file sources carry no bytes: unsupported", async () => {
-    for (const source of [{ type: "url", url: "https://example.com/a.pdf" }, { type: "file", file_id: "file_1" }] as const) {
+    for (const source of [
+      { type: "url", url: "https://example.com/a.pdf" },
+      { type: "file", file_id: "file_1" },
+    ] as const) {
       const e = await thrown(extractText({ type: "document", source }));
       expect(e).toBeInstanceOf(UnsupportedAttachmentError);
       expect((e as UnsupportedAttachmentError).format).toBe("remote");
@@ -61,19 +96,34 @@ describe("attachment shapes", () => {
   });
 
   it("invalid base64 is a corrupt attachment", async () => {
-    const e = await thrown(extractText({ type: "base64", media_type: "application/pdf", data: "JVBERi0x*4=" }));
+    const e = await thrown(
+      extractText({ type: "base64", media_type: "application/pdf", data: "JVBERi0x*4=" }),
+    );
     expect(e).toBeInstanceOf(ExtractionFailedError);
     expect((e as ExtractionFailedError).reason).toBe("corrupt");
   });
 
   it("a base64 payload over max_bytes is refused before it is decoded", async () => {
-    const e = await thrown(extractText({ type: "base64", media_type: "application/pdf", data: "A".repeat(4000) }, { max_bytes: 1000 }));
+    const e = await thrown(
+      extractText(
+        { type: "base64", media_type: "application/pdf", data: "A".repeat(4000) },
+        { max_bytes: 1000 },
+      ),
+    );
     expect(e).toBeInstanceOf(ExtractionFailedError);
     expect((e as ExtractionFailedError).reason).toBe("too_large");
   });
 
   it("a malformed attachment object is the caller's error (invalid_argument), not a file failure", async () => {
-    for (const bad of [null, 42, {}, { data: "not bytes" }, { type: "base64", data: 5 }, { type: "mystery", data: "" }, { data: new Uint8Array(1), filename: 3 }]) {
+    for (const bad of [
+      null,
+      42,
+      {},
+      { data: "not bytes" },
+      { type: "base64", data: 5 },
+      { type: "mystery", data: "" },
+      { data: new Uint8Array(1), filename: 3 },
+    ]) {
       const e = await thrown(extractText(bad as never));
       expect(isOffloadError(e)).toBe(true);
       expect((e as OffloadError).type).toBe("invalid_argument");
@@ -87,8 +137,14 @@ describe("base64", () => {
       const data = Uint8Array.from({ length: n }, (_, i) => (i * 37 + n) & 255);
       const std = Buffer.from(data).toString("base64");
       expect(Buffer.from(decodeBase64(std)).equals(Buffer.from(data))).toBe(true);
-      expect(Buffer.from(decodeBase64(std.replace(/=+$/, ""))).equals(Buffer.from(data))).toBe(true);
-      expect(Buffer.from(decodeBase64(Buffer.from(data).toString("base64url"))).equals(Buffer.from(data))).toBe(true);
+      expect(Buffer.from(decodeBase64(std.replace(/=+$/, ""))).equals(Buffer.from(data))).toBe(
+        true,
+      );
+      expect(
+        Buffer.from(decodeBase64(Buffer.from(data).toString("base64url"))).equals(
+          Buffer.from(data),
+        ),
+      ).toBe(true);
     }
   });
 
@@ -101,11 +157,20 @@ describe("base64", () => {
 
 describe("options", () => {
   it("fill in every default from one schema", () => {
-    expect(resolveExtractOptions({ max_pages: 3 })).toEqual({ ...DEFAULT_EXTRACT_LIMITS, max_pages: 3, ocr: undefined });
+    expect(resolveExtractOptions({ max_pages: 3 })).toEqual({
+      ...DEFAULT_EXTRACT_LIMITS,
+      max_pages: 3,
+      ocr: undefined,
+    });
   });
 
   it("reject invalid and unknown limits as invalid_argument naming the field", () => {
-    for (const [bad, field] of [[{ max_pages: 0 }, "max_pages"], [{ max_chars: 1.5 }, "max_chars"], [{ sheet_format: "xml" }, "sheet_format"], [{ max_page: 3 }, "max_page"]] as const) {
+    for (const [bad, field] of [
+      [{ max_pages: 0 }, "max_pages"],
+      [{ max_chars: 1.5 }, "max_chars"],
+      [{ sheet_format: "xml" }, "sheet_format"],
+      [{ max_page: 3 }, "max_page"],
+    ] as const) {
       let error: unknown;
       try {
         resolveExtractOptions(bad as never);
@@ -120,7 +185,9 @@ describe("options", () => {
 
 describe("options from a query string (for the route)", () => {
   it("reads and validates the limits, ignoring other parameters", () => {
-    expect(extractOptionsFromQuery(new URLSearchParams("max_pages=20&sheet_format=tsv&on_error=raise"))).toEqual({ max_pages: 20, sheet_format: "tsv" });
+    expect(
+      extractOptionsFromQuery(new URLSearchParams("max_pages=20&sheet_format=tsv&on_error=raise")),
+    ).toEqual({ max_pages: 20, sheet_format: "tsv" });
     expect(extractOptionsFromQuery(new URLSearchParams(""))).toEqual({});
   });
 
@@ -133,7 +200,9 @@ describe("options from a query string (for the route)", () => {
 
 describe("extractionVariant", () => {
   it("names the options that change the text, the same for equal options", () => {
-    expect(extractionVariant()).toBe(extractionVariant({ max_pages: DEFAULT_EXTRACT_LIMITS.max_pages }));
+    expect(extractionVariant()).toBe(
+      extractionVariant({ max_pages: DEFAULT_EXTRACT_LIMITS.max_pages }),
+    );
     expect(extractionVariant({ max_pages: 3 })).not.toBe(extractionVariant());
     expect(extractionVariant({ sheet_format: "tsv" })).not.toBe(extractionVariant());
     expect(extractionVariant({ max_bytes: 10 })).toBe(extractionVariant()); // a gate, not a change to the text
@@ -148,7 +217,9 @@ describe("typed errors", () => {
       new ExtractionDependencyMissingError("png", "ocr_model", "no model"),
       new ExtractionFailedError("pdf", "encrypted", "locked"),
     ];
-    expect(errors.map((e) => [e.type, e.status, e.fallback, e instanceof OffloadError, e.name])).toEqual([
+    expect(
+      errors.map((e) => [e.type, e.status, e.fallback, e instanceof OffloadError, e.name]),
+    ).toEqual([
       ["unsupported_attachment", 422, "native", true, "UnsupportedAttachmentError"],
       ["extraction_dependency_missing", 422, "native", true, "ExtractionDependencyMissingError"],
       ["extraction_failed", 422, "native", true, "ExtractionFailedError"],
@@ -156,12 +227,21 @@ describe("typed errors", () => {
   });
 
   it("serialise to the route's 422 body", () => {
-    expect(JSON.parse(JSON.stringify(new ExtractionFailedError("pdf", "empty", "no text layer")))).toEqual({
+    expect(
+      JSON.parse(JSON.stringify(new ExtractionFailedError("pdf", "empty", "no text layer"))),
+    ).toEqual({
       ok: false,
-      error: { type: "extraction_failed", message: "no text layer", format: "pdf", reason: "empty" },
+      error: {
+        type: "extraction_failed",
+        message: "no text layer",
+        format: "pdf",
+        reason: "empty",
+      },
       fallback: "native",
     });
-    expect(new ExtractionDependencyMissingError("png", "ocr_engine", "x").toJSON().error.dependency).toBe("ocr_engine");
+    expect(
+      new ExtractionDependencyMissingError("png", "ocr_engine", "x").toJSON().error.dependency,
+    ).toBe("ocr_engine");
   });
 });
 
@@ -170,6 +250,8 @@ describe("attachmentDigest", () => {
     const pdf = fixtureBytes("text.pdf");
     const want = createHash("sha256").update(pdf).digest("hex");
     expect(await attachmentDigest({ data: pdf })).toBe(want);
-    expect(await attachmentDigest({ type: "base64", media_type: "application/pdf", data: b64(pdf) })).toBe(want);
+    expect(
+      await attachmentDigest({ type: "base64", media_type: "application/pdf", data: b64(pdf) }),
+    ).toBe(want);
   });
 });

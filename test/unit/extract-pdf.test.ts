@@ -1,12 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { ExtractionFailedError, extractText } from "../../src/lib.ts";
-import { textPdf } from "../fixtures/pdf-writer.ts";
 import { loadFixture } from "../fixtures/load.ts";
+import { textPdf } from "../fixtures/pdf-writer.ts";
 
 const pdf = (data: Uint8Array, media_type = "application/pdf") => ({ data, media_type });
 
 async function failure(p: Promise<unknown>): Promise<ExtractionFailedError> {
-  const e = await p.then(() => null, (x: unknown) => x);
+  const e = await p.then(
+    () => null,
+    (x: unknown) => x,
+  );
   expect(e).toBeInstanceOf(ExtractionFailedError);
   return e as ExtractionFailedError;
 }
@@ -85,7 +88,12 @@ describe("PDF extraction", () => {
   it("the encrypted fixture is a genuine encrypted PDF: pdf.js opens it with its password", async () => {
     const { getResolvedPDFJS } = await import("unpdf");
     const { getDocument } = await getResolvedPDFJS();
-    const task = getDocument({ data: loadFixture("encrypted.pdf").data as Uint8Array, password: "secret", useWasm: false, verbosity: 0 });
+    const task = getDocument({
+      data: loadFixture("encrypted.pdf").data as Uint8Array,
+      password: "secret",
+      useWasm: false,
+      verbosity: 0,
+    });
     const doc = await task.promise;
     const content = await (await doc.getPage(1)).getTextContent();
     expect(content.items.map((i) => ("str" in i ? i.str : ""))).toContain("Confidential");
@@ -93,7 +101,9 @@ describe("PDF extraction", () => {
   });
 
   it("an owner-password-only PDF opens without a password and is extracted", async () => {
-    expect((await extractText(loadFixture("owner-locked.pdf"))).text).toBe("Readable but not editable");
+    expect((await extractText(loadFixture("owner-locked.pdf"))).text).toBe(
+      "Readable but not editable",
+    );
   });
 
   it("a damaged PDF fails as corrupt (pdf.js InvalidPDFException)", async () => {

@@ -1,21 +1,48 @@
 import { describe, expect, it } from "vitest";
-import { ExtractionFailedError, extractText, htmlToText, UnsupportedAttachmentError } from "../../src/lib.ts";
+import {
+  ExtractionFailedError,
+  extractText,
+  htmlToText,
+  UnsupportedAttachmentError,
+} from "../../src/lib.ts";
 import { loadFixture } from "../fixtures/load.ts";
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);
 
 describe("plain text, CSV, JSON", () => {
   it("returns CSV and JSON as they are", async () => {
-    expect(await extractText(loadFixture("table.csv"))).toEqual({ text: 'id,name,amount\n1,"Smith, J.",10.50\n2,Müller,7\n', format: "csv", truncated: false });
+    expect(await extractText(loadFixture("table.csv"))).toEqual({
+      text: 'id,name,amount\n1,"Smith, J.",10.50\n2,Müller,7\n',
+      format: "csv",
+      truncated: false,
+    });
     const json = await extractText(loadFixture("data.json"));
     expect(json.format).toBe("json");
-    expect(JSON.parse(json.text)).toEqual({ items: [{ id: 1, label: "alpha" }, { id: 2, label: "beta" }], total: 2 });
+    expect(JSON.parse(json.text)).toEqual({
+      items: [
+        { id: 1, label: "alpha" },
+        { id: 2, label: "beta" },
+      ],
+      total: 2,
+    });
   });
 
   it("takes the format from the file name when the type is generic", async () => {
-    expect((await extractText({ data: bytes("a\tb\n"), media_type: "application/octet-stream", filename: "x.tsv" })).format).toBe("tsv");
-    expect((await extractText({ data: bytes("# Title\n"), filename: "README.md" })).format).toBe("markdown");
-    expect((await extractText({ data: bytes("{}"), media_type: "application/vnd.api+json" })).format).toBe("json");
+    expect(
+      (
+        await extractText({
+          data: bytes("a\tb\n"),
+          media_type: "application/octet-stream",
+          filename: "x.tsv",
+        })
+      ).format,
+    ).toBe("tsv");
+    expect((await extractText({ data: bytes("# Title\n"), filename: "README.md" })).format).toBe(
+      "markdown",
+    );
+    expect(
+      (await extractText({ data: bytes("{}"), media_type: "application/vnd.api+json" })).format,
+    ).toBe("json");
     expect((await extractText({ data: bytes("plain") })).format).toBe("text");
   });
 
@@ -24,16 +51,28 @@ describe("plain text, CSV, JSON", () => {
   });
 
   it("honours a declared charset and byte-order marks", async () => {
-    expect((await extractText({ data: Uint8Array.from([0x63, 0x61, 0x66, 0xe9]), media_type: "text/plain; charset=ISO-8859-1" })).text).toBe("café");
+    expect(
+      (
+        await extractText({
+          data: Uint8Array.from([0x63, 0x61, 0x66, 0xe9]),
+          media_type: "text/plain; charset=ISO-8859-1",
+        })
+      ).text,
+    ).toBe("café");
     const le = Uint8Array.from([0xff, 0xfe, 0x68, 0x00, 0x69, 0x00]);
     expect((await extractText({ data: le, media_type: "text/plain" })).text).toBe("hi");
     const be = Uint8Array.from([0xfe, 0xff, 0x00, 0x68, 0x00, 0x69]);
     expect((await extractText({ data: be, media_type: "text/plain" })).text).toBe("hi");
-    expect((await extractText({ data: Uint8Array.from([0xef, 0xbb, 0xbf, 0x6f, 0x6b]) })).text).toBe("ok");
+    expect(
+      (await extractText({ data: Uint8Array.from([0xef, 0xbb, 0xbf, 0x6f, 0x6b]) })).text,
+    ).toBe("ok");
   });
 
   it("binary bytes declared as text are not extracted", async () => {
-    const e = await extractText({ data: Uint8Array.from([0x41, 0x00, 0x42, 0x00, 0x01]), media_type: "text/plain" }).catch((x: unknown) => x);
+    const e = await extractText({
+      data: Uint8Array.from([0x41, 0x00, 0x42, 0x00, 0x01]),
+      media_type: "text/plain",
+    }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(UnsupportedAttachmentError);
     expect((e as UnsupportedAttachmentError).format).toBe("unknown");
   });
@@ -47,8 +86,16 @@ describe("plain text, CSV, JSON", () => {
   });
 
   it("truncates at max_chars", async () => {
-    const r = await extractText({ data: bytes("x".repeat(100)), media_type: "text/plain" }, { max_chars: 10 });
-    expect(r).toEqual({ text: "x".repeat(10), format: "text", truncated: true, truncated_by: "max_chars" });
+    const r = await extractText(
+      { data: bytes("x".repeat(100)), media_type: "text/plain" },
+      { max_chars: 10 },
+    );
+    expect(r).toEqual({
+      text: "x".repeat(10),
+      format: "text",
+      truncated: true,
+      truncated_by: "max_chars",
+    });
   });
 });
 
@@ -79,11 +126,17 @@ describe("HTML", () => {
   });
 
   it("drops scripts and styles even when they contain tags or '<'", () => {
-    expect(htmlToText("<p>a</p><script>document.write('<p>x</p>'); if (1 < 2) {}</script><STYLE>p{}</STYLE><p>b</p>")).toBe("a\n\nb");
+    expect(
+      htmlToText(
+        "<p>a</p><script>document.write('<p>x</p>'); if (1 < 2) {}</script><STYLE>p{}</STYLE><p>b</p>",
+      ),
+    ).toBe("a\n\nb");
   });
 
   it("keeps stray '<', unknown entities, image alt text and numeric references", () => {
-    expect(htmlToText("1 < 2 &bogus; &#x263A; <img src=x alt='logo'>")).toBe("1 < 2 &bogus; ☺ [logo]");
+    expect(htmlToText("1 < 2 &bogus; &#x263A; <img src=x alt='logo'>")).toBe(
+      "1 < 2 &bogus; ☺ [logo]",
+    );
   });
 
   it("is linear on unclosed markup (no runaway on a missing end tag)", () => {

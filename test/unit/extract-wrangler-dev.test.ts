@@ -4,7 +4,7 @@
  * the check that pdf.js, the ZIP reader and the XML/HTML code need neither.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { unstable_dev, type Unstable_DevWorker } from "wrangler";
+import { type Unstable_DevWorker, unstable_dev } from "wrangler";
 import { fixture } from "../fixtures/build.ts";
 
 let worker: Unstable_DevWorker;
@@ -23,9 +23,16 @@ afterAll(async () => {
   await worker?.stop();
 });
 
-async function post(file: string, query = ""): Promise<{ status: number; body: Record<string, unknown> }> {
+async function post(
+  file: string,
+  query = "",
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const f = fixture(file);
-  const res = await worker.fetch(`/extract${query}`, { method: "POST", body: f.build(), headers: { "content-type": f.media_type, "x-filename": file } });
+  const res = await worker.fetch(`/extract${query}`, {
+    method: "POST",
+    body: f.build(),
+    headers: { "content-type": f.media_type, "x-filename": file },
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -38,14 +45,29 @@ describe("wrangler dev (production code-generation rules)", () => {
   it("extracts a PDF page by page", async () => {
     const { status, body } = await post("multipage.pdf", "?max_pages=2");
     expect(status).toBe(200);
-    expect(body).toMatchObject({ ok: true, format: "pdf", pages: 5, pages_extracted: 2, truncated: true });
+    expect(body).toMatchObject({
+      ok: true,
+      format: "pdf",
+      pages: 5,
+      pages_extracted: 2,
+      truncated: true,
+    });
     expect(body.text).toContain("Body text of page 2.");
   });
 
   it("answers an encrypted PDF with the 422 fallback body", async () => {
     const { status, body } = await post("encrypted.pdf");
     expect(status).toBe(422);
-    expect(body).toEqual({ ok: false, error: { type: "extraction_failed", message: "the PDF is password-protected", format: "pdf", reason: "encrypted" }, fallback: "native" });
+    expect(body).toEqual({
+      ok: false,
+      error: {
+        type: "extraction_failed",
+        message: "the PDF is password-protected",
+        format: "pdf",
+        reason: "encrypted",
+      },
+      fallback: "native",
+    });
   });
 
   it("extracts DOCX and XLSX", async () => {

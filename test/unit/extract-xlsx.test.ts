@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { columnOf, dateStyleOf, excelSerialToIso, formatNumber } from "../../src/extract/xlsx.ts";
-import { gridXlsx, xlsx } from "../fixtures/office-writer.ts";
+import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { loadFixture } from "../fixtures/load.ts";
+import { gridXlsx, xlsx } from "../fixtures/office-writer.ts";
 
 const XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet";
 
@@ -69,8 +69,18 @@ describe("XLSX extraction", () => {
   });
 
   it("reads a sheet without shared strings or styles, and cells without references", async () => {
-    const bytes = xlsx([{ name: "Plain", rowsXml: '<row><c><v>1</v></c><c t="inlineStr"><is><t>two</t></is></c></row>' }], null);
-    expect((await extractText({ data: bytes, media_type: XLSX })).text).toBe("# Sheet: Plain\n1,two");
+    const bytes = xlsx(
+      [
+        {
+          name: "Plain",
+          rowsXml: '<row><c><v>1</v></c><c t="inlineStr"><is><t>two</t></is></c></row>',
+        },
+      ],
+      null,
+    );
+    expect((await extractText({ data: bytes, media_type: XLSX })).text).toBe(
+      "# Sheet: Plain\n1,two",
+    );
   });
 
   it("a workbook without any cell value fails as empty", async () => {
@@ -83,10 +93,14 @@ describe("XLSX extraction", () => {
   it("a missing sheet part fails as corrupt", async () => {
     const { zipParts } = await import("../fixtures/office-writer.ts");
     const bytes = zipParts({
-      "xl/workbook.xml": '<workbook xmlns:r="r"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
-      "xl/_rels/workbook.xml.rels": '<Relationships><Relationship Id="rId1" Type="x/worksheet" Target="worksheets/missing.xml"/></Relationships>',
+      "xl/workbook.xml":
+        '<workbook xmlns:r="r"><sheets><sheet name="S" sheetId="1" r:id="rId1"/></sheets></workbook>',
+      "xl/_rels/workbook.xml.rels":
+        '<Relationships><Relationship Id="rId1" Type="x/worksheet" Target="worksheets/missing.xml"/></Relationships>',
     });
-    const e = (await extractText({ data: bytes, media_type: XLSX }).catch((x: unknown) => x)) as ExtractionFailedError;
+    const e = (await extractText({ data: bytes, media_type: XLSX }).catch(
+      (x: unknown) => x,
+    )) as ExtractionFailedError;
     expect(e.reason).toBe("corrupt");
     expect(e.message).toMatch(/missing\.xml/);
   });

@@ -1,27 +1,46 @@
 import { describe, expect, it } from "vitest";
 import { offloadGate } from "../../src/core/gate.ts";
-import { PRICE_TABLE, normalizeModelId, ratesFor, resolveModel } from "../../src/core/pricing.ts";
+import { normalizeModelId, PRICE_TABLE, ratesFor, resolveModel } from "../../src/core/pricing.ts";
 import { estimateTokens } from "../../src/core/tokens.ts";
 
 const base = { stub_tokens: 300, horizon: 5, recall_probability: 0.5, context_tokens: 9_000 };
 
 describe("offloadGate", () => {
   it("seed vector: a ~321K-token result, uncached side, Opus 4.5, H=5 fires with net ≈ +$8", () => {
-    const g = offloadGate({ ...base, model: "claude-opus-4-5-20251101", result_tokens: 321_000, cached_side: false });
+    const g = offloadGate({
+      ...base,
+      model: "claude-opus-4-5-20251101",
+      result_tokens: 321_000,
+      cached_side: false,
+    });
     expect(g.fire).toBe(true);
     expect(g.model).toBe("claude-opus-4-5");
     expect(g.reprefill_saving_usd).toBeCloseTo(5 * 321_000 * 5e-6, 6); // $8.025
     expect(g.net_usd).toBeGreaterThan(7.5);
     expect(g.net_usd).toBeLessThan(8.1);
     expect(g.invalidation_cost_usd).toBe(0);
-    expect(g.net_usd).toBeCloseTo(g.reprefill_saving_usd - g.stub_carry_cost_usd - g.invalidation_cost_usd - g.expected_recall_hop_cost_usd, 8);
+    expect(g.net_usd).toBeCloseTo(
+      g.reprefill_saving_usd -
+        g.stub_carry_cost_usd -
+        g.invalidation_cost_usd -
+        g.expected_recall_hop_cost_usd,
+      8,
+    );
     expect(g.reason).toMatch(/saves \$7\.9/);
   });
 
   it("seed check: an 8K-char result does not pay for its recall hop", () => {
     const T = estimateTokens(8000, "json");
     for (const cached_side of [true, false]) {
-      const g = offloadGate({ ...base, model: "claude-opus-4-5", result_tokens: T, cached_side, tokens_to_breakpoint: 1500, context_tokens: 60_000, client_caches: cached_side });
+      const g = offloadGate({
+        ...base,
+        model: "claude-opus-4-5",
+        result_tokens: T,
+        cached_side,
+        tokens_to_breakpoint: 1500,
+        context_tokens: 60_000,
+        client_caches: cached_side,
+      });
       expect(g.fire).toBe(false);
       expect(g.net_usd).toBeLessThan(0);
     }
@@ -37,37 +56,93 @@ describe("offloadGate", () => {
   });
 
   it("prices the cached side at read and charges the invalidation of the prefix after the result", () => {
-    const unc = offloadGate({ ...base, model: "claude-sonnet-4-6", result_tokens: 40_000, cached_side: false });
-    const cac = offloadGate({ ...base, model: "claude-sonnet-4-6", result_tokens: 40_000, cached_side: true, tokens_to_breakpoint: 50_000, client_caches: true });
+    const unc = offloadGate({
+      ...base,
+      model: "claude-sonnet-4-6",
+      result_tokens: 40_000,
+      cached_side: false,
+    });
+    const cac = offloadGate({
+      ...base,
+      model: "claude-sonnet-4-6",
+      result_tokens: 40_000,
+      cached_side: true,
+      tokens_to_breakpoint: 50_000,
+      client_caches: true,
+    });
     expect(cac.reprefill_saving_usd).toBeCloseTo(unc.reprefill_saving_usd / 10, 9);
-    expect(cac.invalidation_cost_usd).toBeCloseTo(50_000 * (3.75 - 0.3) / 1e6, 9);
-    const oneHour = offloadGate({ ...base, model: "claude-sonnet-4-6", result_tokens: 40_000, cached_side: true, tokens_to_breakpoint: 50_000, cache_ttl: "1h" });
-    expect(oneHour.invalidation_cost_usd).toBeCloseTo(50_000 * (6 - 0.3) / 1e6, 9);
+    expect(cac.invalidation_cost_usd).toBeCloseTo((50_000 * (3.75 - 0.3)) / 1e6, 9);
+    const oneHour = offloadGate({
+      ...base,
+      model: "claude-sonnet-4-6",
+      result_tokens: 40_000,
+      cached_side: true,
+      tokens_to_breakpoint: 50_000,
+      cache_ttl: "1h",
+    });
+    expect(oneHour.invalidation_cost_usd).toBeCloseTo((50_000 * (6 - 0.3)) / 1e6, 9);
     expect(unc.invalidation_cost_usd).toBe(0);
   });
 
   it("uses each model's own cache multipliers", () => {
-    const at = (model: string) => offloadGate({ ...base, model, result_tokens: 100_000, cached_side: true, tokens_to_breakpoint: 0 });
+    const at = (model: string) =>
+      offloadGate({
+        ...base,
+        model,
+        result_tokens: 100_000,
+        cached_side: true,
+        tokens_to_breakpoint: 0,
+      });
     expect(at("claude-opus-5-5").reprefill_saving_usd).toBeCloseTo(5 * 100_000 * 0.2e-6, 9); // 0.05× input
     expect(at("claude-fable-5-1").reprefill_saving_usd).toBeCloseTo(5 * 100_000 * 0.25e-6, 9); // 0.025× input
     expect(at("gpt-4.1").reprefill_saving_usd).toBeCloseTo(5 * 100_000 * 0.5e-6, 9); // OpenAI cached input
   });
 
   it("charges a recall hop's context at input price when the client does not cache", () => {
-    const caching = offloadGate({ ...base, model: "claude-sonnet-4-6", result_tokens: 100_000, cached_side: false, client_caches: true, context_tokens: 100_000 });
-    const plain = offloadGate({ ...base, model: "claude-sonnet-4-6", result_tokens: 100_000, cached_side: false, client_caches: false, context_tokens: 100_000 });
-    expect(plain.expected_recall_hop_cost_usd).toBeGreaterThan(caching.expected_recall_hop_cost_usd);
+    const caching = offloadGate({
+      ...base,
+      model: "claude-sonnet-4-6",
+      result_tokens: 100_000,
+      cached_side: false,
+      client_caches: true,
+      context_tokens: 100_000,
+    });
+    const plain = offloadGate({
+      ...base,
+      model: "claude-sonnet-4-6",
+      result_tokens: 100_000,
+      cached_side: false,
+      client_caches: false,
+      context_tokens: 100_000,
+    });
+    expect(plain.expected_recall_hop_cost_usd).toBeGreaterThan(
+      caching.expected_recall_hop_cost_usd,
+    );
   });
 
   it("is monotone in horizon and recall probability, and deterministic", () => {
-    const g = (horizon: number, p: number) => offloadGate({ ...base, horizon, recall_probability: p, model: "claude-haiku-4-5", result_tokens: 30_000, cached_side: false }).net_usd;
+    const g = (horizon: number, p: number) =>
+      offloadGate({
+        ...base,
+        horizon,
+        recall_probability: p,
+        model: "claude-haiku-4-5",
+        result_tokens: 30_000,
+        cached_side: false,
+      }).net_usd;
     expect(g(10, 0.5)).toBeGreaterThan(g(5, 0.5));
     expect(g(5, 0.1)).toBeGreaterThan(g(5, 0.9));
     expect(g(5, 0.5)).toBe(g(5, 0.5));
   });
 
   it("declines when the stub is no smaller than the result", () => {
-    const g = offloadGate({ ...base, model: "claude-haiku-4-5", result_tokens: 200, stub_tokens: 300, cached_side: false });
+    const g = offloadGate({
+      ...base,
+      model: "claude-haiku-4-5",
+      result_tokens: 200,
+      stub_tokens: 300,
+      cached_side: false,
+    });
     expect(g.fire).toBe(false);
   });
 });

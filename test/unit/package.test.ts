@@ -33,8 +33,17 @@ describe("package", () => {
         gate: offloadGate({ model: "claude-opus-4-5", result_tokens: 321000, stub_tokens: 300, horizon: 5, recall_probability: 0.5, cached_side: false, context_tokens: 9000 }).fire,
         tool: recallToolDefinition("anthropic").name, defaults: OffloadConfigSchema.parse({}).tool_result_large_offload_threshold_chars,
       }));`;
-    const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: root, encoding: "utf8" });
+    const run = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: root,
+      encoding: "utf8",
+    });
     expect(run.status, run.stderr).toBe(0);
-    expect(JSON.parse(run.stdout)).toEqual({ action: "offloaded", back: "xxxxxxxxxx", gate: true, tool: "recall_tool_result", defaults: 60000 });
+    expect(JSON.parse(run.stdout)).toEqual({
+      action: "offloaded",
+      back: "xxxxxxxxxx",
+      gate: true,
+      tool: "recall_tool_result",
+      defaults: 60000,
+    });
   }, 120_000);
 });

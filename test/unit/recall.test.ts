@@ -10,20 +10,45 @@ const MEM = "trm_00000000000000000000abcd";
 
 async function withBody(body: string) {
   const store = new MemoryStore();
-  const meta: BodyMeta = { mem_id: MEM, tool_use_id: "t1", tool_name: "x", chars: body.length, tokens: 1, kind: "text", outline: "", turn: 1 };
+  const meta: BodyMeta = {
+    mem_id: MEM,
+    tool_use_id: "t1",
+    tool_name: "x",
+    chars: body.length,
+    tokens: 1,
+    kind: "text",
+    outline: "",
+    turn: 1,
+  };
   await store.putBody(SESSION, body, meta);
   return store;
 }
 
 describe("recall by query", () => {
   it("returns every match with ±window, numbered, with offsets and a total", async () => {
-    const body = "alpha order-4821 beta ".repeat(3) + "x".repeat(5000) + " order-4821 end";
+    const body = `${"alpha order-4821 beta ".repeat(3) + "x".repeat(5000)} order-4821 end`;
     const store = await withBody(body);
-    const a = await recall({ store, session: SESSION, mem_id: MEM, query: "order-4821", window: 10 });
-    expect(a).toMatchObject({ is_error: false, mode: "query", matches: 4, total_chars: body.length, truncated: false });
+    const a = await recall({
+      store,
+      session: SESSION,
+      mem_id: MEM,
+      query: "order-4821",
+      window: 10,
+    });
+    expect(a).toMatchObject({
+      is_error: false,
+      mode: "query",
+      matches: 4,
+      total_chars: body.length,
+      truncated: false,
+    });
     expect(a.content).toMatch(/^4 matches for "order-4821"/);
-    expect(a.content).toContain("--- matches 1–3 (chars 0–70) ---\n" + body.slice(0, 70) + "\n--- match 4");
-    expect(a.content).toContain(`--- match 4 (chars ${(body.lastIndexOf("order-4821") - 10).toLocaleString("en-US")}`);
+    expect(a.content).toContain(
+      `--- matches 1–3 (chars 0–70) ---\n${body.slice(0, 70)}\n--- match 4`,
+    );
+    expect(a.content).toContain(
+      `--- match 4 (chars ${(body.lastIndexOf("order-4821") - 10).toLocaleString("en-US")}`,
+    );
   });
 
   it("is exact and case-sensitive, and says so when nothing matches", async () => {
@@ -49,7 +74,13 @@ describe("recall by slice", () => {
     const body = "0123456789".repeat(100);
     const store = await withBody(body);
     const a = await recall({ store, session: SESSION, mem_id: MEM, offset: 100, max_chars: 50 });
-    expect(a).toMatchObject({ mode: "slice", total_chars: 1000, next_offset: 150, truncated: false, is_error: false });
+    expect(a).toMatchObject({
+      mode: "slice",
+      total_chars: 1000,
+      next_offset: 150,
+      truncated: false,
+      is_error: false,
+    });
     expect(a.content.split("\n")[1]).toBe(body.slice(100, 150));
     const end = await recall({ store, session: SESSION, mem_id: MEM, offset: 990, max_chars: 50 });
     expect(end.next_offset).toBeUndefined();
@@ -57,7 +88,7 @@ describe("recall by slice", () => {
   });
 
   it("never splits a surrogate pair at either end", async () => {
-    const body = "a" + "😀".repeat(10);
+    const body = `a${"😀".repeat(10)}`;
     const store = await withBody(body);
     const a = await recall({ store, session: SESSION, mem_id: MEM, offset: 2, max_chars: 4 });
     const slice = a.content.slice(a.content.indexOf("\n") + 1);
@@ -78,12 +109,23 @@ describe("recall by slice", () => {
 
   it("answers an offset past the end as a model mistake", async () => {
     const store = await withBody("short");
-    expect(await recall({ store, session: SESSION, mem_id: MEM, offset: 99 })).toMatchObject({ is_error: true, total_chars: 5 });
+    expect(await recall({ store, session: SESSION, mem_id: MEM, offset: 99 })).toMatchObject({
+      is_error: true,
+      total_chars: 5,
+    });
   });
 });
 
 describe("recall by json_path", () => {
-  const doc = JSON.stringify({ items: [{ id: 1, price: 9.5, tags: ["a"] }, { id: 2, price: 3 }, { id: 3, price: 12 }, { id: 4, price: 7.25 }], meta: { n: 4 } });
+  const doc = JSON.stringify({
+    items: [
+      { id: 1, price: 9.5, tags: ["a"] },
+      { id: 2, price: 3 },
+      { id: 3, price: 12 },
+      { id: 4, price: 7.25 },
+    ],
+    meta: { n: 4 },
+  });
 
   it("accepts dotted paths and $-paths alike", async () => {
     const store = await withBody(doc);
@@ -96,16 +138,28 @@ describe("recall by json_path", () => {
 
   it("evaluates filters in safe mode (no eval)", async () => {
     const store = await withBody(doc);
-    const a = await recall({ store, session: SESSION, mem_id: MEM, json_path: "$.items[?(@.price > 8)].id" });
+    const a = await recall({
+      store,
+      session: SESSION,
+      mem_id: MEM,
+      json_path: "$.items[?(@.price > 8)].id",
+    });
     expect(a.matches).toBe(2);
     expect(a.content).toMatch(/= 1\n.*= 3$/s);
-    const evil = await recall({ store, session: SESSION, mem_id: MEM, json_path: "$.items[?(@.constructor.constructor('return process')())]" });
+    const evil = await recall({
+      store,
+      session: SESSION,
+      mem_id: MEM,
+      json_path: "$.items[?(@.constructor.constructor('return process')())]",
+    });
     expect(evil.content).not.toContain("[object process]");
   });
 
   it("answers bad paths, no matches and non-JSON bodies helpfully", async () => {
     const store = await withBody(doc);
-    expect(await recall({ store, session: SESSION, mem_id: MEM, json_path: "$.nothing" })).toMatchObject({ is_error: false, matches: 0 });
+    expect(
+      await recall({ store, session: SESSION, mem_id: MEM, json_path: "$.nothing" }),
+    ).toMatchObject({ is_error: false, matches: 0 });
     const text = await withBody("plain text");
     const a = await recall({ store: text, session: SESSION, mem_id: MEM, json_path: "$.a" });
     expect(a).toMatchObject({ is_error: true });
@@ -116,11 +170,25 @@ describe("recall by json_path", () => {
 describe("recall mistakes and scoping", () => {
   it("answers an unknown mem_id, and another session's or tenant's, with the same is_error text", async () => {
     const store = await withBody("secret");
-    const unknown = await recall({ store, session: SESSION, mem_id: "trm_ffffffffffffffffffffffff" });
-    const otherSession = await recall({ store, session: { tenant: "t", session: "other" }, mem_id: MEM });
-    const otherTenant = await recall({ store, session: { tenant: "u", session: "s" }, mem_id: MEM });
+    const unknown = await recall({
+      store,
+      session: SESSION,
+      mem_id: "trm_ffffffffffffffffffffffff",
+    });
+    const otherSession = await recall({
+      store,
+      session: { tenant: "t", session: "other" },
+      mem_id: MEM,
+    });
+    const otherTenant = await recall({
+      store,
+      session: { tenant: "u", session: "s" },
+      mem_id: MEM,
+    });
     expect(unknown.is_error).toBe(true);
-    expect(otherSession.content).toBe(otherTenant.content.replace("trm_ffffffffffffffffffffffff", MEM));
+    expect(otherSession.content).toBe(
+      otherTenant.content.replace("trm_ffffffffffffffffffffffff", MEM),
+    );
     expect(otherSession.content).toBe(unknown.content.replace("trm_ffffffffffffffffffffffff", MEM));
   });
 
@@ -147,9 +215,18 @@ describe("recall mistakes and scoping", () => {
 
   it("honours the recall mode", async () => {
     const store = await withBody('{"a":1}');
-    expect((await recall({ store, session: SESSION, mem_id: MEM, json_path: "a", mode: "window" })).is_error).toBe(true);
-    expect((await recall({ store, session: SESSION, mem_id: MEM, query: "a", mode: "structural" })).is_error).toBe(true);
-    expect((await recall({ store, session: SESSION, mem_id: MEM, offset: 0, mode: "structural" })).is_error).toBe(false);
+    expect(
+      (await recall({ store, session: SESSION, mem_id: MEM, json_path: "a", mode: "window" }))
+        .is_error,
+    ).toBe(true);
+    expect(
+      (await recall({ store, session: SESSION, mem_id: MEM, query: "a", mode: "structural" }))
+        .is_error,
+    ).toBe(true);
+    expect(
+      (await recall({ store, session: SESSION, mem_id: MEM, offset: 0, mode: "structural" }))
+        .is_error,
+    ).toBe(false);
   });
 
   it("counts successful recalls, and a ledger fault is a storage error (not a model mistake)", async () => {
@@ -157,23 +234,57 @@ describe("recall mistakes and scoping", () => {
     await recall({ store, session: SESSION, mem_id: MEM });
     await recall({ store, session: SESSION, mem_id: "trm_nope" });
     expect((await store.describeSession(SESSION))?.recalls).toBe(1);
-    await expect(recall({ store: faultyStore(store, { getBody: true }), session: SESSION, mem_id: MEM })).rejects.toMatchObject({ type: "storage_error" });
-    const counted = await recall({ store: faultyStore(store, { noteRecall: true }), session: SESSION, mem_id: MEM });
+    await expect(
+      recall({ store: faultyStore(store, { getBody: true }), session: SESSION, mem_id: MEM }),
+    ).rejects.toMatchObject({ type: "storage_error" });
+    const counted = await recall({
+      store: faultyStore(store, { noteRecall: true }),
+      session: SESSION,
+      mem_id: MEM,
+    });
     expect(counted.is_error).toBe(false);
   });
 });
 
 describe("recallToolDefinition", () => {
   it("renders each format's tool schema", () => {
-    expect(recallToolDefinition("anthropic")).toMatchObject({ name: "recall_tool_result", input_schema: { type: "object", required: ["mem_id"] } });
-    expect(recallToolDefinition("openai-chat")).toMatchObject({ type: "function", function: { name: "recall_tool_result", parameters: { required: ["mem_id"] } } });
-    expect(recallToolDefinition("openai-responses")).toMatchObject({ type: "function", name: "recall_tool_result", strict: false });
+    expect(recallToolDefinition("anthropic")).toMatchObject({
+      name: "recall_tool_result",
+      input_schema: { type: "object", required: ["mem_id"] },
+    });
+    expect(recallToolDefinition("openai-chat")).toMatchObject({
+      type: "function",
+      function: { name: "recall_tool_result", parameters: { required: ["mem_id"] } },
+    });
+    expect(recallToolDefinition("openai-responses")).toMatchObject({
+      type: "function",
+      name: "recall_tool_result",
+      strict: false,
+    });
   });
 
   it("offers the arguments of the mode, in stable bytes", () => {
-    expect(Object.keys(recallInputSchema("both").properties)).toEqual(["mem_id", "query", "window", "json_path", "offset", "max_chars"]);
-    expect(Object.keys(recallInputSchema("window").properties)).toEqual(["mem_id", "query", "window", "offset", "max_chars"]);
-    expect(Object.keys(recallInputSchema("structural").properties)).toEqual(["mem_id", "json_path", "offset", "max_chars"]);
+    expect(Object.keys(recallInputSchema("both").properties)).toEqual([
+      "mem_id",
+      "query",
+      "window",
+      "json_path",
+      "offset",
+      "max_chars",
+    ]);
+    expect(Object.keys(recallInputSchema("window").properties)).toEqual([
+      "mem_id",
+      "query",
+      "window",
+      "offset",
+      "max_chars",
+    ]);
+    expect(Object.keys(recallInputSchema("structural").properties)).toEqual([
+      "mem_id",
+      "json_path",
+      "offset",
+      "max_chars",
+    ]);
     expect(JSON.stringify(recallToolDefinition())).toBe(JSON.stringify(recallToolDefinition()));
   });
 });

@@ -1,29 +1,37 @@
 /** The cost replay: cache simulation, reference detection, policies, the runner and the CLI. */
 import { spawnSync } from "node:child_process";
-import { writeFileSync, mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
+import { gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { resolveModel } from "../../src/core/pricing.ts";
 import { BlockCache } from "../../src/replay/blocks.ts";
 import { CacheSim } from "../../src/replay/cache.ts";
 import { DEFAULT_POLICIES, policyByName } from "../../src/replay/policies/index.ts";
 import { detectReferences } from "../../src/replay/references.ts";
-import { requestFor, replay } from "../../src/replay/run.ts";
+import { replay, requestFor } from "../../src/replay/run.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
 import type { Message, ReplaySession, Request } from "../../src/replay/types.ts";
 import { SAMPLE } from "../support/corpus.ts";
-import { readFileSync } from "node:fs";
-import { gunzipSync } from "node:zlib";
 
 const sonnet = resolveModel("claude-sonnet-4-6")!;
-const block = (key: string, tokens: number, breakpoint = false) => ({ key, tokens, ...(breakpoint ? { breakpoint } : {}) });
+const block = (key: string, tokens: number, breakpoint = false) => ({
+  key,
+  tokens,
+  ...(breakpoint ? { breakpoint } : {}),
+});
 
 describe("cache simulation", () => {
   it("reads the shared prefix, writes up to the breakpoint, bills the rest at input", () => {
     const sim = new CacheSim(sonnet);
     const first = sim.call([block("a", 2000), block("b", 1000, true), block("c", 500)], 100);
-    expect(first).toMatchObject({ read_tokens: 0, write_tokens: 3000, input_tokens: 500, output_tokens: 100 });
+    expect(first).toMatchObject({
+      read_tokens: 0,
+      write_tokens: 3000,
+      input_tokens: 500,
+      output_tokens: 100,
+    });
     expect(first.usd).toBeCloseTo((3000 * 3.75 + 500 * 3 + 100 * 15) / 1e6, 12);
     const second = sim.call([block("a", 2000), block("b", 1000), block("x", 700, true)], 0);
     expect(second).toMatchObject({ read_tokens: 3000, write_tokens: 700, input_tokens: 0 });
@@ -34,31 +42,75 @@ describe("cache simulation", () => {
 
   it("caches nothing without a breakpoint or below the model's minimum", () => {
     const sim = new CacheSim(sonnet);
-    expect(sim.call([block("a", 5000)], 0)).toMatchObject({ read_tokens: 0, write_tokens: 0, input_tokens: 5000 });
-    expect(sim.call([block("a", 500, true)], 0)).toMatchObject({ write_tokens: 0, input_tokens: 500 });
+    expect(sim.call([block("a", 5000)], 0)).toMatchObject({
+      read_tokens: 0,
+      write_tokens: 0,
+      input_tokens: 5000,
+    });
+    expect(sim.call([block("a", 500, true)], 0)).toMatchObject({
+      write_tokens: 0,
+      input_tokens: 500,
+    });
   });
 
   it("turns a request's cache_control markers into breakpoints (top level: the last block)", () => {
     const cache = new BlockCache();
-    const req: Request = { model: "m", max_tokens: 1, messages: [{ role: "user", content: [{ type: "text", text: "hi", cache_control: { type: "ephemeral" } }, { type: "text", text: "there" }] }] };
+    const req: Request = {
+      model: "m",
+      max_tokens: 1,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "hi", cache_control: { type: "ephemeral" } },
+            { type: "text", text: "there" },
+          ],
+        },
+      ],
+    };
     expect(cache.blocksOf(req).map((b) => b.breakpoint ?? false)).toEqual([true, false]);
-    expect(cache.blocksOf({ ...req, cache_control: { type: "ephemeral" } }).at(-1)!.breakpoint).toBe(true);
+    expect(
+      cache.blocksOf({ ...req, cache_control: { type: "ephemeral" } }).at(-1)!.breakpoint,
+    ).toBe(true);
     // the marker is not part of the content: same key with or without it
-    const plain: Request = { ...req, messages: [{ role: "user", content: [{ type: "text", text: "hi" }, { type: "text", text: "there" }] }] };
+    const plain: Request = {
+      ...req,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "text", text: "hi" },
+            { type: "text", text: "there" },
+          ],
+        },
+      ],
+    };
     expect(cache.blocksOf(plain)[0]!.key).toBe(cache.blocksOf(req)[0]!.key);
   });
 });
 
 function session(messages: Message[], extra: Partial<ReplaySession> = {}): ReplaySession {
-  return { id: "s", system: "You are an agent.", messages, calls: messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])), ...extra };
+  return {
+    id: "s",
+    system: "You are an agent.",
+    messages,
+    calls: messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])),
+    ...extra,
+  };
 }
 const QUOTE = "unique-identifier-XYZ-1234567890";
 
 describe("references", () => {
   const messages: Message[] = [
     { role: "user", content: "find the id" },
-    { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "bash", input: { cmd: "cat data" } }] },
-    { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: `noise ${QUOTE} more noise` }] },
+    {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "t1", name: "bash", input: { cmd: "cat data" } }],
+    },
+    {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t1", content: `noise ${QUOTE} more noise` }],
+    },
     { role: "assistant", content: [{ type: "text", text: `The id is ${QUOTE}.` }] },
   ];
 
@@ -77,9 +129,14 @@ describe("references", () => {
   });
 
   it("takes the corpus's own refs, one per turn and source", () => {
-    const refs = detectReferences(session(messages, { id: "s2", refs: [{ turn: 3, quote: "is " + QUOTE.slice(0, 5), source_tool_use_id: "t1" }] }));
+    const refs = detectReferences(
+      session(messages, {
+        id: "s2",
+        refs: [{ turn: 3, quote: `is ${QUOTE.slice(0, 5)}`, source_tool_use_id: "t1" }],
+      }),
+    );
     expect(refs).toHaveLength(1);
-    expect(refs[0]!.quote).toBe("is " + QUOTE.slice(0, 5));
+    expect(refs[0]!.quote).toBe(`is ${QUOTE.slice(0, 5)}`);
   });
 });
 
@@ -87,13 +144,36 @@ describe("policies", () => {
   const results = (n: number): Message[] => {
     const m: Message[] = [{ role: "user", content: "go" }];
     for (let i = 0; i < n; i++) {
-      m.push({ role: "assistant", content: [{ type: "tool_use", id: `t${i}`, name: "bash", input: {} }] });
-      m.push({ role: "user", content: [{ type: "tool_result", tool_use_id: `t${i}`, content: `result ${i}\n`.repeat(i === 0 ? 30_000 : 3) }] });
+      m.push({
+        role: "assistant",
+        content: [{ type: "tool_use", id: `t${i}`, name: "bash", input: {} }],
+      });
+      m.push({
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: `t${i}`,
+            content: `result ${i}\n`.repeat(i === 0 ? 30_000 : 3),
+          },
+        ],
+      });
     }
     return m;
   };
-  const req = (n: number): Request => ({ model: "claude-sonnet-4-6", max_tokens: 1, messages: results(n) });
-  const contents = (r: Request) => r.messages.flatMap((m) => (typeof m.content === "string" ? [] : m.content.filter((b) => b.type === "tool_result").map((b) => String(b.content).slice(0, 30))));
+  const req = (n: number): Request => ({
+    model: "claude-sonnet-4-6",
+    max_tokens: 1,
+    messages: results(n),
+  });
+  const contents = (r: Request) =>
+    r.messages.flatMap((m) =>
+      typeof m.content === "string"
+        ? []
+        : m.content
+            .filter((b) => b.type === "tool_result")
+            .map((b) => String(b.content).slice(0, 30)),
+    );
 
   it("mask-last-10 masks all but the last 10, so the mask moves every turn", async () => {
     const run = policyByName("mask-last-10")!.start({ model: "m", client: "cached", session: "s" });
@@ -112,19 +192,34 @@ describe("policies", () => {
   });
 
   it("clear-tool-uses clears only past 100K input tokens, keeping the last 3", async () => {
-    const run = policyByName("clear-tool-uses")!.start({ model: "m", client: "cached", session: "s" });
+    const run = policyByName("clear-tool-uses")!.start({
+      model: "m",
+      client: "cached",
+      session: "s",
+    });
     expect(contents(await run.send(req(5)))).toEqual(contents(req(5)));
     const big = req(5);
-    big.messages[2] = { role: "user", content: [{ type: "tool_result", tool_use_id: "t0", content: "x".repeat(500_000) }] };
+    big.messages[2] = {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "t0", content: "x".repeat(500_000) }],
+    };
     const sent = contents(await run.send(big));
     expect(sent.slice(0, 2).every((c) => c.startsWith("[cleared by context"))).toBe(true);
     expect(sent.slice(2).every((c) => c.startsWith("result"))).toBe(true);
   });
 
   it("prune-messages runs the ai package's pruneMessages: old tool calls and results are gone", async () => {
-    const run = policyByName("prune-messages")!.start({ model: "m", client: "cached", session: "s" });
+    const run = policyByName("prune-messages")!.start({
+      model: "m",
+      client: "cached",
+      session: "s",
+    });
     const sent = await run.send(req(4));
-    const ids = sent.messages.flatMap((m) => (typeof m.content === "string" ? [] : m.content.map((b) => b.id ?? b.tool_use_id))).filter(Boolean);
+    const ids = sent.messages
+      .flatMap((m) =>
+        typeof m.content === "string" ? [] : m.content.map((b) => b.id ?? b.tool_use_id),
+      )
+      .filter(Boolean);
     expect(ids).toEqual(["t3", "t3"]);
   });
 
@@ -138,7 +233,13 @@ describe("replay runner", () => {
   const sessions = parseSessions(gunzipSync(readFileSync(SAMPLE)).toString("utf8"), "sample");
 
   it("prices every policy; edge-offload is never dearer than none and loses no reference", async () => {
-    const report = await replay(sessions, { model: "claude-sonnet-4-6", client: "cached", policies: ["none", "edge-offload", "mask-last-10", "edge-offload+first-delivery"].map((n) => policyByName(n)!) });
+    const report = await replay(sessions, {
+      model: "claude-sonnet-4-6",
+      client: "cached",
+      policies: ["none", "edge-offload", "mask-last-10", "edge-offload+first-delivery"].map(
+        (n) => policyByName(n)!,
+      ),
+    });
     const by = Object.fromEntries(report.policies.map((p) => [p.policy, p]));
     expect(by.none!.ratio_to_none).toBe(1);
     expect(by["edge-offload"]!.worst_session_ratio).toBeLessThanOrEqual(1);
@@ -154,7 +255,11 @@ describe("replay runner", () => {
     const r = requestFor(sessions[0]!, sessions[0]!.calls[1]!, "claude-sonnet-4-6", "cached");
     const last = r.messages.at(-1)!.content as { cache_control?: unknown }[];
     expect(last.at(-1)!.cache_control).toEqual({ type: "ephemeral" });
-    expect(JSON.stringify(requestFor(sessions[0]!, sessions[0]!.calls[1]!, "claude-sonnet-4-6", "uncached"))).not.toContain("cache_control");
+    expect(
+      JSON.stringify(
+        requestFor(sessions[0]!, sessions[0]!.calls[1]!, "claude-sonnet-4-6", "uncached"),
+      ),
+    ).not.toContain("cache_control");
   });
 
   it("reads a plain request log: requests that extend each other are one session", () => {
@@ -163,7 +268,13 @@ describe("replay runner", () => {
       { role: "assistant", content: "hello" },
       { role: "user", content: "more" },
     ];
-    const log = [{ model: "x", messages: m.slice(0, 1) }, { model: "x", messages: m }, { model: "x", messages: [{ role: "user", content: "other" }] }].map((r) => JSON.stringify(r)).join("\n");
+    const log = [
+      { model: "x", messages: m.slice(0, 1) },
+      { model: "x", messages: m },
+      { model: "x", messages: [{ role: "user", content: "other" }] },
+    ]
+      .map((r) => JSON.stringify(r))
+      .join("\n");
     const s = parseSessions(log, "log");
     expect(s.map((x) => x.calls)).toEqual([[1, 3], [1]]);
     expect(() => parseSessions("{bad", "x")).toThrow(/line 1 is not JSON/);
@@ -173,7 +284,17 @@ describe("replay runner", () => {
 
 describe("CLI", () => {
   const root = fileURLToPath(new URL("../..", import.meta.url));
-  const cli = (...args: string[]) => spawnSync(process.execPath, ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", `${root}/src/cli.ts`, ...args], { encoding: "utf8" });
+  const cli = (...args: string[]) =>
+    spawnSync(
+      process.execPath,
+      [
+        "--experimental-strip-types",
+        "--disable-warning=ExperimentalWarning",
+        `${root}/src/cli.ts`,
+        ...args,
+      ],
+      { encoding: "utf8" },
+    );
 
   it("prints help, and refuses bad arguments with exit code 2", () => {
     expect(cli("--help").stdout).toContain("edge-offload replay <sessions.jsonl[.gz]>");
@@ -188,12 +309,36 @@ describe("CLI", () => {
   it("prints the documented JSON", () => {
     const dir = mkdtempSync(`${tmpdir()}/replay-`);
     const file = `${dir}/one.jsonl`;
-    writeFileSync(file, `${JSON.stringify(JSON.parse(gunzipSync(readFileSync(SAMPLE)).toString("utf8").split("\n")[4]!))}\n`);
-    const out = cli("replay", file, "--json", "--policies", "none,edge-offload,mask-last-10", "--client", "uncached");
+    writeFileSync(
+      file,
+      `${JSON.stringify(JSON.parse(gunzipSync(readFileSync(SAMPLE)).toString("utf8").split("\n")[4]!))}\n`,
+    );
+    const out = cli(
+      "replay",
+      file,
+      "--json",
+      "--policies",
+      "none,edge-offload,mask-last-10",
+      "--client",
+      "uncached",
+    );
     expect(out.status, out.stderr).toBe(0);
     const json = JSON.parse(out.stdout);
     expect(Object.keys(json)).toEqual(["model", "client", "sessions", "policies"]);
-    expect(json.policies.map((p: { policy: string }) => p.policy)).toEqual(["none", "edge-offload", "mask-last-10"]);
-    expect(Object.keys(json.policies[0])).toEqual(["policy", "total_usd", "ratio_to_none", "prompt_tokens", "cache_read_share", "recall_hops", "lost_references", "worst_session_ratio"]);
+    expect(json.policies.map((p: { policy: string }) => p.policy)).toEqual([
+      "none",
+      "edge-offload",
+      "mask-last-10",
+    ]);
+    expect(Object.keys(json.policies[0])).toEqual([
+      "policy",
+      "total_usd",
+      "ratio_to_none",
+      "prompt_tokens",
+      "cache_read_share",
+      "recall_hops",
+      "lost_references",
+      "worst_session_ratio",
+    ]);
   }, 60_000);
 });

@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { type JsonNode, decodeString, parseJsonSpans, stringLength } from "../../src/core/json/scan.ts";
+import {
+  decodeString,
+  type JsonNode,
+  parseJsonSpans,
+  stringLength,
+} from "../../src/core/json/scan.ts";
 import { OffloadError } from "../../src/errors.ts";
 
 /** Rebuild a JS value from the span tree (to compare against JSON.parse). */
@@ -36,7 +41,25 @@ function rng(seed: number) {
     return s / 2 ** 32;
   };
 }
-const ALPHABET = ['a', 'Z', ' ', '"', "\\", "/", "\n", "\t", "\u0001", "é", "😀", "\u2028", "\ud800", "{", "]", ",", ":"];
+const ALPHABET = [
+  "a",
+  "Z",
+  " ",
+  '"',
+  "\\",
+  "/",
+  "\n",
+  "\t",
+  "\u0001",
+  "é",
+  "😀",
+  "\u2028",
+  "\ud800",
+  "{",
+  "]",
+  ",",
+  ":",
+];
 function randomValue(r: () => number, depth = 0): unknown {
   const k = r();
   if (depth > 4 || k < 0.35) {
@@ -49,7 +72,8 @@ function randomValue(r: () => number, depth = 0): unknown {
   if (k < 0.5) return [true, false, null][Math.floor(r() * 3)];
   if (k < 0.75) return Array.from({ length: Math.floor(r() * 5) }, () => randomValue(r, depth + 1));
   const o: Record<string, unknown> = {};
-  for (let i = Math.floor(r() * 5); i > 0; i--) o[String(randomValue(r, 9))] = randomValue(r, depth + 1);
+  for (let i = Math.floor(r() * 5); i > 0; i--)
+    o[String(randomValue(r, 9))] = randomValue(r, depth + 1);
   return o;
 }
 
@@ -58,7 +82,11 @@ describe("parseJsonSpans", () => {
     const r = rng(42);
     for (let i = 0; i < 500; i++) {
       const value = randomValue(r);
-      for (const text of [JSON.stringify(value), JSON.stringify(value, null, 2), JSON.stringify(value).replace(/[é😀]/g, (c) => (c === "é" ? "\\u00e9" : "\\ud83d\\ude00"))]) {
+      for (const text of [
+        JSON.stringify(value),
+        JSON.stringify(value, null, 2),
+        JSON.stringify(value).replace(/[é😀]/gu, (c) => (c === "é" ? "\\u00e9" : "\\ud83d\\ude00")),
+      ]) {
         expect(materialize(text, parseJsonSpans(text))).toEqual(JSON.parse(text));
       }
     }
@@ -126,11 +154,19 @@ describe("parseJsonSpans", () => {
   });
 
   it("refuses pathological nesting instead of overflowing the stack", () => {
-    expect(() => parseJsonSpans("[".repeat(10_000) + "]".repeat(10_000))).toThrow(/nesting too deep/);
+    expect(() => parseJsonSpans("[".repeat(10_000) + "]".repeat(10_000))).toThrow(
+      /nesting too deep/,
+    );
   });
 
   it("accepts escaped backslashes before quotes and lone surrogates (as JSON.parse does)", () => {
-    for (const text of ['"\\\\"', '"a\\\\\\"b"', '"\\ud800"', '["\\\\", "\\""]', '{"\\u0041":"\\/"}']) {
+    for (const text of [
+      '"\\\\"',
+      '"a\\\\\\"b"',
+      '"\\ud800"',
+      '["\\\\", "\\""]',
+      '{"\\u0041":"\\/"}',
+    ]) {
       expect(materialize(text, parseJsonSpans(text))).toEqual(JSON.parse(text));
     }
   });

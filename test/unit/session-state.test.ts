@@ -1,11 +1,25 @@
 import { describe, expect, it } from "vitest";
-import { INDEX_REFRESH_MS, applyCommit, checkScope, expiresAt, indexDue, indexTtlSeconds, isExpired, parseRetention, sessionObjectName } from "../../src/session/state.ts";
+import {
+  applyCommit,
+  checkScope,
+  expiresAt,
+  INDEX_REFRESH_MS,
+  indexDue,
+  indexTtlSeconds,
+  isExpired,
+  parseRetention,
+  sessionObjectName,
+} from "../../src/session/state.ts";
 import { record } from "../contract/store.contract.ts";
 
 describe("session state rules", () => {
   it("first writer wins, in order, duplicates included", () => {
     const existing = new Map([["a", record("a", { rendered: "old" })]]);
-    const { insert, standing } = applyCommit(existing, [record("a", { rendered: "new" }), record("b", { rendered: "b1" }), record("b", { rendered: "b2" })]);
+    const { insert, standing } = applyCommit(existing, [
+      record("a", { rendered: "new" }),
+      record("b", { rendered: "b1" }),
+      record("b", { rendered: "b2" }),
+    ]);
     expect(insert.map((r) => r.rendered)).toEqual(["b1"]);
     expect(standing.map((r) => r.rendered)).toEqual(["old", "b1", "b1"]);
   });
@@ -15,7 +29,8 @@ describe("session state rules", () => {
     expect(parseRetention("")).toBe(604_800);
     expect(parseRetention("0")).toBe(0);
     expect(parseRetention("3600")).toBe(3600);
-    for (const bad of ["-1", "1.5", "soon"]) expect(() => parseRetention(bad)).toThrow(/OFFLOAD_RETENTION_SECONDS/);
+    for (const bad of ["-1", "1.5", "soon"])
+      expect(() => parseRetention(bad)).toThrow(/OFFLOAD_RETENTION_SECONDS/);
   });
 
   it("expires an idle session exactly at last_active + retention", () => {
@@ -36,7 +51,11 @@ describe("session state rules", () => {
 
   it("names objects by tenant and session, and refuses a mismatched scope", () => {
     expect(sessionObjectName({ tenant: "acme", session: "s:1" })).toBe("acme/s:1");
-    expect(() => checkScope({ tenant: "a", session: "s" }, { tenant: "b", session: "s" })).toThrow();
-    expect(() => checkScope({ tenant: "a", session: "s" }, { tenant: "a", session: "s" })).not.toThrow();
+    expect(() =>
+      checkScope({ tenant: "a", session: "s" }, { tenant: "b", session: "s" }),
+    ).toThrow();
+    expect(() =>
+      checkScope({ tenant: "a", session: "s" }, { tenant: "a", session: "s" }),
+    ).not.toThrow();
   });
 });

@@ -2,7 +2,15 @@
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import { ON, SIZE_ONLY, conversation, deepFreeze, faultyStore, jsonBody, untouchableStore } from "../support/requests.ts";
+import {
+  conversation,
+  deepFreeze,
+  faultyStore,
+  jsonBody,
+  ON,
+  SIZE_ONLY,
+  untouchableStore,
+} from "../support/requests.ts";
 
 const LARGE = jsonBody(80_000);
 const SHADOW = { ...ON, tool_result_offload_shadow: true } as const;
@@ -10,7 +18,14 @@ const REF = { tenant: "default", session: "s" };
 
 /** t1 large (settled), t2 small (hot); `more` appends further turns. */
 function history(more: number[] = [], model = "claude-opus-4-5") {
-  return conversation([{ id: "t1", result: LARGE }, { id: "t2", result: "ok" }, ...more.map((k) => ({ id: `t${k}`, result: `step ${k}` }))], { model });
+  return conversation(
+    [
+      { id: "t1", result: LARGE },
+      { id: "t2", result: "ok" },
+      ...more.map((k) => ({ id: `t${k}`, result: `step ${k}` })),
+    ],
+    { model },
+  );
 }
 
 describe("shadow mode", () => {
@@ -35,7 +50,12 @@ describe("shadow mode", () => {
 
   it("ledgers the body and records the decision, and logs the turn as shadow with its would-be saving", async () => {
     const store = new MemoryStore();
-    const out = await compact({ request: JSON.stringify(history()), session: "s", store, config: SHADOW });
+    const out = await compact({
+      request: JSON.stringify(history()),
+      session: "s",
+      store,
+      config: SHADOW,
+    });
     const memId = out.decisions[0]!.mem_id!;
     expect((await store.getBody(REF, memId))?.body).toBe(LARGE);
     const state = await store.load(REF, ["t1", "t2"]);
@@ -43,14 +63,29 @@ describe("shadow mode", () => {
     // Recorded as it would be declared, so the tool comes with the stubs once shadow is off (it is not sent now).
     expect(state.recall_declared).toBe(true);
     const [log] = (await store.describeSession(REF))!.turns;
-    expect(log).toMatchObject({ shadow: true, offloaded: 1, gate_fired: 1, gate_declined: 0, new_decisions: 1 });
+    expect(log).toMatchObject({
+      shadow: true,
+      offloaded: 1,
+      gate_fired: 1,
+      gate_declined: 0,
+      new_decisions: 1,
+    });
     expect(log!.saved_usd).toBe(out.report.saved_usd);
     expect(log!.tokens_after).toBe(out.report.tokens_after);
   });
 
   it("declares no recall tool, even eagerly, and places no cache anchor", async () => {
     const text = JSON.stringify(history());
-    const out = await compact({ request: text, session: "s", store: new MemoryStore(), config: { ...SHADOW, tool_result_recall_tool_declaration: "eager", tool_result_medium_tier: "cache_anchor" } });
+    const out = await compact({
+      request: text,
+      session: "s",
+      store: new MemoryStore(),
+      config: {
+        ...SHADOW,
+        tool_result_recall_tool_declaration: "eager",
+        tool_result_medium_tier: "cache_anchor",
+      },
+    });
     expect(out.request).toBe(text);
     expect(out.report.recall_tool).toBe("none");
     expect(out.report.anchor?.placed ?? false).toBe(false);
@@ -62,7 +97,10 @@ describe("shadow mode", () => {
     const text = JSON.stringify(history([3]));
     const out = await compact({ request: text, session: "s", store, config: SHADOW });
     expect(out.request).toBe(text);
-    expect(out.decisions.find((d) => d.tool_use_id === "t1")).toMatchObject({ action: "offloaded", sticky: true });
+    expect(out.decisions.find((d) => d.tool_use_id === "t1")).toMatchObject({
+      action: "offloaded",
+      sticky: true,
+    });
     const turns = (await store.describeSession(REF))!.turns;
     expect(turns.map((t) => [t.shadow, t.offloaded, t.gate_fired])).toEqual([
       [true, 1, 1],
@@ -76,21 +114,34 @@ describe("shadow mode", () => {
     const live = new MemoryStore();
     const shadowed = new MemoryStore();
     await compact({ request: JSON.stringify(history()), session: "s", store: live, config: ON });
-    await compact({ request: JSON.stringify(history()), session: "s", store: shadowed, config: SHADOW });
+    await compact({
+      request: JSON.stringify(history()),
+      session: "s",
+      store: shadowed,
+      config: SHADOW,
+    });
     const next = JSON.stringify(history([3]));
     const a = await compact({ request: next, session: "s", store: live, config: ON });
     const b = await compact({ request: next, session: "s", store: shadowed, config: ON });
     expect(b.changed).toBe(true);
     expect(b.request).toBe(a.request);
     expect(b.report).toMatchObject({ shadow: false, recall_tool: "added" });
-    expect(b.decisions.find((d) => d.tool_use_id === "t1")).toMatchObject({ action: "offloaded", sticky: true });
+    expect(b.decisions.find((d) => d.tool_use_id === "t1")).toMatchObject({
+      action: "offloaded",
+      sticky: true,
+    });
     const turns = (await shadowed.describeSession(REF))!.turns;
     expect(turns.map((t) => t.shadow)).toEqual([true, false]);
   });
 
   it("turned on mid-session returns each request as sent, whatever the client holds", async () => {
     const store = new MemoryStore();
-    const first = await compact({ request: JSON.stringify(history()), session: "s", store, config: ON });
+    const first = await compact({
+      request: JSON.stringify(history()),
+      session: "s",
+      store,
+      config: ON,
+    });
     const compacted = JSON.parse(first.request as string) as { messages: unknown[] };
     compacted.messages.push(...(history([3]).messages as unknown[]).slice(-2));
     for (const text of [JSON.stringify(compacted), JSON.stringify(history([3]))]) {
@@ -103,7 +154,12 @@ describe("shadow mode", () => {
   it("also covers the size-only path: results recorded as compacted, the request unchanged", async () => {
     const store = new MemoryStore();
     const text = JSON.stringify(history());
-    const out = await compact({ request: text, session: "s", store, config: { ...SIZE_ONLY, tool_result_offload_shadow: true } });
+    const out = await compact({
+      request: text,
+      session: "s",
+      store,
+      config: { ...SIZE_ONLY, tool_result_offload_shadow: true },
+    });
     expect(out.request).toBe(text);
     expect(out.decisions[0]).toMatchObject({ action: "compacted" });
     expect((await store.load(REF, ["t1"])).records.get("t1")?.action).toBe("compacted");
@@ -114,15 +170,31 @@ describe("shadow mode", () => {
     const text = JSON.stringify(history([], "some-private-model"));
     const out = await compact({ request: text, session: "s", store, config: SHADOW });
     expect(out.request).toBe(text);
-    expect((await store.describeSession(REF))!.turns[0]).toMatchObject({ shadow: true, offloaded: 0, gate_fired: 0, gate_declined: 1, saved_usd: 0 });
+    expect((await store.describeSession(REF))!.turns[0]).toMatchObject({
+      shadow: true,
+      offloaded: 0,
+      gate_fired: 0,
+      gate_declined: 1,
+      saved_usd: 0,
+    });
   });
 
   it("does nothing with compaction off (off means off), and passes through when the state is unreadable", async () => {
     const text = JSON.stringify(history());
-    const off = await compact({ request: text, session: "s", store: untouchableStore(), config: { tool_result_offload_shadow: true } });
+    const off = await compact({
+      request: text,
+      session: "s",
+      store: untouchableStore(),
+      config: { tool_result_offload_shadow: true },
+    });
     expect(off.request).toBe(text);
     expect(off.report.shadow).toBe(false);
-    const down = await compact({ request: text, session: "s", store: faultyStore(new MemoryStore(), { load: true }), config: SHADOW });
+    const down = await compact({
+      request: text,
+      session: "s",
+      store: faultyStore(new MemoryStore(), { load: true }),
+      config: SHADOW,
+    });
     expect(down.request).toBe(text);
     expect(down.report.errors[0]?.type).toBe("storage_error");
   });
@@ -130,7 +202,12 @@ describe("shadow mode", () => {
   it("keeps a result full in the record when its body cannot be stored (nothing is recorded that a live turn would not)", async () => {
     const inner = new MemoryStore();
     const text = JSON.stringify(history());
-    const out = await compact({ request: text, session: "s", store: faultyStore(inner, { putBody: true }), config: SHADOW });
+    const out = await compact({
+      request: text,
+      session: "s",
+      store: faultyStore(inner, { putBody: true }),
+      config: SHADOW,
+    });
     expect(out.request).toBe(text);
     expect(out.decisions[0]).toMatchObject({ action: "kept" });
     expect((await inner.load(REF, ["t1"])).records.has("t1")).toBe(false);

@@ -9,11 +9,23 @@ describe("token estimates per kind", () => {
   it("classifies content by its head", () => {
     expect(detectKind('{"a": [1, 2, 3]}')).toBe("json");
     expect(detectKind("[1,2]")).toBe("json");
-    expect(detectKind("id,name,price\n1,a,2\n2,b,3\n3,\"c, d\",4\n")).toBe("csv");
+    expect(detectKind('id,name,price\n1,a,2\n2,b,3\n3,"c, d",4\n')).toBe("csv");
     expect(detectKind("id\tname\n1\ta\n2\tb\n")).toBe("tsv");
-    expect(detectKind("2026-01-01T00:00:01 INFO start\n2026-01-01T00:00:02 WARN slow\n2026-01-01T00:00:03 ERROR boom\n")).toBe("log");
-    expect(detectKind("import x from 'y';\nconst a = 1;\nfunction f() {\n  return a;\n}\n")).toBe("code");
-    expect(detectKind("The committee met on Tuesday to discuss the plan. Everyone agreed that the proposal was sound and should go ahead as soon as possible, with a review in the spring. ".repeat(3))).toBe("prose");
+    expect(
+      detectKind(
+        "2026-01-01T00:00:01 INFO start\n2026-01-01T00:00:02 WARN slow\n2026-01-01T00:00:03 ERROR boom\n",
+      ),
+    ).toBe("log");
+    expect(detectKind("import x from 'y';\nconst a = 1;\nfunction f() {\n  return a;\n}\n")).toBe(
+      "code",
+    );
+    expect(
+      detectKind(
+        "The committee met on Tuesday to discuss the plan. Everyone agreed that the proposal was sound and should go ahead as soon as possible, with a review in the spring. ".repeat(
+          3,
+        ),
+      ),
+    ).toBe("prose");
     expect(detectKind("")).toBe("text");
   });
 
@@ -30,7 +42,13 @@ describe("token estimates per kind", () => {
 
 describe("text helpers", () => {
   it("formats integers without locale data", () => {
-    expect([0, 7, 1000, 1234567, -98765].map(formatInt)).toEqual(["0", "7", "1,000", "1,234,567", "-98,765"]);
+    expect([0, 7, 1000, 1234567, -98765].map(formatInt)).toEqual([
+      "0",
+      "7",
+      "1,000",
+      "1,234,567",
+      "-98,765",
+    ]);
   });
 
   it("never cuts a surrogate pair", () => {
@@ -56,11 +74,15 @@ describe("structural index", () => {
     expect(s.kind).toBe("json");
     expect(s.outline).toMatch(/^JSON object, 2 keys:/);
     expect(s.outline).toMatch(/\$\.total: number/);
-    expect(s.outline).toMatch(/\$\.items: array\(\d+\) of objects \{id: number, sku: string, name: string, price: number, tags: array\}/);
+    expect(s.outline).toMatch(
+      /\$\.items: array\(\d+\) of objects \{id: number, sku: string, name: string, price: number, tags: array\}/,
+    );
   });
 
   it("describes arrays, odd keys and mixed items", () => {
-    expect(structureOf('[{"a":1},{"a":2,"b":null}]').outline).toContain("JSON array(2) of objects {a: number, b: null}");
+    expect(structureOf('[{"a":1},{"a":2,"b":null}]').outline).toContain(
+      "JSON array(2) of objects {a: number, b: null}",
+    );
     expect(structureOf('{"odd key\'s":1}').outline).toContain("$['odd key\\'s']: number");
     expect(structureOf('[1,"x",null]').outline).toContain("of mixed (number, string, null)");
   });
@@ -77,7 +99,9 @@ describe("structural index", () => {
   });
 
   it("stays bounded for a pathological body", () => {
-    const wide = JSON.stringify(Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`key_${"x".repeat(50)}_${i}`, i])));
+    const wide = JSON.stringify(
+      Object.fromEntries(Array.from({ length: 500 }, (_, i) => [`key_${"x".repeat(50)}_${i}`, i])),
+    );
     expect(structureOf(wide).outline.length).toBeLessThanOrEqual(600);
   });
 });
@@ -85,7 +109,16 @@ describe("structural index", () => {
 describe("stubs and markers", () => {
   const structure = structureOf(jsonBody(100_000));
   const stub = (mode: "both" | "window" | "structural" = "both") =>
-    renderStub({ mem_id: "trm_0123456789abcdef01234567", tool_name: "db", chars: 100_000, tokens: 37_000, structure, body: jsonBody(100_000), preview_chars: 400, mode });
+    renderStub({
+      mem_id: "trm_0123456789abcdef01234567",
+      tool_name: "db",
+      chars: 100_000,
+      tokens: 37_000,
+      structure,
+      body: jsonBody(100_000),
+      preview_chars: 400,
+      mode,
+    });
 
   it("carries mem_id, size, kind, structure, a bounded preview and how to recall", () => {
     const s = stub();
@@ -93,7 +126,9 @@ describe("stubs and markers", () => {
     expect(s).toContain("100,000 chars (~37,000 tokens), json");
     expect(s).toContain(structure.outline);
     expect(s).toContain('{"total":');
-    expect(s).toMatch(/call recall_tool_result with mem_id="trm_0123456789abcdef01234567" and query=.*json_path=.*offset and max_chars/);
+    expect(s).toMatch(
+      /call recall_tool_result with mem_id="trm_0123456789abcdef01234567" and query=.*json_path=.*offset and max_chars/,
+    );
     expect(s).toBe(stub());
   });
 
@@ -103,18 +138,47 @@ describe("stubs and markers", () => {
   });
 
   it("is a few hundred tokens at most, whatever the body", () => {
-    const ugly = JSON.stringify(Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`k${i}_${"y".repeat(80)}`, { nested: [i] }])));
-    const s = renderStub({ mem_id: "trm_0123456789abcdef01234567", tool_name: "x".repeat(40), chars: ugly.length, tokens: 99_999, structure: structureOf(ugly), body: ugly, preview_chars: 400, mode: "both" });
+    const ugly = JSON.stringify(
+      Object.fromEntries(
+        Array.from({ length: 2000 }, (_, i) => [`k${i}_${"y".repeat(80)}`, { nested: [i] }]),
+      ),
+    );
+    const s = renderStub({
+      mem_id: "trm_0123456789abcdef01234567",
+      tool_name: "x".repeat(40),
+      chars: ugly.length,
+      tokens: 99_999,
+      structure: structureOf(ugly),
+      body: ugly,
+      preview_chars: 400,
+      mode: "both",
+    });
     expect(estimateTokens(s.length)).toBeLessThan(500);
   });
 
   it("renders the size-only preview and the recall marker deterministically", () => {
     const body = textBody(20_000);
-    const c = renderCompacted({ mem_id: "trm_x", body, chars: 20_000, tokens: 5000, preview_chars: 2000, recall_available: false });
+    const c = renderCompacted({
+      mem_id: "trm_x",
+      body,
+      chars: 20_000,
+      tokens: 5000,
+      preview_chars: 2000,
+      recall_available: false,
+    });
     expect(c.startsWith(body.slice(0, 1500))).toBe(true);
     expect(c).toContain("showing 1,9");
     expect(c).not.toContain("recall_tool_result");
-    expect(renderCompacted({ mem_id: "trm_x", body, chars: 20_000, tokens: 5000, preview_chars: 2000, recall_available: true })).toContain("recall_tool_result");
+    expect(
+      renderCompacted({
+        mem_id: "trm_x",
+        body,
+        chars: 20_000,
+        tokens: 5000,
+        preview_chars: 2000,
+        recall_available: true,
+      }),
+    ).toContain("recall_tool_result");
     expect(renderRecallMarker(1234, { mem_id: "trm_a", query: "needle", window: 50 })).toBe(
       '[recall answer of 1,234 chars, shortened by edge-offload after use. To see it again, call recall_tool_result with mem_id="trm_a", query="needle", window=50.]',
     );

@@ -17,7 +17,13 @@ describe("paginate", () => {
   it("gives the first page of 20 with the total and a cursor by default", () => {
     const page = paginate(rows);
     expect(PAGE_DEFAULTS).toEqual({ offset: 0, limit: 20, max_limit: 100 });
-    expect(page).toEqual({ total: 45, offset: 0, returned: 20, rows: rows.slice(0, 20), next_offset: 20 });
+    expect(page).toEqual({
+      total: 45,
+      offset: 0,
+      returned: 20,
+      rows: rows.slice(0, 20),
+      next_offset: 20,
+    });
   });
 
   it("walks the pages by next_offset and ends with null on the last page", () => {
@@ -32,7 +38,13 @@ describe("paginate", () => {
     }
     expect(pages).toBe(3);
     expect(seen).toEqual(rows.map((r) => r.id));
-    expect(paginate(rows, { offset: 40, limit: 20 })).toEqual({ total: 45, offset: 40, returned: 5, rows: rows.slice(40), next_offset: null });
+    expect(paginate(rows, { offset: 40, limit: 20 })).toEqual({
+      total: 45,
+      offset: 40,
+      returned: 5,
+      rows: rows.slice(40),
+      next_offset: null,
+    });
   });
 
   it("a page that ends exactly at the end is the last page", () => {
@@ -46,8 +58,20 @@ describe("paginate", () => {
   });
 
   it("an offset past the end is an empty page with the right total, not an error", () => {
-    expect(paginate(rows, { offset: 45 })).toEqual({ total: 45, offset: 45, returned: 0, rows: [], next_offset: null });
-    expect(paginate(rows, { offset: Number.MAX_SAFE_INTEGER })).toEqual({ total: 45, offset: Number.MAX_SAFE_INTEGER, returned: 0, rows: [], next_offset: null });
+    expect(paginate(rows, { offset: 45 })).toEqual({
+      total: 45,
+      offset: 45,
+      returned: 0,
+      rows: [],
+      next_offset: null,
+    });
+    expect(paginate(rows, { offset: Number.MAX_SAFE_INTEGER })).toEqual({
+      total: 45,
+      offset: Number.MAX_SAFE_INTEGER,
+      returned: 0,
+      rows: [],
+      next_offset: null,
+    });
   });
 
   it("caps a huge limit at max_limit (default 100), and max_limit is configurable", () => {
@@ -59,17 +83,38 @@ describe("paginate", () => {
   });
 
   it("limit 0 gives the count only, with a cursor at the offset", () => {
-    expect(paginate(rows, { limit: 0 })).toEqual({ total: 45, offset: 0, returned: 0, rows: [], next_offset: 0 });
+    expect(paginate(rows, { limit: 0 })).toEqual({
+      total: 45,
+      offset: 0,
+      returned: 0,
+      rows: [],
+      next_offset: 0,
+    });
     expect(paginate(rows, { offset: 45, limit: 0 }).next_offset).toBeNull();
   });
 
   it("with total, rows is already the page of a larger query: not sliced by offset again, only cut to limit", () => {
     const dbPage = [{ id: 100 }, { id: 101 }, { id: 102 }];
-    expect(paginate(dbPage, { offset: 100, limit: 3, total: 500 })).toEqual({ total: 500, offset: 100, returned: 3, rows: dbPage, next_offset: 103 });
+    expect(paginate(dbPage, { offset: 100, limit: 3, total: 500 })).toEqual({
+      total: 500,
+      offset: 100,
+      returned: 3,
+      rows: dbPage,
+      next_offset: 103,
+    });
     // A LIMIT n+1 look-ahead is cut back to n.
-    expect(paginate(dbPage, { offset: 100, limit: 2, total: 500 }).rows).toEqual([{ id: 100 }, { id: 101 }]);
+    expect(paginate(dbPage, { offset: 100, limit: 2, total: 500 }).rows).toEqual([
+      { id: 100 },
+      { id: 101 },
+    ]);
     expect(paginate(dbPage, { offset: 497, limit: 3, total: 500 }).next_offset).toBeNull();
-    expect(paginate([], { offset: 900, limit: 3, total: 500 })).toEqual({ total: 500, offset: 900, returned: 0, rows: [], next_offset: null });
+    expect(paginate([], { offset: 900, limit: 3, total: 500 })).toEqual({
+      total: 500,
+      offset: 900,
+      returned: 0,
+      rows: [],
+      next_offset: null,
+    });
   });
 
   it("never reports a total below what the page proves exists (a count that lags an insert)", () => {
@@ -116,7 +161,9 @@ describe("paginate", () => {
       expect(error.status).toBe(400);
       expect(error.path).toBe(path);
       expect(error.message).toContain(path);
-      expect(error.toJSON()).toEqual({ error: { type: "invalid_argument", message: error.message, path } });
+      expect(error.toJSON()).toEqual({
+        error: { type: "invalid_argument", message: error.message, path },
+      });
     });
   }
 
@@ -126,7 +173,11 @@ describe("paginate", () => {
   });
 
   it("names the bad value in the message", () => {
-    expect(thrown(() => paginate(rows, { offset: -3 })).message).toBe("offset must be an integer ≥ 0, got -3");
-    expect(thrown(() => paginate(rows, { limit: "ten" as never })).message).toBe('limit must be an integer ≥ 0, got "ten"');
+    expect(thrown(() => paginate(rows, { offset: -3 })).message).toBe(
+      "offset must be an integer ≥ 0, got -3",
+    );
+    expect(thrown(() => paginate(rows, { limit: "ten" as never })).message).toBe(
+      'limit must be an integer ≥ 0, got "ten"',
+    );
   });
 });

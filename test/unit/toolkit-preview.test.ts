@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { MemoryStore, OffloadError, compact, previewOf, serializeValue } from "../../src/lib.ts";
+import { compact, MemoryStore, OffloadError, previewOf, serializeValue } from "../../src/lib.ts";
 
-const rows = Array.from({ length: 2000 }, (_, i) => ({ id: i, sku: `SKU-${String(i).padStart(5, "0")}`, price: (i % 97) + 0.99, tags: ["a"] }));
+const rows = Array.from({ length: 2000 }, (_, i) => ({
+  id: i,
+  sku: `SKU-${String(i).padStart(5, "0")}`,
+  price: (i % 97) + 0.99,
+  tags: ["a"],
+}));
 
 describe("previewOf", () => {
   it("reads exactly like the middle of the offload stub compact writes for the same body", async () => {
@@ -10,9 +15,15 @@ describe("previewOf", () => {
       model: "claude-opus-4-5",
       messages: [
         { role: "user", content: "go" },
-        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "list_products", input: {} }] },
+        {
+          role: "assistant",
+          content: [{ type: "tool_use", id: "t1", name: "list_products", input: {} }],
+        },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: body }] },
-        { role: "assistant", content: [{ type: "tool_use", id: "t2", name: "list_products", input: {} }] },
+        {
+          role: "assistant",
+          content: [{ type: "tool_use", id: "t2", name: "list_products", input: {} }],
+        },
         { role: "user", content: [{ type: "tool_result", tool_use_id: "t2", content: "ok" }] },
       ],
     };
@@ -29,7 +40,9 @@ describe("previewOf", () => {
     const lines = stub.split("\n");
     // header line, the shared part, the recall hint
     expect(lines.slice(1, -1).join("\n")).toBe(preview);
-    expect(preview).toContain("JSON array(2,000) of objects {id: number, sku: string, price: number, tags: array}");
+    expect(preview).toContain(
+      "JSON array(2,000) of objects {id: number, sku: string, price: number, tags: array}",
+    );
   });
 
   it("serializes a non-string value as the compact JSON a tool would return, then previews that", () => {
@@ -43,7 +56,9 @@ describe("previewOf", () => {
     const a = { b: 1, a: [1, 2], "odd key": null };
     expect(previewOf(a)).toBe(previewOf({ b: 1, a: [1, 2], "odd key": null }));
     const text = previewOf(a);
-    expect(text).toContain("JSON object, 3 keys:\n  $.b: number\n  $.a: array(2) of numbers\n  $['odd key']: null");
+    expect(text).toContain(
+      "JSON object, 3 keys:\n  $.b: number\n  $.a: array(2) of numbers\n  $['odd key']: null",
+    );
     expect(text.indexOf('"b"')).toBeLessThan(text.indexOf('"a"'));
   });
 
@@ -67,7 +82,9 @@ describe("previewOf", () => {
   });
 
   it("says when the preview is the whole value", () => {
-    expect(previewOf({ ok: true })).toBe('11 chars (~5 tokens), json, 1 line.\nJSON object, 1 key:\n  $.ok: boolean\nPreview (first 11 chars, the whole result):\n{"ok":true}');
+    expect(previewOf({ ok: true })).toBe(
+      '11 chars (~5 tokens), json, 1 line.\nJSON object, 1 key:\n  $.ok: boolean\nPreview (first 11 chars, the whole result):\n{"ok":true}',
+    );
   });
 
   it("describes CSV columns and rows, and text lines", () => {
@@ -75,7 +92,10 @@ describe("previewOf", () => {
     const text = previewOf(csv, { max_chars: 20 });
     expect(text).toContain("CSV: 3 rows × 3 columns (header: id, name, price)");
     expect(text).toContain("Preview (first 13 chars):\nid,name,price\n…");
-    const log = Array.from({ length: 50 }, (_, i) => `2026-11-30T10:00:${String(i).padStart(2, "0")} INFO step ${i}`).join("\n");
+    const log = Array.from(
+      { length: 50 },
+      (_, i) => `2026-11-30T10:00:${String(i).padStart(2, "0")} INFO step ${i}`,
+    ).join("\n");
     expect(previewOf(log)).toContain("log output: 50 lines");
   });
 

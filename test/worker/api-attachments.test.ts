@@ -1,8 +1,8 @@
 // The attachment policy through the service (SELF.fetch, real DO/R2/KV): the summary header, stickiness across
 // histories, long texts in R2, the extraction cache shared with POST /v1/extract, the session view, deletion.
-import { SELF, createExecutionContext, env } from "cloudflare:test";
+import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp, defaultStore, type AppDeps } from "../../src/app.ts";
+import { type AppDeps, createApp, defaultStore } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import type { Extractor } from "../../src/extract/cache.ts";
 import { extractText } from "../../src/extract/extract.ts";
@@ -10,7 +10,7 @@ import { SessionResponseSchema } from "../../src/routes/schemas.ts";
 import { fixture } from "../fixtures/build.ts";
 import { png } from "../fixtures/image-writer.ts";
 import { textPdf } from "../fixtures/pdf-writer.ts";
-import { BASE, KEYS, call, compactPath, request, sid, summary } from "./helpers.ts";
+import { BASE, call, compactPath, KEYS, request, sid, summary } from "./helpers.ts";
 
 type Block = Record<string, unknown>;
 type Msg = { role: "user" | "assistant"; content: string | Block[] };
@@ -18,7 +18,8 @@ type Req = { model: string; max_tokens: number; messages: Msg[] };
 
 const b64 = (bytes: Uint8Array) => {
   let s = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  for (let i = 0; i < bytes.length; i += 0x8000)
+    s += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
   return btoa(s);
 };
 const EXTRACT = { tool_result_compaction_enabled: true, attachment_policy: "extract" };
@@ -28,7 +29,14 @@ let unique = 0;
 function pdf(pages: number): Uint8Array {
   unique++;
   const stamp = `${Date.now().toString(36)}-${unique}-${Math.random().toString(36).slice(2)}`;
-  return textPdf(Array.from({ length: pages }, (_, p) => Array.from({ length: 20 }, (_, l) => `${stamp} page ${p + 1} line ${l + 1}: revenue, costs and margins.`)));
+  return textPdf(
+    Array.from({ length: pages }, (_, p) =>
+      Array.from(
+        { length: 20 },
+        (_, l) => `${stamp} page ${p + 1} line ${l + 1}: revenue, costs and margins.`,
+      ),
+    ),
+  );
 }
 
 function conversation(doc: Uint8Array, turns = 0, image = false): Req {
@@ -37,8 +45,19 @@ function conversation(doc: Uint8Array, turns = 0, image = false): Req {
       role: "user",
       content: [
         { type: "text", text: "What does the report say?" },
-        { type: "document", source: { type: "base64", media_type: "application/pdf", data: b64(doc) }, title: "report.pdf" },
-        ...(image ? [{ type: "image", source: { type: "base64", media_type: "image/png", data: b64(png(1280, 800)) } }] : []),
+        {
+          type: "document",
+          source: { type: "base64", media_type: "application/pdf", data: b64(doc) },
+          title: "report.pdf",
+        },
+        ...(image
+          ? [
+              {
+                type: "image",
+                source: { type: "base64", media_type: "image/png", data: b64(png(1280, 800)) },
+              },
+            ]
+          : []),
       ],
     },
   ];
@@ -47,12 +66,19 @@ function conversation(doc: Uint8Array, turns = 0, image = false): Req {
 
 function appendTurns(req: Req, from: number, n: number): Req {
   const messages = [...req.messages];
-  for (let k = from; k < from + n; k++) messages.push({ role: "assistant", content: [{ type: "text", text: `answer ${k}` }] }, { role: "user", content: `question ${k}` });
+  for (let k = from; k < from + n; k++)
+    messages.push(
+      { role: "assistant", content: [{ type: "text", text: `answer ${k}` }] },
+      { role: "user", content: `question ${k}` },
+    );
   return { ...req, messages };
 }
 
 const compactCall = (session: string, body: Req | string, config: object = EXTRACT) =>
-  call(compactPath(session), { body: typeof body === "string" ? body : JSON.stringify(body), config });
+  call(compactPath(session), {
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    config,
+  });
 
 describe("attachment policy through POST …/compact", () => {
   it("replaces a PDF, reports the effect in x-offload-summary, and stays byte-identical across histories", async () => {
@@ -61,12 +87,21 @@ describe("attachment policy through POST …/compact", () => {
     const t0 = await compactCall(session, conversation(doc, 0, true));
     expect(t0.status).toBe(200);
     const s0 = summary(t0);
-    expect(s0.attachments).toMatchObject({ policy: "extract", blocks: 2, replaced: 1, native: 1, failed: 0, extracted: 1 });
+    expect(s0.attachments).toMatchObject({
+      policy: "extract",
+      blocks: 2,
+      replaced: 1,
+      native: 1,
+      failed: 0,
+      extracted: 1,
+    });
     expect(s0.attachments!.saved_tokens).toBeGreaterThan(3 * 1600 - 100); // 3 page images, less the header line
     expect(s0.saved_usd).toBeGreaterThan(0);
     const out0 = await t0.text();
     const req0 = JSON.parse(out0) as Req;
-    expect((req0.messages[0]!.content as Block[])[1]!.text).toMatch(/^\[attachment att_[0-9a-f]{24} document "report\.pdf": pdf, 3 pages/);
+    expect((req0.messages[0]!.content as Block[])[1]!.text).toMatch(
+      /^\[attachment att_[0-9a-f]{24} document "report\.pdf": pdf, 3 pages/,
+    );
 
     const t1full = await compactCall(session, conversation(doc, 1, true));
     const t1compacted = await compactCall(session, appendTurns(req0, 0, 1));
@@ -92,24 +127,39 @@ describe("attachment policy through POST …/compact", () => {
     const session = sid("att-long");
     const doc = pdf(8);
     const t0 = await compactCall(session, conversation(doc));
-    const replaced = ((JSON.parse(await t0.text()) as Req).messages[0]!.content as Block[])[1]!.text as string;
+    const replaced = ((JSON.parse(await t0.text()) as Req).messages[0]!.content as Block[])[1]!
+      .text as string;
     expect(replaced.length).toBeGreaterThan(4000);
     const listed = await env.LEDGER.list({ prefix: `bodies/acme/${session}/` });
     expect(listed.objects).toHaveLength(1);
     const t1 = await compactCall(session, conversation(doc, 1));
-    expect(((JSON.parse(await t1.text()) as Req).messages[0]!.content as Block[])[1]!.text).toBe(replaced);
+    expect(((JSON.parse(await t1.text()) as Req).messages[0]!.content as Block[])[1]!.text).toBe(
+      replaced,
+    );
     expect((await call(`/v1/sessions/${session}`, { method: "DELETE" })).status).toBe(204);
     expect((await env.LEDGER.list({ prefix: `bodies/acme/${session}/` })).objects).toHaveLength(0);
   });
 
   it("shares the tenant's extraction cache with POST /v1/extract (same limits: the transform's defaults)", async () => {
     const doc = pdf(2);
-    const res = await SELF.fetch(new Request(`${BASE}/v1/extract?max_pages=100&max_chars=400000`, { method: "POST", headers: { authorization: `Bearer ${KEYS.acme}`, "content-type": "application/pdf" }, body: doc }));
+    const res = await SELF.fetch(
+      new Request(`${BASE}/v1/extract?max_pages=100&max_chars=400000`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEYS.acme}`, "content-type": "application/pdf" },
+        body: doc,
+      }),
+    );
     expect(res.headers.get("x-extract-cache")).toBe("miss");
     const t0 = await compactCall(sid("att-shared"), conversation(doc));
     expect(summary(t0).attachments).toMatchObject({ replaced: 1, extracted: 0 });
     // Another tenant has its own cache.
-    const other = await SELF.fetch(request(compactPath(sid("att-other")), { body: conversation(doc), config: EXTRACT, key: KEYS.globex }));
+    const other = await SELF.fetch(
+      request(compactPath(sid("att-other")), {
+        body: conversation(doc),
+        config: EXTRACT,
+        key: KEYS.globex,
+      }),
+    );
     expect(summary(other).attachments).toMatchObject({ replaced: 1, extracted: 1 });
   });
 
@@ -120,7 +170,14 @@ describe("attachment policy through POST …/compact", () => {
       return extractText(a, o);
     };
     const app = createApp({ extract: spy, log: () => {} });
-    const send = (session: string, body: Req) => Promise.resolve(app.fetch(request(compactPath(session), { body, config: EXTRACT }), env, createExecutionContext()));
+    const send = (session: string, body: Req) =>
+      Promise.resolve(
+        app.fetch(
+          request(compactPath(session), { body, config: EXTRACT }),
+          env,
+          createExecutionContext(),
+        ),
+      );
     const doc = pdf(2);
     const session = sid("att-once");
     await send(session, conversation(doc));
@@ -136,7 +193,13 @@ describe("attachment policy through POST …/compact", () => {
     const req = conversation(fixture("encrypted.pdf").build());
     const res = await compactCall(session, req);
     expect(await res.text()).toBe(JSON.stringify(req));
-    expect(summary(res).attachments).toMatchObject({ failed: 1, replaced: 0, failures: [{ path: "messages[0].content[1]", type: "extraction_failed", reason: "encrypted" }] });
+    expect(summary(res).attachments).toMatchObject({
+      failed: 1,
+      replaced: 0,
+      failures: [
+        { path: "messages[0].content[1]", type: "extraction_failed", reason: "encrypted" },
+      ],
+    });
   });
 
   it("an R2 failure writing a long text leaves the document native this turn (storage_error), and the next turn replaces it", async () => {
@@ -145,7 +208,11 @@ describe("attachment policy through POST …/compact", () => {
     const broken: AppDeps["store"] = (e, settings, log) => {
       const bucket = new Proxy(e.LEDGER, {
         get(target, prop) {
-          if (prop === "put") return async (key: string, ...rest: unknown[]) => (key.startsWith("bodies/") ? Promise.reject(new Error("injected put failure")) : target.put(key, ...(rest as [never])));
+          if (prop === "put")
+            return async (key: string, ...rest: unknown[]) =>
+              key.startsWith("bodies/")
+                ? Promise.reject(new Error("injected put failure"))
+                : target.put(key, ...(rest as [never]));
           const value = Reflect.get(target, prop) as unknown;
           return typeof value === "function" ? value.bind(target) : value;
         },
@@ -154,10 +221,17 @@ describe("attachment policy through POST …/compact", () => {
     };
     const app = createApp({ store: broken, log: () => {} });
     const req = conversation(doc);
-    const res = await app.fetch(request(compactPath(session), { body: req, config: EXTRACT }), env, createExecutionContext());
+    const res = await app.fetch(
+      request(compactPath(session), { body: req, config: EXTRACT }),
+      env,
+      createExecutionContext(),
+    );
     expect(await res.text()).toBe(JSON.stringify(req));
     const s = summary(res);
-    expect(s.errors[0]).toMatchObject({ type: "storage_error", tool_use_id: expect.stringMatching(/^att_/) });
+    expect(s.errors[0]).toMatchObject({
+      type: "storage_error",
+      tool_use_id: expect.stringMatching(/^att_/),
+    });
     expect(s.attachments).toMatchObject({ replaced: 0 });
     const healthy = await compactCall(session, req);
     expect(summary(healthy).attachments).toMatchObject({ replaced: 1 });

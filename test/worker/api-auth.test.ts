@@ -1,9 +1,9 @@
-import { SELF, createExecutionContext, env } from "cloudflare:test";
+import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp } from "../../src/app.ts";
 import { RecallRequestSchema } from "../../src/routes/schemas.ts";
-import { BASE, KEYS, call, expectError, request, sid } from "./helpers.ts";
+import { BASE, call, expectError, KEYS, request, sid } from "./helpers.ts";
 
 const quiet = () => {};
 
@@ -17,14 +17,29 @@ describe("unauthenticated routes", () => {
   it("GET /openapi.json documents every route, with the schemas the routes validate with", async () => {
     const res = await SELF.fetch(`${BASE}/openapi.json`);
     expect(res.status).toBe(200);
-    const doc = (await res.json()) as { openapi: string; paths: Record<string, Record<string, unknown>>; components: { schemas: Record<string, unknown> } };
+    const doc = (await res.json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+      components: { schemas: Record<string, unknown> };
+    };
     expect(doc.openapi).toBe("3.1.0");
-    const { $schema: _, ...recall } = z.toJSONSchema(RecallRequestSchema, { target: "draft-2020-12", io: "input" }) as Record<string, unknown>;
+    const { $schema: _, ...recall } = z.toJSONSchema(RecallRequestSchema, {
+      target: "draft-2020-12",
+      io: "input",
+    }) as Record<string, unknown>;
     expect(doc.components.schemas.RecallRequest).toEqual(recall);
     const routes = createApp()
       .routes.filter((r) => r.method !== "ALL")
-      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(":id", "{session_id}").replace(":mem_id", "{mem_id}").replace(/(.)\/$/, "$1")}`);
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m} ${path}`));
+      .map(
+        (r) =>
+          `${r.method.toLowerCase()} ${r.path
+            .replace(":id", "{session_id}")
+            .replace(":mem_id", "{mem_id}")
+            .replace(/(.)\/$/, "$1")}`,
+      );
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m} ${path}`),
+    );
     expect(new Set(routes)).toEqual(new Set(documented));
   });
 });
@@ -35,8 +50,12 @@ describe("auth", () => {
   it("401s without a key, with another scheme, or with an unknown key, and says which", async () => {
     const none = await call(path, { key: null });
     expect(none.headers.get("www-authenticate")).toMatch(/^Bearer/);
-    expect((await expectError(none, 401, "unauthorized")).error.message).toContain("missing Authorization");
-    const basic = await SELF.fetch(`${BASE}${path}`, { headers: { authorization: "Basic YWNtZTprZXk=" } });
+    expect((await expectError(none, 401, "unauthorized")).error.message).toContain(
+      "missing Authorization",
+    );
+    const basic = await SELF.fetch(`${BASE}${path}`, {
+      headers: { authorization: "Basic YWNtZTprZXk=" },
+    });
     expect((await expectError(basic, 401, "unauthorized")).error.message).toContain("Bearer <key>");
     const unknown = await call(path, { key: "test-key-acmf" });
     expect((await expectError(unknown, 401, "unauthorized")).error.message).toBe("unknown API key");
@@ -47,13 +66,27 @@ describe("auth", () => {
 
   it("fails closed when the deployment has no keys, and ignores malformed or ambiguous entries", async () => {
     const app = createApp({ log: quiet });
-    const send = (keys: string | undefined, key: string) => app.fetch(request(path, { key }), { ...env, OFFLOAD_API_KEYS: keys }, createExecutionContext());
-    expect((await expectError(await send(undefined, "anything"), 401, "unauthorized")).error.message).toContain("no API keys");
-    expect((await expectError(await send("", "anything"), 401, "unauthorized")).error.message).toContain("no API keys");
+    const send = (keys: string | undefined, key: string) =>
+      app.fetch(
+        request(path, { key }),
+        { ...env, OFFLOAD_API_KEYS: keys },
+        createExecutionContext(),
+      );
+    expect(
+      (await expectError(await send(undefined, "anything"), 401, "unauthorized")).error.message,
+    ).toContain("no API keys");
+    expect(
+      (await expectError(await send("", "anything"), 401, "unauthorized")).error.message,
+    ).toContain("no API keys");
     const lines: string[] = [];
     const logged = createApp({ log: (l) => lines.push(l) });
     const keys = " just-a-key ,\nacme:k-acme\n, bad tenant:k2, x:shared, y:shared ";
-    const viaKeys = (key: string) => logged.fetch(request(path, { key }), { ...env, OFFLOAD_API_KEYS: keys }, createExecutionContext());
+    const viaKeys = (key: string) =>
+      logged.fetch(
+        request(path, { key }),
+        { ...env, OFFLOAD_API_KEYS: keys },
+        createExecutionContext(),
+      );
     expect((await viaKeys("k-acme")).status).toBe(404); // authenticated; the session just does not exist
     await expectError(await viaKeys("just-a-key"), 401, "unauthorized");
     await expectError(await viaKeys("shared"), 401, "unauthorized");
@@ -63,16 +96,33 @@ describe("auth", () => {
 
   it("names the tenant from the key: the same session id under two keys is two sessions", async () => {
     const session = sid("two-tenants");
-    await call(`/v1/sessions/${session}/config`, { method: "PUT", body: { tool_result_compaction_enabled: true } });
-    const mine = (await (await call(`/v1/sessions/${session}`)).json()) as { tenant: string; config: object };
-    expect(mine).toMatchObject({ tenant: "acme", config: { tool_result_compaction_enabled: true } });
-    await expectError(await call(`/v1/sessions/${session}`, { key: KEYS.globex }), 404, "not_found");
+    await call(`/v1/sessions/${session}/config`, {
+      method: "PUT",
+      body: { tool_result_compaction_enabled: true },
+    });
+    const mine = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      tenant: string;
+      config: object;
+    };
+    expect(mine).toMatchObject({
+      tenant: "acme",
+      config: { tool_result_compaction_enabled: true },
+    });
+    await expectError(
+      await call(`/v1/sessions/${session}`, { key: KEYS.globex }),
+      404,
+      "not_found",
+    );
   });
 });
 
 describe("errors", () => {
   it("404s an unknown route with the one error shape", async () => {
-    await expectError(await call("/v1/sessions/x/explode", { method: "POST", body: "{}" }), 404, "not_found");
+    await expectError(
+      await call("/v1/sessions/x/explode", { method: "POST", body: "{}" }),
+      404,
+      "not_found",
+    );
     await expectError(await SELF.fetch(`${BASE}/nope`), 404, "not_found");
   });
 
@@ -84,12 +134,20 @@ describe("errors", () => {
         throw new Error("pool exhausted at db-7.internal:5432");
       },
     });
-    const res = await app.fetch(request(`/v1/sessions/${sid("boom")}`), env, createExecutionContext());
+    const res = await app.fetch(
+      request(`/v1/sessions/${sid("boom")}`),
+      env,
+      createExecutionContext(),
+    );
     const body = await expectError(res, 500, "internal");
     expect(body.error.message).toBe("internal error");
     expect(lines.join("\n")).toContain("pool exhausted");
 
-    const broken = await createApp({ log: quiet }).fetch(request(`/v1/sessions/${sid("boom")}`), { ...env, OFFLOAD_DEFAULT_CONFIG: '{"tool_result_compaction_enabled":"yes"' }, createExecutionContext());
+    const broken = await createApp({ log: quiet }).fetch(
+      request(`/v1/sessions/${sid("boom")}`),
+      { ...env, OFFLOAD_DEFAULT_CONFIG: '{"tool_result_compaction_enabled":"yes"' },
+      createExecutionContext(),
+    );
     const err = await expectError(broken, 500, "internal");
     expect(err.error.message).not.toContain("yes");
   });
@@ -97,9 +155,32 @@ describe("errors", () => {
   it("refuses a bad config body with 400 naming the field", async () => {
     const path = `/v1/sessions/${sid("config-400")}/config`;
     await expectError(await call(path, { method: "PUT", body: "[1" }), 400, "invalid_json");
-    await expectError(await call(path, { method: "PUT", body: { tool_result_compaction_keep_last_n: -1 } }), 400, "invalid_config", "config.tool_result_compaction_keep_last_n");
-    await expectError(await call(path, { method: "PUT", body: { tool_result_recall_mode: "fuzzy" } }), 400, "invalid_config", "config.tool_result_recall_mode");
-    await expectError(await call(path, { method: "PUT", body: { keep_last_n: 1, tool_result_compaction_keep_last_n: 2 } }), 400, "invalid_config", "config.keep_last_n");
-    await expectError(await call(path, { method: "PUT", body: [] }), 400, "invalid_config", "config");
+    await expectError(
+      await call(path, { method: "PUT", body: { tool_result_compaction_keep_last_n: -1 } }),
+      400,
+      "invalid_config",
+      "config.tool_result_compaction_keep_last_n",
+    );
+    await expectError(
+      await call(path, { method: "PUT", body: { tool_result_recall_mode: "fuzzy" } }),
+      400,
+      "invalid_config",
+      "config.tool_result_recall_mode",
+    );
+    await expectError(
+      await call(path, {
+        method: "PUT",
+        body: { keep_last_n: 1, tool_result_compaction_keep_last_n: 2 },
+      }),
+      400,
+      "invalid_config",
+      "config.keep_last_n",
+    );
+    await expectError(
+      await call(path, { method: "PUT", body: [] }),
+      400,
+      "invalid_config",
+      "config",
+    );
   });
 });

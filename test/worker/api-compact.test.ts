@@ -1,11 +1,28 @@
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
-import { KEYS, ON, call, catalog, compactPath, conversation, expectError, memIdIn, nextTurn, request, sid, summary } from "./helpers.ts";
+import {
+  call,
+  catalog,
+  compactPath,
+  conversation,
+  expectError,
+  KEYS,
+  memIdIn,
+  nextTurn,
+  ON,
+  request,
+  sid,
+  summary,
+} from "./helpers.ts";
 
 const encoder = new TextEncoder();
 
-async function compactText(session: string, body: string, config: object = ON): Promise<{ text: string; res: Response }> {
+async function compactText(
+  session: string,
+  body: string,
+  config: object = ON,
+): Promise<{ text: string; res: Response }> {
   const res = await call(compactPath(session), { body, config });
   expect(res.status).toBe(200);
   return { text: await res.text(), res };
@@ -20,7 +37,12 @@ describe("POST /v1/sessions/:id/compact", () => {
     expect(await res.text()).toBe(pretty);
     expect(summary(res)).toMatchObject({ enabled: false, changed: false, results: 0 });
 
-    const bytes = new Uint8Array([...encoder.encode('{"messages":"'), 0xff, 0xfe, ...encoder.encode('"}')]);
+    const bytes = new Uint8Array([
+      ...encoder.encode('{"messages":"'),
+      0xff,
+      0xfe,
+      ...encoder.encode('"}'),
+    ]);
     const raw = await call(compactPath(session), { body: bytes });
     expect(new Uint8Array(await raw.arrayBuffer())).toEqual(bytes);
 
@@ -33,13 +55,27 @@ describe("POST /v1/sessions/:id/compact", () => {
     const body = JSON.stringify(conversation());
     const { text, res } = await compactText(session, body);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-    const out = JSON.parse(text) as { messages: { content: { content?: string }[] }[]; tools: { name: string }[] };
+    const out = JSON.parse(text) as {
+      messages: { content: { content?: string }[] }[];
+      tools: { name: string }[];
+    };
     const stub = out.messages[2]!.content[0]!.content!;
     expect(stub).toContain(memIdIn(stub));
     expect(stub.length).toBeLessThan(3000);
     expect(out.tools.map((t) => t.name)).toEqual(["dump", "recall_tool_result"]);
     const s = summary(res);
-    expect(s).toMatchObject({ enabled: true, offload: true, changed: true, results: 2, offloaded: 1, kept: 1, new_decisions: 1, recall_tool: "added", errors: [], errors_total: 0 });
+    expect(s).toMatchObject({
+      enabled: true,
+      offload: true,
+      changed: true,
+      results: 2,
+      offloaded: 1,
+      kept: 1,
+      new_decisions: 1,
+      recall_tool: "added",
+      errors: [],
+      errors_total: 0,
+    });
     expect(s.tokens_after).toBeLessThan(s.tokens_before / 5);
     expect(s.saved_tokens).toBe(s.tokens_before - s.tokens_after);
     expect(s.saved_usd).toBeGreaterThan(0);
@@ -56,13 +92,18 @@ describe("POST /v1/sessions/:id/compact", () => {
     expect((await compactText(session, out1)).text).toBe(out1);
 
     const fromFull = (await compactText(session, JSON.stringify(nextTurn(full1, 3)))).text;
-    const fromCompacted = (await compactText(session, JSON.stringify(nextTurn(JSON.parse(out1), 3)))).text;
+    const fromCompacted = (
+      await compactText(session, JSON.stringify(nextTurn(JSON.parse(out1), 3)))
+    ).text;
     expect(fromCompacted).toBe(fromFull);
     // The stubbed result renders with the same bytes as on the first turn (the cached prefix survives).
     const prefix = out1.slice(0, out1.indexOf('{"role":"assistant","content":[{"type":"text"'));
     expect(fromFull.startsWith(prefix)).toBe(true);
 
-    const out3 = await call(compactPath(session), { body: JSON.stringify(nextTurn(nextTurn(full1, 3), 4)), config: ON });
+    const out3 = await call(compactPath(session), {
+      body: JSON.stringify(nextTurn(nextTurn(full1, 3), 4)),
+      config: ON,
+    });
     expect(summary(out3)).toMatchObject({ offloaded: 1, recall_tool: "added" });
     expect((await out3.text()).startsWith(prefix)).toBe(true);
   });
@@ -70,13 +111,21 @@ describe("POST /v1/sessions/:id/compact", () => {
   it("takes the size-only path when offload is off (head preview, body still ledgered)", async () => {
     const session = sid("size-only");
     const big = "line of log output\n".repeat(800);
-    const res = await call(compactPath(session), { body: conversation(big), config: { tool_result_compaction_enabled: true } });
-    const out = JSON.parse(await res.text()) as { messages: { content: { content?: string }[] }[]; tools: unknown[] };
+    const res = await call(compactPath(session), {
+      body: conversation(big),
+      config: { tool_result_compaction_enabled: true },
+    });
+    const out = JSON.parse(await res.text()) as {
+      messages: { content: { content?: string }[] }[];
+      tools: unknown[];
+    };
     const shortened = out.messages[2]!.content[0]!.content!;
     expect(shortened.length).toBeLessThan(big.length / 3);
     expect(out.tools).toHaveLength(1);
     expect(summary(res)).toMatchObject({ compacted: 1, offloaded: 0, recall_tool: "none" });
-    const recall = await call(`/v1/sessions/${session}/recall`, { body: { mem_id: memIdIn(shortened), offset: 0, max_chars: 19 } });
+    const recall = await call(`/v1/sessions/${session}/recall`, {
+      body: { mem_id: memIdIn(shortened), offset: 0, max_chars: 19 },
+    });
     expect(((await recall.json()) as { content: string }).content).toContain("line of log output");
   });
 
@@ -85,52 +134,136 @@ describe("POST /v1/sessions/:id/compact", () => {
     const body = JSON.stringify(conversation());
     const app = createApp();
     const deployed = { ...env, OFFLOAD_DEFAULT_CONFIG: JSON.stringify(ON) };
-    const viaApp = (init: Parameters<typeof request>[1]) => app.fetch(request(compactPath(session), init), deployed, createExecutionContext());
+    const viaApp = (init: Parameters<typeof request>[1]) =>
+      app.fetch(request(compactPath(session), init), deployed, createExecutionContext());
 
     expect(summary(await viaApp({ body })).offloaded).toBe(1); // deployment default on
     const off = await viaApp({ body, config: { tool_result_compaction_enabled: false } }); // request header wins
     expect(await off.text()).toBe(body);
 
     const other = sid("layers-session");
-    const put = await call(`/v1/sessions/${other}/config`, { method: "PUT", body: { ...ON, keep_last_n: 0 } });
+    const put = await call(`/v1/sessions/${other}/config`, {
+      method: "PUT",
+      body: { ...ON, keep_last_n: 0 },
+    });
     expect(put.status).toBe(200);
-    expect(await put.json()).toMatchObject({ session: other, config: { ...ON, tool_result_compaction_keep_last_n: 0 }, effective_config: { tool_result_compaction_keep_last_n: 0 } });
+    expect(await put.json()).toMatchObject({
+      session: other,
+      config: { ...ON, tool_result_compaction_keep_last_n: 0 },
+      effective_config: { tool_result_compaction_keep_last_n: 0 },
+    });
     const sessionOn = await call(compactPath(other), { body });
     expect(summary(sessionOn)).toMatchObject({ enabled: true, offloaded: 1 });
-    const headerOff = await call(compactPath(other), { body, config: { tool_result_compaction_enabled: false } });
+    const headerOff = await call(compactPath(other), {
+      body,
+      config: { tool_result_compaction_enabled: false },
+    });
     expect(await headerOff.text()).toBe(body);
   });
 
   it("refuses bad JSON, wrong shapes (naming the path), bad config headers and bad session ids with 400", async () => {
     const session = sid("bad");
-    await expectError(await call(compactPath(session), { body: '{"messages": [', config: ON }), 400, "invalid_json");
-    await expectError(await call(compactPath(session), { body: new Uint8Array([0x7b, 0xff, 0x7d]), config: ON }), 400, "invalid_json");
-    const unpaired = { model: "claude-opus-4-5", messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] }] };
-    await expectError(await call(compactPath(session), { body: unpaired, config: ON }), 400, "invalid_request", "messages[0].content[0].tool_use_id");
-    await expectError(await call(compactPath(session), { body: { messages: "x" }, config: ON }), 400, "invalid_request", "messages");
-    await expectError(await call(compactPath(session), { body: "{}", headers: { "x-offload-config": "{not json" } }), 400, "invalid_json", "x-offload-config");
-    await expectError(await call(compactPath(session), { body: "{}", config: { tool_result_compaction_enabled: "yes" } }), 400, "invalid_config", "x-offload-config.tool_result_compaction_enabled");
-    await expectError(await call(compactPath(session), { body: "{}", config: { tool_result_compaction_enabeld: true } }), 400, "invalid_config", "x-offload-config.tool_result_compaction_enabeld");
-    await expectError(await call(compactPath("bad%20id"), { body: "{}" }), 400, "invalid_argument", "session");
-    await expectError(await call(compactPath(session, "gemini"), { body: "{}" }), 400, "invalid_argument", "format");
+    await expectError(
+      await call(compactPath(session), { body: '{"messages": [', config: ON }),
+      400,
+      "invalid_json",
+    );
+    await expectError(
+      await call(compactPath(session), { body: new Uint8Array([0x7b, 0xff, 0x7d]), config: ON }),
+      400,
+      "invalid_json",
+    );
+    const unpaired = {
+      model: "claude-opus-4-5",
+      messages: [
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] },
+      ],
+    };
+    await expectError(
+      await call(compactPath(session), { body: unpaired, config: ON }),
+      400,
+      "invalid_request",
+      "messages[0].content[0].tool_use_id",
+    );
+    await expectError(
+      await call(compactPath(session), { body: { messages: "x" }, config: ON }),
+      400,
+      "invalid_request",
+      "messages",
+    );
+    await expectError(
+      await call(compactPath(session), {
+        body: "{}",
+        headers: { "x-offload-config": "{not json" },
+      }),
+      400,
+      "invalid_json",
+      "x-offload-config",
+    );
+    await expectError(
+      await call(compactPath(session), {
+        body: "{}",
+        config: { tool_result_compaction_enabled: "yes" },
+      }),
+      400,
+      "invalid_config",
+      "x-offload-config.tool_result_compaction_enabled",
+    );
+    await expectError(
+      await call(compactPath(session), {
+        body: "{}",
+        config: { tool_result_compaction_enabeld: true },
+      }),
+      400,
+      "invalid_config",
+      "x-offload-config.tool_result_compaction_enabeld",
+    );
+    await expectError(
+      await call(compactPath("bad%20id"), { body: "{}" }),
+      400,
+      "invalid_argument",
+      "session",
+    );
+    await expectError(
+      await call(compactPath(session, "gemini"), { body: "{}" }),
+      400,
+      "invalid_argument",
+      "format",
+    );
   });
 
   it("compacts the OpenAI formats too (format=openai-chat, openai-responses)", async () => {
-    const big = JSON.stringify({ rows: Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `row-${i}` })) });
+    const big = JSON.stringify({
+      rows: Array.from({ length: 3000 }, (_, i) => ({ id: i, name: `row-${i}` })),
+    });
     const chat = {
       model: "gpt-4.1",
       messages: [
         { role: "user", content: "go" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "dump", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "dump", arguments: "{}" } }],
+        },
         { role: "tool", tool_call_id: "c1", content: big },
-        { role: "assistant", content: null, tool_calls: [{ id: "c2", type: "function", function: { name: "dump", arguments: "{}" } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c2", type: "function", function: { name: "dump", arguments: "{}" } }],
+        },
         { role: "tool", tool_call_id: "c2", content: "ok" },
       ],
     };
     const res = await call(compactPath(sid("chat"), "openai-chat"), { body: chat, config: ON });
     expect(res.status).toBe(200);
-    const out = (await res.json()) as { messages: { content: unknown }[]; tools: { function: { name: string } }[] };
-    expect(JSON.parse(res.headers.get("x-offload-summary")!)).toMatchObject({ format: "openai-chat", offloaded: 1 });
+    const out = (await res.json()) as {
+      messages: { content: unknown }[];
+      tools: { function: { name: string } }[];
+    };
+    expect(JSON.parse(res.headers.get("x-offload-summary")!)).toMatchObject({
+      format: "openai-chat",
+      offloaded: 1,
+    });
     expect(String(out.messages[2]!.content)).toContain("trm_");
     expect(out.tools.at(-1)!.function.name).toBe("recall_tool_result");
     const responses = {
@@ -143,14 +276,21 @@ describe("POST /v1/sessions/:id/compact", () => {
         { type: "function_call_output", call_id: "c2", output: "ok" },
       ],
     };
-    const r2 = await call(compactPath(sid("resp"), "openai-responses"), { body: responses, config: ON });
+    const r2 = await call(compactPath(sid("resp"), "openai-responses"), {
+      body: responses,
+      config: ON,
+    });
     expect(r2.status).toBe(200);
-    expect(JSON.parse(r2.headers.get("x-offload-summary")!)).toMatchObject({ format: "openai-responses", offloaded: 1 });
+    expect(JSON.parse(r2.headers.get("x-offload-summary")!)).toMatchObject({
+      format: "openai-responses",
+      offloaded: 1,
+    });
   });
 
   it("answers 413 over the body limit, declared or streamed, before buffering it", async () => {
     const app = createApp({ maxBodyBytes: 1000 });
-    const send = (body: BodyInit, headers: Record<string, string> = {}) => app.fetch(request(compactPath(sid("big")), { body, headers }), env, createExecutionContext());
+    const send = (body: BodyInit, headers: Record<string, string> = {}) =>
+      app.fetch(request(compactPath(sid("big")), { body, headers }), env, createExecutionContext());
     await expectError(await send("x".repeat(1001)), 413, "payload_too_large");
     let pulled = 0;
     const endless = new ReadableStream<Uint8Array>({
@@ -166,7 +306,10 @@ describe("POST /v1/sessions/:id/compact", () => {
   });
 
   it("enforces the default 32 MiB limit from the declared length", async () => {
-    const res = await call(compactPath(sid("huge")), { body: "{}", headers: { "content-length": String(32 * 1024 * 1024 + 1) } });
+    const res = await call(compactPath(sid("huge")), {
+      body: "{}",
+      headers: { "content-length": String(32 * 1024 * 1024 + 1) },
+    });
     await expectError(res, 413, "payload_too_large");
   });
 
@@ -174,10 +317,18 @@ describe("POST /v1/sessions/:id/compact", () => {
     const app = createApp({ log: () => {} });
     const noSecret = { ...env, OFFLOAD_SECRET: "" };
     const body = JSON.stringify(conversation());
-    const on = await app.fetch(request(compactPath(sid("nosecret")), { body, config: ON }), noSecret, createExecutionContext());
+    const on = await app.fetch(
+      request(compactPath(sid("nosecret")), { body, config: ON }),
+      noSecret,
+      createExecutionContext(),
+    );
     const err = await expectError(on, 500, "internal");
     expect(err.error.message).not.toContain(env.OFFLOAD_SECRET!);
-    const off = await app.fetch(request(compactPath(sid("nosecret")), { body }), noSecret, createExecutionContext());
+    const off = await app.fetch(
+      request(compactPath(sid("nosecret")), { body }),
+      noSecret,
+      createExecutionContext(),
+    );
     expect(await off.text()).toBe(body);
   });
 

@@ -1,10 +1,21 @@
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp, defaultStore } from "../../src/app.ts";
+import { MemorySchema, RecallResponseSchema } from "../../src/routes/schemas.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
-import { MemorySchema, RecallResponseSchema } from "../../src/routes/schemas.ts";
-import { KEYS, ON, call, catalog, compactPath, conversation, expectError, memIdIn, request, sid } from "./helpers.ts";
+import {
+  call,
+  catalog,
+  compactPath,
+  conversation,
+  expectError,
+  KEYS,
+  memIdIn,
+  ON,
+  request,
+  sid,
+} from "./helpers.ts";
 
 async function offloaded(session: string, config: object = ON): Promise<string> {
   const res = await call(compactPath(session), { body: conversation(), config });
@@ -25,7 +36,12 @@ describe("POST /v1/sessions/:id/recall", () => {
     const body = catalog();
 
     const q = await recall(session, { mem_id: mem, query: '"name":"item-1499"', window: 20 });
-    expect(q).toMatchObject({ is_error: false, mode: "query", total_chars: body.length, matches: 1 });
+    expect(q).toMatchObject({
+      is_error: false,
+      mode: "query",
+      total_chars: body.length,
+      matches: 1,
+    });
     expect(q.content).toContain('"price":2248.5');
 
     const slice = await recall(session, { mem_id: mem, offset: 10, max_chars: 30 });
@@ -42,7 +58,10 @@ describe("POST /v1/sessions/:id/recall", () => {
     expect(head.truncated).toBe(true); // the body is longer than one 50K answer
     expect(head.next_offset).toBeGreaterThan(0);
 
-    const detail = (await (await call(`/v1/sessions/${session}`)).json()) as { totals: { recalls: number }; tool_results: { mem_id: string | null; recalls: number }[] };
+    const detail = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      totals: { recalls: number };
+      tool_results: { mem_id: string | null; recalls: number }[];
+    };
     expect(detail.totals.recalls).toBe(4);
     expect(detail.tool_results.find((r) => r.mem_id === mem)?.recalls).toBe(4);
   });
@@ -53,22 +72,39 @@ describe("POST /v1/sessions/:id/recall", () => {
     const unknown = await recall(session, { mem_id: `trm_${"0".repeat(24)}` });
     expect(unknown).toMatchObject({ is_error: true, mode: "error", total_chars: 0 });
     expect(unknown.content).toContain("No offloaded result");
-    expect((await recall(session, { mem_id: mem, query: "x", json_path: "$.items" })).is_error).toBe(true);
+    expect(
+      (await recall(session, { mem_id: mem, query: "x", json_path: "$.items" })).is_error,
+    ).toBe(true);
     expect((await recall(session, { mem_id: mem, offset: 10_000_000 })).is_error).toBe(true);
-    expect((await recall(session, { mem_id: mem, json_path: "$.items[?(@.price > 3)" })).is_error).toBe(true);
+    expect(
+      (await recall(session, { mem_id: mem, json_path: "$.items[?(@.price > 3)" })).is_error,
+    ).toBe(true);
     expect((await recall(session, { mem_id: "not-a-mem-id" })).is_error).toBe(true);
   });
 
   it("applies the session's recall mode", async () => {
     const session = sid("recall-mode");
     const mem = await offloaded(session);
-    await call(`/v1/sessions/${session}/config`, { method: "PUT", body: { ...ON, tool_result_recall_mode: "structural" } });
+    await call(`/v1/sessions/${session}/config`, {
+      method: "PUT",
+      body: { ...ON, tool_result_recall_mode: "structural" },
+    });
     const q = await recall(session, { mem_id: mem, query: "item-3" });
     expect(q.is_error).toBe(true);
     expect(q.content).toContain("query is not enabled");
-    expect((await recall(session, { mem_id: mem, json_path: "$.items[0].id" })).is_error).toBe(false);
+    expect((await recall(session, { mem_id: mem, json_path: "$.items[0].id" })).is_error).toBe(
+      false,
+    );
     // A request header can still choose another mode for one call.
-    expect((await recall(session, { mem_id: mem, query: "item-3" }, { config: { tool_result_recall_mode: "both" } })).is_error).toBe(false);
+    expect(
+      (
+        await recall(
+          session,
+          { mem_id: mem, query: "item-3" },
+          { config: { tool_result_recall_mode: "both" } },
+        )
+      ).is_error,
+    ).toBe(false);
   });
 
   it("reads another session's or tenant's mem_id exactly like an unknown one", async () => {
@@ -87,17 +123,47 @@ describe("POST /v1/sessions/:id/recall", () => {
     const session = sid("recall-400");
     const path = `/v1/sessions/${session}/recall`;
     await expectError(await call(path, { body: "{" }), 400, "invalid_json");
-    await expectError(await call(path, { body: "" , method: "POST", headers: { "content-type": "application/json" } }), 400, "invalid_json");
+    await expectError(
+      await call(path, {
+        body: "",
+        method: "POST",
+        headers: { "content-type": "application/json" },
+      }),
+      400,
+      "invalid_json",
+    );
     await expectError(await call(path, { body: { query: "x" } }), 400, "invalid_request", "mem_id");
-    await expectError(await call(path, { body: { mem_id: "trm_x", offset: "3" } }), 400, "invalid_request", "offset");
-    await expectError(await call(path, { body: { mem_id: "trm_x", offset: -1 } }), 400, "invalid_request", "offset");
-    await expectError(await call(path, { body: { mem_id: "trm_x", max_chars: 50_001 } }), 400, "invalid_request", "max_chars");
-    await expectError(await call(path, { body: { mem_id: "trm_x", verbose: true } }), 400, "invalid_request", "verbose");
+    await expectError(
+      await call(path, { body: { mem_id: "trm_x", offset: "3" } }),
+      400,
+      "invalid_request",
+      "offset",
+    );
+    await expectError(
+      await call(path, { body: { mem_id: "trm_x", offset: -1 } }),
+      400,
+      "invalid_request",
+      "offset",
+    );
+    await expectError(
+      await call(path, { body: { mem_id: "trm_x", max_chars: 50_001 } }),
+      400,
+      "invalid_request",
+      "max_chars",
+    );
+    await expectError(
+      await call(path, { body: { mem_id: "trm_x", verbose: true } }),
+      400,
+      "invalid_request",
+      "verbose",
+    );
     await expectError(await call(path, { body: [1] }), 400, "invalid_request");
   });
 
   it("answers 413 for a control body over its 1 MiB limit", async () => {
-    const res = await call(`/v1/sessions/${sid("recall-413")}/recall`, { body: JSON.stringify({ mem_id: "x".repeat(1024 * 1024) }) });
+    const res = await call(`/v1/sessions/${sid("recall-413")}/recall`, {
+      body: JSON.stringify({ mem_id: "x".repeat(1024 * 1024) }),
+    });
     await expectError(res, 413, "payload_too_large");
   });
 });
@@ -109,20 +175,46 @@ describe("GET /v1/sessions/:id/memories/:mem_id", () => {
     const res = await call(`/v1/sessions/${session}/memories/${mem}`);
     expect(res.status).toBe(200);
     const info = MemorySchema.parse(await res.json());
-    expect(info).toMatchObject({ mem_id: mem, tool_use_id: "toolu_1", tool_name: "dump", chars: catalog().length, kind: "json", source: "index" });
+    expect(info).toMatchObject({
+      mem_id: mem,
+      tool_use_id: "toolu_1",
+      tool_name: "dump",
+      chars: catalog().length,
+      kind: "json",
+      source: "index",
+    });
     expect(info.outline).toContain("items");
 
     // KV not caught up yet (another location): the same answer, from R2's metadata.
-    const app = createApp({ store: (e, s, log) => new EdgeStore({ ...partsOf(defaultStore(e, s, log)), index: new MemoryIndex({ lagging: true }) }) });
-    const lagging = await app.fetch(request(`/v1/sessions/${session}/memories/${mem}`), env, createExecutionContext());
+    const app = createApp({
+      store: (e, s, log) =>
+        new EdgeStore({
+          ...partsOf(defaultStore(e, s, log)),
+          index: new MemoryIndex({ lagging: true }),
+        }),
+    });
+    const lagging = await app.fetch(
+      request(`/v1/sessions/${session}/memories/${mem}`),
+      env,
+      createExecutionContext(),
+    );
     expect(MemorySchema.parse(await lagging.json())).toEqual({ ...info, source: "ledger" });
   });
 
   it("answers 404 for an unknown mem_id, or one of another tenant", async () => {
     const session = sid("memories-404");
     const mem = await offloaded(session);
-    await expectError(await call(`/v1/sessions/${session}/memories/trm_${"1".repeat(24)}`), 404, "not_found", "mem_id");
-    await expectError(await call(`/v1/sessions/${session}/memories/${mem}`, { key: KEYS.globex }), 404, "not_found");
+    await expectError(
+      await call(`/v1/sessions/${session}/memories/trm_${"1".repeat(24)}`),
+      404,
+      "not_found",
+      "mem_id",
+    );
+    await expectError(
+      await call(`/v1/sessions/${session}/memories/${mem}`, { key: KEYS.globex }),
+      404,
+      "not_found",
+    );
     await expectError(await call(`/v1/sessions/${session}/memories/whatever`), 404, "not_found");
   });
 });

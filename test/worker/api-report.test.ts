@@ -5,7 +5,19 @@ import { createApp } from "../../src/app.ts";
 import { SessionReportSchema, TenantReportSchema } from "../../src/routes/schemas.ts";
 import { sessionObjectName } from "../../src/session/state.ts";
 import { indexSessionKey } from "../../src/store/parts.ts";
-import { KEYS, ON, call, compactPath, conversation, expectError, memIdIn, nextTurn, request, sid, summary } from "./helpers.ts";
+import {
+  call,
+  compactPath,
+  conversation,
+  expectError,
+  KEYS,
+  memIdIn,
+  nextTurn,
+  ON,
+  request,
+  sid,
+  summary,
+} from "./helpers.ts";
 
 const SHADOW = { ...ON, tool_result_offload_shadow: true };
 
@@ -22,7 +34,10 @@ async function allPages(key: string = KEYS.acme, limit = 50) {
   let missing = 0;
   let cursor: string | null = null;
   for (let i = 0; i < 100; i++) {
-    const res = await call(`/v1/report?limit=${limit}${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`, { key });
+    const res = await call(
+      `/v1/report?limit=${limit}${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`,
+      { key },
+    );
     expect(res.status).toBe(200);
     const page = TenantReportSchema.parse(await res.json());
     rows.push(...page.sessions);
@@ -38,14 +53,21 @@ describe("GET /v1/sessions/:id/report", () => {
     const session = sid("report-live");
     const first = await call(compactPath(session), { body: conversation(), config: ON });
     const mem = memIdIn(await first.text());
-    const answer = (await (await call(`/v1/sessions/${session}/recall`, { body: { mem_id: mem, json_path: "items[3]" } })).json()) as { is_error: boolean };
+    const answer = (await (
+      await call(`/v1/sessions/${session}/recall`, { body: { mem_id: mem, json_path: "items[3]" } })
+    ).json()) as { is_error: boolean };
     expect(answer.is_error).toBe(false);
-    const second = await call(compactPath(session), { body: nextTurn(conversation(), 3), config: ON });
+    const second = await call(compactPath(session), {
+      body: nextTurn(conversation(), 3),
+      config: ON,
+    });
     const s2 = summary(second);
 
     const r = await report(session);
     expect(r).toMatchObject({ tenant: "acme", session, mode: "live" });
-    expect(r.turns.map((t) => [t.turn, t.shadow, t.offloaded, t.recalls, t.gate_fired, t.gate_declined])).toEqual([
+    expect(
+      r.turns.map((t) => [t.turn, t.shadow, t.offloaded, t.recalls, t.gate_fired, t.gate_declined]),
+    ).toEqual([
       [2, false, 1, 1, 1, 0],
       [3, false, 1, 0, 0, 0],
     ]);
@@ -55,9 +77,24 @@ describe("GET /v1/sessions/:id/report", () => {
       expect(t.saved_usd).toBeGreaterThan(0);
       expect([t.would_save_tokens, t.would_save_usd]).toEqual([0, 0]);
     }
-    expect(r.turns[1]).toMatchObject({ tokens_before: s2.tokens_before, tokens_after: s2.tokens_after, saved_usd: s2.saved_usd });
+    expect(r.turns[1]).toMatchObject({
+      tokens_before: s2.tokens_before,
+      tokens_after: s2.tokens_after,
+      saved_usd: s2.saved_usd,
+    });
     expect(r.last_turn_at).toBe(r.turns[1]!.at);
-    expect(r.totals).toMatchObject({ calls: 2, turns_logged: 2, shadow_turns: 0, offloaded: 1, offloaded_recalled: 1, recalls: 1, recall_rate: 1, gate_fired: 1, gate_declined: 0, would_save_usd: 0 });
+    expect(r.totals).toMatchObject({
+      calls: 2,
+      turns_logged: 2,
+      shadow_turns: 0,
+      offloaded: 1,
+      offloaded_recalled: 1,
+      recalls: 1,
+      recall_rate: 1,
+      gate_fired: 1,
+      gate_declined: 0,
+      would_save_usd: 0,
+    });
     expect(r.totals.saved_usd).toBeCloseTo(r.turns[0]!.saved_usd + r.turns[1]!.saved_usd, 9);
 
     const last = r.last_turn!;
@@ -69,22 +106,53 @@ describe("GET /v1/sessions/:id/report", () => {
     ]);
     const gate = last.decisions[0]!.gate!;
     expect(gate.fire).toBe(true);
-    expect(gate.net_usd).toBeCloseTo(gate.reprefill_saving_usd - gate.stub_carry_cost_usd - gate.invalidation_cost_usd - gate.expected_recall_hop_cost_usd - gate.tool_declaration_cost_usd, 6);
+    expect(gate.net_usd).toBeCloseTo(
+      gate.reprefill_saving_usd -
+        gate.stub_carry_cost_usd -
+        gate.invalidation_cost_usd -
+        gate.expected_recall_hop_cost_usd -
+        gate.tool_declaration_cost_usd,
+      6,
+    );
     expect(last.decisions[2]!.gate).toBeNull();
   });
 
   it("answers 404 for an unknown session or another tenant's, 400 for a bad id, 401 without a key", async () => {
     const session = sid("report-404");
     await call(compactPath(session), { body: conversation(), config: ON });
-    await expectError(await call(`/v1/sessions/${sid("never")}/report`), 404, "not_found", "session");
-    await expectError(await call(`/v1/sessions/${session}/report`, { key: KEYS.globex }), 404, "not_found", "session");
+    await expectError(
+      await call(`/v1/sessions/${sid("never")}/report`),
+      404,
+      "not_found",
+      "session",
+    );
+    await expectError(
+      await call(`/v1/sessions/${session}/report`, { key: KEYS.globex }),
+      404,
+      "not_found",
+      "session",
+    );
     await expectError(await call("/v1/sessions/bad%2Fid/report"), 400, "invalid_argument");
-    await expectError(await call(`/v1/sessions/${session}/report`, { key: null }), 401, "unauthorized");
-    await expectError(await call(`/v1/sessions/${session}/report`, { key: "wrong" }), 401, "unauthorized");
+    await expectError(
+      await call(`/v1/sessions/${session}/report`, { key: null }),
+      401,
+      "unauthorized",
+    );
+    await expectError(
+      await call(`/v1/sessions/${session}/report`, { key: "wrong" }),
+      401,
+      "unauthorized",
+    );
     // A session that only has a config layer exists, with nothing logged yet.
     const configured = sid("report-config-only");
     await call(`/v1/sessions/${configured}/config`, { method: "PUT", body: SHADOW });
-    expect(await report(configured)).toMatchObject({ mode: null, last_turn_at: null, turns: [], last_turn: null, totals: { turns_logged: 0, recall_rate: null } });
+    expect(await report(configured)).toMatchObject({
+      mode: null,
+      last_turn_at: null,
+      turns: [],
+      last_turn: null,
+      totals: { turns_logged: 0, recall_rate: null },
+    });
   });
 });
 
@@ -96,7 +164,16 @@ describe("shadow mode through the service", () => {
     const first = await call(compactPath(session), { body });
     expect(await first.text()).toBe(body);
     const s1 = summary(first);
-    expect(s1).toMatchObject({ enabled: true, shadow: true, changed: false, offloaded: 1, saved_tokens: 0, saved_usd: 0, recall_tool: "none", tokens_after: s1.tokens_before });
+    expect(s1).toMatchObject({
+      enabled: true,
+      shadow: true,
+      changed: false,
+      offloaded: 1,
+      saved_tokens: 0,
+      saved_usd: 0,
+      recall_tool: "none",
+      tokens_after: s1.tokens_before,
+    });
     expect(s1.would_save_tokens).toBeGreaterThan(20_000);
     expect(s1.would_save_usd).toBeGreaterThan(0);
 
@@ -106,7 +183,9 @@ describe("shadow mode through the service", () => {
     expect(summary(second)).toMatchObject({ shadow: true, changed: false });
 
     // The decision and its body are stored as a live turn would store them.
-    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { tool_results: { tool_use_id: string; action: string; mem_id: string | null }[] };
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      tool_results: { tool_use_id: string; action: string; mem_id: string | null }[];
+    };
     const offloaded = view.tool_results.find((r) => r.tool_use_id === "toolu_1")!;
     expect(offloaded.action).toBe("offloaded");
     const memory = await call(`/v1/sessions/${session}/memories/${offloaded.mem_id}`);
@@ -121,16 +200,33 @@ describe("shadow mode through the service", () => {
     expect(r.turns[0]!.would_save_tokens).toBe(s1.would_save_tokens);
     expect(r.turns[0]!.would_save_usd).toBe(s1.would_save_usd);
     expect(r.turns[0]!.tokens_after).toBeLessThan(r.turns[0]!.tokens_before); // "with offload": what it would have sent
-    expect(r.totals).toMatchObject({ shadow_turns: 2, saved_tokens: 0, saved_usd: 0, offloaded: 1, recall_rate: 0 });
-    expect(r.totals.would_save_usd).toBeCloseTo(r.turns[0]!.would_save_usd + r.turns[1]!.would_save_usd, 9);
+    expect(r.totals).toMatchObject({
+      shadow_turns: 2,
+      saved_tokens: 0,
+      saved_usd: 0,
+      offloaded: 1,
+      recall_rate: 0,
+    });
+    expect(r.totals.would_save_usd).toBeCloseTo(
+      r.turns[0]!.would_save_usd + r.turns[1]!.would_save_usd,
+      9,
+    );
     expect(r.last_turn).toMatchObject({ shadow: true, turn: 3 });
 
     // Shadow off: the shadow decisions are sticky, so the next live turn stubs toolu_1 and declares the recall tool.
     await call(`/v1/sessions/${session}/config`, { method: "PUT", body: ON });
-    const live = await call(compactPath(session), { body: JSON.stringify(nextTurn(nextTurn(conversation(), 3), 4)) });
+    const live = await call(compactPath(session), {
+      body: JSON.stringify(nextTurn(nextTurn(conversation(), 3), 4)),
+    });
     const out = await live.text();
     expect(out).toContain(offloaded.mem_id!);
-    expect(summary(live)).toMatchObject({ shadow: false, changed: true, offloaded: 1, new_decisions: 1, recall_tool: "added" });
+    expect(summary(live)).toMatchObject({
+      shadow: false,
+      changed: true,
+      offloaded: 1,
+      new_decisions: 1,
+      recall_tool: "added",
+    });
     expect(summary(live).saved_usd).toBeGreaterThan(0);
     const after = await report(session);
     expect(after.mode).toBe("live");
@@ -145,9 +241,16 @@ describe("shadow mode through the service", () => {
     const stats = await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"]);
     const before = stats.dump?.offloaded ?? 0;
     await call(compactPath(sid("shadow-stats-2")), { body: conversation(), config: adaptive });
-    expect((await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"])).dump?.offloaded ?? 0).toBe(before);
-    await call(compactPath(sid("live-stats")), { body: conversation(), config: { ...ON, tool_result_offload_adaptive: true } });
-    expect((await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"])).dump?.offloaded ?? 0).toBe(before + 1);
+    expect(
+      (await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"])).dump?.offloaded ?? 0,
+    ).toBe(before);
+    await call(compactPath(sid("live-stats")), {
+      body: conversation(),
+      config: { ...ON, tool_result_offload_adaptive: true },
+    });
+    expect(
+      (await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"])).dump?.offloaded ?? 0,
+    ).toBe(before + 1);
   });
 });
 
@@ -166,9 +269,18 @@ describe("GET /v1/report", () => {
     const page = TenantReportSchema.parse(await first.json());
     expect(page).toMatchObject({ tenant: "acme", consistency: "eventual" });
     // The page's totals are the sums of its rows; the recall rate is recomputed from them.
-    const sum = (f: (r: (typeof page.sessions)[number]) => number) => page.sessions.reduce((n, r) => n + f(r), 0);
-    expect(page.totals).toMatchObject({ sessions: page.sessions.length, turns_logged: sum((r) => r.turns_logged), offloaded: sum((r) => r.offloaded), tokens_before: sum((r) => r.tokens_before) });
-    expect(page.totals.saved_usd).toBeCloseTo(sum((r) => r.saved_usd), 9);
+    const sum = (f: (r: (typeof page.sessions)[number]) => number) =>
+      page.sessions.reduce((n, r) => n + f(r), 0);
+    expect(page.totals).toMatchObject({
+      sessions: page.sessions.length,
+      turns_logged: sum((r) => r.turns_logged),
+      offloaded: sum((r) => r.offloaded),
+      tokens_before: sum((r) => r.tokens_before),
+    });
+    expect(page.totals.saved_usd).toBeCloseTo(
+      sum((r) => r.saved_usd),
+      9,
+    );
 
     const { rows } = await allPages();
     const mine = rows.filter((r) => r.session === live || r.session === shadow);
@@ -193,7 +305,9 @@ describe("GET /v1/report", () => {
     await call(compactPath(a), { body: conversation(), config: ON });
     // An index entry without state: as KV shows for a while after a session was purged elsewhere.
     const ghost = sid("summary-ghost");
-    await env.INDEX.put(indexSessionKey({ tenant: "acme", session: ghost }), "", { metadata: { session: ghost, created_at: 1 } });
+    await env.INDEX.put(indexSessionKey({ tenant: "acme", session: ghost }), "", {
+      metadata: { session: ghost, created_at: 1 },
+    });
     const one = TenantReportSchema.parse(await (await call("/v1/report?limit=1")).json());
     expect(one.sessions.length + one.missing).toBe(1);
     expect(one.cursor).not.toBeNull();
@@ -212,35 +326,78 @@ describe("GET /v1/report", () => {
   });
 
   it("is described in /openapi.json", async () => {
-    const doc = (await (await call("/openapi.json", { key: null })).json()) as { paths: Record<string, unknown>; components: { schemas: Record<string, unknown> } };
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(["/v1/report", "/v1/sessions/{session_id}/report"]));
-    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(["SessionReport", "TenantReport"]));
+    const doc = (await (await call("/openapi.json", { key: null })).json()) as {
+      paths: Record<string, unknown>;
+      components: { schemas: Record<string, unknown> };
+    };
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(["/v1/report", "/v1/sessions/{session_id}/report"]),
+    );
+    expect(Object.keys(doc.components.schemas)).toEqual(
+      expect.arrayContaining(["SessionReport", "TenantReport"]),
+    );
   });
 });
 
 describe("a session object created by the previous version", () => {
   it("gains the new column on first use and reports its old turn lines as live, with no gate counts", async () => {
     const session = sid("old-schema");
-    const stub = env.SESSIONS.get(env.SESSIONS.idFromName(sessionObjectName({ tenant: "acme", session })));
-    const oldLog = { turn: 2, results: 1, kept: 0, compacted: 0, offloaded: 1, new_decisions: 1, tokens_before: 1000, tokens_after: 100, saved_usd: 0.0045, errors: 0 };
+    const stub = env.SESSIONS.get(
+      env.SESSIONS.idFromName(sessionObjectName({ tenant: "acme", session })),
+    );
+    const oldLog = {
+      turn: 2,
+      results: 1,
+      kept: 0,
+      compacted: 0,
+      offloaded: 1,
+      new_decisions: 1,
+      tokens_before: 1000,
+      tokens_after: 100,
+      saved_usd: 0.0045,
+      errors: 0,
+    };
     await runInDurableObject(stub, (_instance, state) => {
       const sql = state.storage.sql;
       sql.exec(
         "CREATE TABLE session (id INTEGER PRIMARY KEY CHECK (id = 1), tenant TEXT NOT NULL, session TEXT NOT NULL, recall_declared INTEGER NOT NULL DEFAULT 0, calls INTEGER NOT NULL DEFAULT 0, config TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL, last_active INTEGER NOT NULL, last_indexed INTEGER)",
       );
-      sql.exec("CREATE TABLE records (tool_use_id TEXT PRIMARY KEY, mem_id TEXT, record TEXT NOT NULL)");
-      sql.exec("CREATE TABLE turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0)");
+      sql.exec(
+        "CREATE TABLE records (tool_use_id TEXT PRIMARY KEY, mem_id TEXT, record TEXT NOT NULL)",
+      );
+      sql.exec(
+        "CREATE TABLE turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0)",
+      );
       sql.exec("CREATE TABLE recalls (mem_id TEXT PRIMARY KEY, count INTEGER NOT NULL)");
       const now = Date.now();
-      sql.exec("INSERT INTO session (id, tenant, session, calls, created_at, last_active) VALUES (1, 'acme', ?, 1, ?, ?)", session, now, now);
+      sql.exec(
+        "INSERT INTO session (id, tenant, session, calls, created_at, last_active) VALUES (1, 'acme', ?, 1, ?, ?)",
+        session,
+        now,
+        now,
+      );
       sql.exec("INSERT INTO turns (log, at) VALUES (?, ?)", JSON.stringify(oldLog), now);
     });
     const r = await report(session);
     expect(r.turns).toHaveLength(1);
-    expect(r.turns[0]).toMatchObject({ turn: 2, shadow: false, gate_fired: 0, gate_declined: 0, recalls: 0, saved_tokens: 900, saved_usd: 0.0045 });
+    expect(r.turns[0]).toMatchObject({
+      turn: 2,
+      shadow: false,
+      gate_fired: 0,
+      gate_declined: 0,
+      recalls: 0,
+      saved_tokens: 900,
+      saved_usd: 0.0045,
+    });
     expect(r.last_turn).toBeNull();
     await call(compactPath(session), { body: conversation(), config: ON });
-    const columns = await runInDurableObject(stub, (_instance, state) => state.storage.sql.exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'turns'").one().sql);
+    const columns = await runInDurableObject(
+      stub,
+      (_instance, state) =>
+        state.storage.sql
+          .exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'turns'")
+          .one().sql,
+    );
     expect(columns).toMatch(/\brecalls\b/);
     expect((await report(session)).turns).toHaveLength(2);
   });
@@ -256,7 +413,13 @@ describe("GET / and POST / (the dashboard)", () => {
     expect(res.headers.get("x-frame-options")).toBe("DENY");
     return res.text();
   };
-  const form = (key: string) => request("/", { method: "POST", key: null, body: `key=${encodeURIComponent(key)}`, headers: { "content-type": "application/x-www-form-urlencoded" } });
+  const form = (key: string) =>
+    request("/", {
+      method: "POST",
+      key: null,
+      body: `key=${encodeURIComponent(key)}`,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
 
   it("serves the login form without a key, with no data in it", async () => {
     const res = await call("/", { key: null });
@@ -267,12 +430,17 @@ describe("GET / and POST / (the dashboard)", () => {
   });
 
   it("signs in with the form or ?key=, and puts the tenant and key only in the boot data", async () => {
-    for (const res of [await call(`/?key=${KEYS.acme}`, { key: null }), await (await import("cloudflare:test")).SELF.fetch(form(KEYS.acme))]) {
+    for (const res of [
+      await call(`/?key=${KEYS.acme}`, { key: null }),
+      await (await import("cloudflare:test")).SELF.fetch(form(KEYS.acme)),
+    ]) {
       expect(res.status).toBe(200);
       const page = await html(res);
       const boot = /<script type="application\/json" id="boot">([^<]*)<\/script>/.exec(page);
       expect(JSON.parse(boot![1]!)).toEqual({ tenant: "acme", key: KEYS.acme });
-      const nonce = /script-src 'nonce-([^']+)'/.exec(res.headers.get("content-security-policy")!)![1]!;
+      const nonce = /script-src 'nonce-([^']+)'/.exec(
+        res.headers.get("content-security-policy")!,
+      )![1]!;
       expect(page).toContain(`<script nonce="${nonce}">`);
       expect(page.split(KEYS.acme)).toHaveLength(2); // exactly once
     }
@@ -291,10 +459,23 @@ describe("GET / and POST / (the dashboard)", () => {
 
   it("says so when the deployment has no keys, and refuses an oversize form", async () => {
     const app = createApp({ log: () => {} });
-    const none = await app.fetch(request(`/?key=anything`, { key: null }), { ...env, OFFLOAD_API_KEYS: "" }, createExecutionContext());
+    const none = await app.fetch(
+      request(`/?key=anything`, { key: null }),
+      { ...env, OFFLOAD_API_KEYS: "" },
+      createExecutionContext(),
+    );
     expect(none.status).toBe(401);
     expect(await html(none)).toContain("no API keys configured");
-    const big = await app.fetch(request("/", { method: "POST", key: null, body: `key=${"x".repeat(70_000)}`, headers: { "content-type": "application/x-www-form-urlencoded" } }), env, createExecutionContext());
+    const big = await app.fetch(
+      request("/", {
+        method: "POST",
+        key: null,
+        body: `key=${"x".repeat(70_000)}`,
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+      }),
+      env,
+      createExecutionContext(),
+    );
     await expectError(big, 413, "payload_too_large");
   });
 });

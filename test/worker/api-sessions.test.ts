@@ -3,18 +3,36 @@ import { describe, expect, it } from "vitest";
 import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas.ts";
 import { sessionObjectName } from "../../src/session/state.ts";
 import { indexBodyKey, indexSessionKey, ledgerPrefix } from "../../src/store/parts.ts";
-import { KEYS, ON, call, compactPath, conversation, expectError, memIdIn, nextTurn, sid } from "./helpers.ts";
+import {
+  call,
+  compactPath,
+  conversation,
+  expectError,
+  KEYS,
+  memIdIn,
+  nextTurn,
+  ON,
+  sid,
+} from "./helpers.ts";
 
-const stubOf = (tenant: string, session: string) => env.SESSIONS.get(env.SESSIONS.idFromName(sessionObjectName({ tenant, session })));
+const stubOf = (tenant: string, session: string) =>
+  env.SESSIONS.get(env.SESSIONS.idFromName(sessionObjectName({ tenant, session })));
 
 /** What the session's object holds: its own tables and their rows (the runtime's _cf_ tables aside). */
 async function objectTables(tenant: string, session: string): Promise<Record<string, number>> {
   return runInDurableObject(stubOf(tenant, session), (_instance, state) => {
     const names = state.storage.sql
-      .exec<{ name: string }>("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf%' AND name NOT LIKE 'sqlite%'")
+      .exec<{ name: string }>(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '_cf%' AND name NOT LIKE 'sqlite%'",
+      )
       .toArray()
       .map((r) => r.name);
-    return Object.fromEntries(names.map((n) => [n, state.storage.sql.exec<{ c: number }>(`SELECT count(*) AS c FROM ${n}`).one().c]));
+    return Object.fromEntries(
+      names.map((n) => [
+        n,
+        state.storage.sql.exec<{ c: number }>(`SELECT count(*) AS c FROM ${n}`).one().c,
+      ]),
+    );
   });
 }
 
@@ -38,11 +56,25 @@ describe("GET /v1/sessions/:id", () => {
       ["toolu_2", "small", "kept"],
     ]);
     const big = view.tool_results[0]!;
-    expect(big).toMatchObject({ mem_id: mem, tool_name: "dump", kind: "json", turn: 2, recalls: 0 });
+    expect(big).toMatchObject({
+      mem_id: mem,
+      tool_name: "dump",
+      kind: "json",
+      turn: 2,
+      recalls: 0,
+    });
     expect(big.sent_tokens).toBeLessThan(big.tokens / 10);
     expect(big.gate).toMatchObject({ fire: true });
     expect(view.turns.map((t) => t.turn)).toEqual([2, 3]);
-    expect(view.totals).toMatchObject({ calls: 2, turns_logged: 2, tool_results: 2, offloaded: 1, kept: 1, compacted: 0, recalls: 0 });
+    expect(view.totals).toMatchObject({
+      calls: 2,
+      turns_logged: 2,
+      tool_results: 2,
+      offloaded: 1,
+      kept: 1,
+      compacted: 0,
+      recalls: 0,
+    });
     expect(view.totals.saved_tokens).toBe(view.totals.tokens_before - view.totals.tokens_after);
     expect(view.totals.saved_tokens).toBeGreaterThan(0);
     expect(Date.parse(view.expires_at!) - Date.parse(view.last_active)).toBe(604_800_000);
@@ -57,7 +89,11 @@ describe("GET /v1/sessions/:id", () => {
     await call(compactPath(never), { body: "{}" });
     await call(`/v1/sessions/${never}/recall`, { body: { mem_id: `trm_${"0".repeat(24)}` } });
     expect(await objectTables("acme", never)).toEqual({});
-    await expectError(await call(`/v1/sessions/${session}`, { key: KEYS.globex }), 404, "not_found");
+    await expectError(
+      await call(`/v1/sessions/${session}`, { key: KEYS.globex }),
+      404,
+      "not_found",
+    );
   });
 });
 
@@ -69,7 +105,9 @@ describe("GET /v1/sessions", () => {
     await twoTurns(b);
     const page = SessionListSchema.parse(await (await call("/v1/sessions?limit=1000")).json());
     expect(page.sessions.map((s) => s.session)).toEqual(expect.arrayContaining([a, b]));
-    const globex = SessionListSchema.parse(await (await call("/v1/sessions", { key: KEYS.globex })).json());
+    const globex = SessionListSchema.parse(
+      await (await call("/v1/sessions", { key: KEYS.globex })).json(),
+    );
     expect(globex.sessions.map((s) => s.session)).not.toContain(a);
     const first = SessionListSchema.parse(await (await call("/v1/sessions?limit=1")).json());
     expect(first.sessions).toHaveLength(1);
@@ -90,20 +128,31 @@ describe("DELETE /v1/sessions/:id", () => {
 
     expect((await env.LEDGER.list({ prefix: ledgerPrefix(ref) })).objects).toHaveLength(1);
     expect(await env.INDEX.get(indexBodyKey(ref, mem))).not.toBeNull();
-    expect(await env.INDEX.getWithMetadata(indexSessionKey(ref))).toMatchObject({ metadata: { session } });
-    expect(await objectTables("acme", session)).toMatchObject({ session: 1, records: 2, turns: 2, recalls: 1 });
+    expect(await env.INDEX.getWithMetadata(indexSessionKey(ref))).toMatchObject({
+      metadata: { session },
+    });
+    expect(await objectTables("acme", session)).toMatchObject({
+      session: 1,
+      records: 2,
+      turns: 2,
+      recalls: 1,
+    });
 
     const res = await call(`/v1/sessions/${session}`, { method: "DELETE" });
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
 
     expect(await objectTables("acme", session)).toEqual({});
-    expect(await runInDurableObject(stubOf("acme", session), (_i, state) => state.storage.getAlarm())).toBeNull();
+    expect(
+      await runInDurableObject(stubOf("acme", session), (_i, state) => state.storage.getAlarm()),
+    ).toBeNull();
     expect((await env.LEDGER.list({ prefix: ledgerPrefix(ref) })).objects).toEqual([]);
     expect(await env.INDEX.get(indexBodyKey(ref, mem))).toBeNull();
     expect(await env.INDEX.get(indexSessionKey(ref))).toBeNull();
     await expectError(await call(`/v1/sessions/${session}`), 404, "not_found");
-    const recall = (await (await call(`/v1/sessions/${session}/recall`, { body: { mem_id: mem } })).json()) as { is_error: boolean };
+    const recall = (await (
+      await call(`/v1/sessions/${session}/recall`, { body: { mem_id: mem } })
+    ).json()) as { is_error: boolean };
     expect(recall.is_error).toBe(true);
 
     // The other session is whole.
@@ -116,7 +165,9 @@ describe("DELETE /v1/sessions/:id", () => {
   it("is idempotent, and another tenant's DELETE touches nothing of ours", async () => {
     const session = sid("delete-tenant");
     await twoTurns(session);
-    expect((await call(`/v1/sessions/${session}`, { method: "DELETE", key: KEYS.globex })).status).toBe(204);
+    expect(
+      (await call(`/v1/sessions/${session}`, { method: "DELETE", key: KEYS.globex })).status,
+    ).toBe(204);
     expect((await call(`/v1/sessions/${session}`)).status).toBe(200);
     expect((await call(`/v1/sessions/${sid("never")}`, { method: "DELETE" })).status).toBe(204);
   });

@@ -1,6 +1,6 @@
 // The limit path end to end: streamed in, scanned, hashed, written to R2, stubbed, replayed, recalled.
 import { describe, expect, it } from "vitest";
-import { ON, call, compactPath, conversation, memIdIn, sid, summary } from "./helpers.ts";
+import { call, compactPath, conversation, memIdIn, ON, sid, summary } from "./helpers.ts";
 
 describe("a request near the 32 MiB limit", () => {
   it("compacts a 30 MB tool result end to end and recalls from it", async () => {
@@ -15,7 +15,11 @@ describe("a request near the 32 MiB limit", () => {
     expect(text.length).toBeLessThan(5000);
     const again = await call(compactPath(session), { body, config: ON });
     expect(await again.text()).toBe(text);
-    const recall = (await (await call(`/v1/sessions/${session}/recall`, { body: { mem_id: memIdIn(text), offset: 29_000_000, max_chars: 100 } })).json()) as { content: string };
+    const recall = (await (
+      await call(`/v1/sessions/${session}/recall`, {
+        body: { mem_id: memIdIn(text), offset: 29_000_000, max_chars: 100 },
+      })
+    ).json()) as { content: string };
     expect(recall.content).toContain("INFO request handled");
   }, 60_000);
 });

@@ -4,7 +4,7 @@ import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp, defaultStore } from "../../src/app.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
-import { ON, call, compactPath, conversation, nextTurn, request, sid, summary } from "./helpers.ts";
+import { call, compactPath, conversation, nextTurn, ON, request, sid, summary } from "./helpers.ts";
 
 type Out = { messages: { content: { content?: string }[] }[] };
 
@@ -49,11 +49,22 @@ describe("concurrent turns of one session", () => {
     const session = sid("race-same");
     const app = racingApp(2);
     const body = JSON.stringify(conversation());
-    const [a, b] = await Promise.all([0, 1].map(() => app.fetch(request(compactPath(session), { body, config: ON }), env, createExecutionContext())));
+    const [a, b] = await Promise.all(
+      [0, 1].map(() =>
+        app.fetch(
+          request(compactPath(session), { body, config: ON }),
+          env,
+          createExecutionContext(),
+        ),
+      ),
+    );
     const [ta, tb] = [await a!.text(), await b!.text()];
     expect(ta).toBe(tb);
     expect(summary(a!).offloaded).toBe(1);
-    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { totals: { calls: number }; tool_results: unknown[] };
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      totals: { calls: number };
+      tool_results: unknown[];
+    };
     expect(view.totals.calls).toBe(2);
     expect(view.tool_results).toHaveLength(1);
   });
@@ -63,11 +74,17 @@ describe("concurrent turns of one session", () => {
     const app = racingApp(2);
     const body = JSON.stringify(conversation());
     const configs = [ON, { tool_result_compaction_enabled: true }];
-    const responses = await Promise.all(configs.map((config) => app.fetch(request(compactPath(session), { body, config }), env, createExecutionContext())));
+    const responses = await Promise.all(
+      configs.map((config) =>
+        app.fetch(request(compactPath(session), { body, config }), env, createExecutionContext()),
+      ),
+    );
     const outs = await Promise.all(responses.map(async (r) => JSON.parse(await r.text()) as Out));
     const rendered = outs.map((o) => o.messages[2]!.content[0]!.content!);
     expect(rendered[0]).toBe(rendered[1]);
-    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { tool_results: { tool_use_id: string; action: string }[] };
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      tool_results: { tool_use_id: string; action: string }[];
+    };
     expect(view.tool_results).toHaveLength(1);
     const action = view.tool_results[0]!.action;
     expect(["offloaded", "compacted"]).toContain(action);
@@ -78,9 +95,25 @@ describe("concurrent turns of one session", () => {
   it("three turns of different lengths at once agree on the shared result", async () => {
     const session = sid("race-lengths");
     const app = racingApp(3);
-    const bodies = [conversation(), nextTurn(conversation(), 3), nextTurn(nextTurn(conversation(), 3), 4)].map((c) => JSON.stringify(c));
-    const responses = await Promise.all(bodies.map((body) => app.fetch(request(compactPath(session), { body, config: ON }), env, createExecutionContext())));
-    const rendered = await Promise.all(responses.map(async (r) => (JSON.parse(await r.text()) as Out).messages[2]!.content[0]!.content!));
+    const bodies = [
+      conversation(),
+      nextTurn(conversation(), 3),
+      nextTurn(nextTurn(conversation(), 3), 4),
+    ].map((c) => JSON.stringify(c));
+    const responses = await Promise.all(
+      bodies.map((body) =>
+        app.fetch(
+          request(compactPath(session), { body, config: ON }),
+          env,
+          createExecutionContext(),
+        ),
+      ),
+    );
+    const rendered = await Promise.all(
+      responses.map(
+        async (r) => (JSON.parse(await r.text()) as Out).messages[2]!.content[0]!.content!,
+      ),
+    );
     expect(new Set(rendered).size).toBe(1);
     expect(rendered[0]).toMatch(/trm_[0-9a-f]{24}/);
   });

@@ -3,7 +3,12 @@
  * Fixtures are built in memory by the same builders that wrote the committed files: workerd has no disk.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { ExtractionFailedError, extractText, extractTexts, UnsupportedAttachmentError } from "../../src/lib.ts";
+import {
+  ExtractionFailedError,
+  extractText,
+  extractTexts,
+  UnsupportedAttachmentError,
+} from "../../src/lib.ts";
 import { fixture } from "../fixtures/build.ts";
 import { gridXlsx } from "../fixtures/office-writer.ts";
 
@@ -20,12 +25,22 @@ describe("extraction in workerd", () => {
 
   it("reads a PDF's text layer page by page", async () => {
     const r = await extractText(attach("multipage.pdf"), { max_pages: 3 });
-    expect(r).toMatchObject({ format: "pdf", pages: 5, pages_extracted: 3, truncated: true, truncated_by: "max_pages" });
+    expect(r).toMatchObject({
+      format: "pdf",
+      pages: 5,
+      pages_extracted: 3,
+      truncated: true,
+      truncated_by: "max_pages",
+    });
     expect(r.text).toContain("Body text of page 3.");
   });
 
   it("maps pdf.js's exceptions: encrypted, corrupt, empty", async () => {
-    for (const [file, reason] of [["encrypted.pdf", "encrypted"], ["corrupt.pdf", "corrupt"], ["scanned.pdf", "empty"]] as const) {
+    for (const [file, reason] of [
+      ["encrypted.pdf", "encrypted"],
+      ["corrupt.pdf", "corrupt"],
+      ["scanned.pdf", "empty"],
+    ] as const) {
       const e = await extractText(attach(file)).catch((x: unknown) => x);
       expect(e, file).toBeInstanceOf(ExtractionFailedError);
       expect((e as ExtractionFailedError).reason, file).toBe(reason);
@@ -41,12 +56,20 @@ describe("extraction in workerd", () => {
   it("unzips DOCX and XLSX with the runtime's DecompressionStream", async () => {
     expect((await extractText(attach("report.docx"))).text).toContain("| North | 1,200 | 5% |");
     expect((await extractText(attach("workbook.xlsx"))).text).toContain("東京,2024-03-01,12:00:00");
-    const grid = await extractText({ data: gridXlsx(3000, 6), media_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" }, { max_rows: 2500 });
+    const grid = await extractText(
+      {
+        data: gridXlsx(3000, 6),
+        media_type: "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+      },
+      { max_rows: 2500 },
+    );
     expect(grid.truncated_by).toBe("max_rows");
   });
 
   it("stops a lying ZIP entry as it inflates", async () => {
-    const e = (await extractText(attach("lying-size.docx")).catch((x: unknown) => x)) as ExtractionFailedError;
+    const e = (await extractText(attach("lying-size.docx")).catch(
+      (x: unknown) => x,
+    )) as ExtractionFailedError;
     expect(e.reason).toBe("corrupt");
   });
 
@@ -56,9 +79,15 @@ describe("extraction in workerd", () => {
   });
 
   it("warn mode over a mixed batch", async () => {
-    const results = await extractTexts([attach("text.pdf"), attach("image.webp"), attach("table.csv")]);
+    const results = await extractTexts([
+      attach("text.pdf"),
+      attach("image.webp"),
+      attach("table.csv"),
+    ]);
     expect(results.map((r) => r.ok)).toEqual([true, false, true]);
-    const e = await extractTexts([attach("legacy.xls")], { on_error: "raise" }).catch((x: unknown) => x);
+    const e = await extractTexts([attach("legacy.xls")], { on_error: "raise" }).catch(
+      (x: unknown) => x,
+    );
     expect(e).toBeInstanceOf(UnsupportedAttachmentError);
   });
 });

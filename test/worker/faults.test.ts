@@ -6,7 +6,20 @@ import { type AppDeps, createApp, defaultStore } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
 import type { SessionStatePort } from "../../src/store/parts.ts";
-import { ON, bound, call, catalog, compactPath, conversation, expectError, memIdIn, nextTurn, request, sid, summary } from "./helpers.ts";
+import {
+  bound,
+  call,
+  catalog,
+  compactPath,
+  conversation,
+  expectError,
+  memIdIn,
+  nextTurn,
+  ON,
+  request,
+  sid,
+  summary,
+} from "./helpers.ts";
 
 const quiet = () => {};
 
@@ -26,15 +39,29 @@ function failing<T extends object>(binding: T, methods: string[], calls: string[
   });
 }
 
-function appWith(bindings: Partial<Env>, sessions?: (real: SessionStatePort) => SessionStatePort): ReturnType<typeof createApp> {
+function appWith(
+  bindings: Partial<Env>,
+  sessions?: (real: SessionStatePort) => SessionStatePort,
+): ReturnType<typeof createApp> {
   const store: AppDeps["store"] = (e, settings, log) => {
     const real = defaultStore({ ...e, ...bindings }, settings, log);
-    return sessions === undefined ? real : new EdgeStore({ sessions: sessions(real.sessions), ledger: real.ledger, index: real.index, log });
+    return sessions === undefined
+      ? real
+      : new EdgeStore({
+          sessions: sessions(real.sessions),
+          ledger: real.ledger,
+          index: real.index,
+          log,
+        });
   };
   return createApp({ store, log: quiet });
 }
 
-function send(app: ReturnType<typeof createApp>, path: string, init: Parameters<typeof request>[1] = {}): Promise<Response> {
+function send(
+  app: ReturnType<typeof createApp>,
+  path: string,
+  init: Parameters<typeof request>[1] = {},
+): Promise<Response> {
   return Promise.resolve(app.fetch(request(path, init), env, createExecutionContext()));
 }
 
@@ -57,25 +84,43 @@ describe("fault injection", () => {
     expect(s.errors[0]!.message).not.toContain("InternalError"); // internals stay in the operator's log
 
     // No record was kept for the failed result: the next turn (R2 healthy) decides it afresh.
-    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { tool_results: { tool_use_id: string }[] };
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      tool_results: { tool_use_id: string }[];
+    };
     expect(view.tool_results.map((r) => r.tool_use_id)).not.toContain("toolu_1");
-    const healthy = await call(compactPath(session), { body: nextTurn(conversation(), 3), config: ON });
+    const healthy = await call(compactPath(session), {
+      body: nextTurn(conversation(), 3),
+      config: ON,
+    });
     expect(summary(healthy)).toMatchObject({ offloaded: 1, errors_total: 0 });
     const mem = memIdIn(await healthy.text());
-    const recalled = (await (await call(`/v1/sessions/${session}/recall`, { body: { mem_id: mem, json_path: "items[1].name" } })).json()) as { content: string };
+    const recalled = (await (
+      await call(`/v1/sessions/${session}/recall`, {
+        body: { mem_id: mem, json_path: "items[1].name" },
+      })
+    ).json()) as { content: string };
     expect(recalled.content).toContain("item-1");
   });
 
   it("a failing KV write still offloads (R2 holds the body), and the summary notes the index error", async () => {
     const session = sid("kv-put");
-    const res = await send(appWith({ INDEX: failing(env.INDEX, ["put"]) }), compactPath(session), { body: conversation(), config: ON });
+    const res = await send(appWith({ INDEX: failing(env.INDEX, ["put"]) }), compactPath(session), {
+      body: conversation(),
+      config: ON,
+    });
     const s = summary(res);
     expect(s.offloaded).toBe(1);
     expect(s.errors.map((e) => e.type).sort()).toEqual(["index_error", "index_error"]); // the mem_id and the session entry
     const mem = memIdIn(await res.text());
-    const recalled = (await (await call(`/v1/sessions/${session}/recall`, { body: { mem_id: mem, offset: 0, max_chars: 10 } })).json()) as { is_error: boolean };
+    const recalled = (await (
+      await call(`/v1/sessions/${session}/recall`, {
+        body: { mem_id: mem, offset: 0, max_chars: 10 },
+      })
+    ).json()) as { is_error: boolean };
     expect(recalled.is_error).toBe(false);
-    const info = (await (await call(`/v1/sessions/${session}/memories/${mem}`)).json()) as { source: string };
+    const info = (await (await call(`/v1/sessions/${session}/memories/${mem}`)).json()) as {
+      source: string;
+    };
     expect(info.source).toBe("ledger"); // the index missed; R2 answered
   });
 
@@ -101,7 +146,18 @@ describe("fault injection", () => {
         throw new Error("Network connection lost.");
       };
       void real;
-      return { load: fail, commit: fail, noteRecall: fail, describe: fail, report: fail, getConfig: fail, setConfig: fail, destroy: fail, proxyState: fail, finishProxyTurn: fail };
+      return {
+        load: fail,
+        commit: fail,
+        noteRecall: fail,
+        describe: fail,
+        report: fail,
+        getConfig: fail,
+        setConfig: fail,
+        destroy: fail,
+        proxyState: fail,
+        finishProxyTurn: fail,
+      };
     };
     const app = appWith({}, down);
     const body = JSON.stringify(conversation());
@@ -111,11 +167,30 @@ describe("fault injection", () => {
     expect(summary(res).errors[0]).toMatchObject({ type: "storage_error" });
     const get = await send(app, `/v1/sessions/${session}`);
     expect(get.headers.get("retry-after")).toBe("1");
-    expect((await expectError(get, 503, "storage_error")).error.message).toBe("reading the session state failed");
-    await expectError(await send(app, `/v1/sessions/${session}/recall`, { body: { mem_id: `trm_${"a".repeat(24)}` } }), 503, "storage_error");
-    await expectError(await send(app, `/v1/sessions/${session}/config`, { method: "PUT", body: ON }), 503, "storage_error");
-    await expectError(await send(app, `/v1/sessions/${session}`, { method: "DELETE" }), 503, "storage_error");
-    expect((await expectError(await send(app, `/v1/sessions/${session}/report`), 503, "storage_error")).error.message).toBe("reading the session report failed");
+    expect((await expectError(get, 503, "storage_error")).error.message).toBe(
+      "reading the session state failed",
+    );
+    await expectError(
+      await send(app, `/v1/sessions/${session}/recall`, {
+        body: { mem_id: `trm_${"a".repeat(24)}` },
+      }),
+      503,
+      "storage_error",
+    );
+    await expectError(
+      await send(app, `/v1/sessions/${session}/config`, { method: "PUT", body: ON }),
+      503,
+      "storage_error",
+    );
+    await expectError(
+      await send(app, `/v1/sessions/${session}`, { method: "DELETE" }),
+      503,
+      "storage_error",
+    );
+    expect(
+      (await expectError(await send(app, `/v1/sessions/${session}/report`), 503, "storage_error"))
+        .error.message,
+    ).toBe("reading the session report failed");
   });
 
   it("an unreachable DO makes the tenant summary a 503 once the index lists a session", async () => {
@@ -145,15 +220,29 @@ describe("fault injection", () => {
 
   it("a failing R2 read makes recall a 503 (retryable), not a wrong answer", async () => {
     const session = sid("r2-get");
-    const mem = memIdIn(await (await call(compactPath(session), { body: conversation(), config: ON })).text());
-    const res = await send(appWith({ LEDGER: failing(env.LEDGER, ["get"]) }), `/v1/sessions/${session}/recall`, { body: { mem_id: mem } });
-    expect((await expectError(res, 503, "storage_error")).error.message).toBe("the ledger could not be read");
+    const mem = memIdIn(
+      await (await call(compactPath(session), { body: conversation(), config: ON })).text(),
+    );
+    const res = await send(
+      appWith({ LEDGER: failing(env.LEDGER, ["get"]) }),
+      `/v1/sessions/${session}/recall`,
+      { body: { mem_id: mem } },
+    );
+    expect((await expectError(res, 503, "storage_error")).error.message).toBe(
+      "the ledger could not be read",
+    );
   });
 
   it("a DELETE that fails half way (R2 down) is a 503; repeating it finishes the job", async () => {
     const session = sid("delete-fault");
-    const mem = memIdIn(await (await call(compactPath(session), { body: conversation(), config: ON })).text());
-    const res = await send(appWith({ LEDGER: failing(env.LEDGER, ["delete"]) }), `/v1/sessions/${session}`, { method: "DELETE" });
+    const mem = memIdIn(
+      await (await call(compactPath(session), { body: conversation(), config: ON })).text(),
+    );
+    const res = await send(
+      appWith({ LEDGER: failing(env.LEDGER, ["delete"]) }),
+      `/v1/sessions/${session}`,
+      { method: "DELETE" },
+    );
     await expectError(res, 503, "storage_error");
     // The authority already forgot the session, so no record points at a body that might be gone.
     await expectError(await call(`/v1/sessions/${session}`), 404, "not_found");

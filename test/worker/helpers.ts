@@ -30,19 +30,38 @@ export function request(path: string, init: CallInit = {}): Request {
   let body: BodyInit | null = null;
   if (init.body !== undefined && init.body !== null) {
     const raw = init.body;
-    body = typeof raw === "string" || raw instanceof Uint8Array || raw instanceof ReadableStream || raw instanceof ArrayBuffer ? (raw as BodyInit) : JSON.stringify(raw);
+    body =
+      typeof raw === "string" ||
+      raw instanceof Uint8Array ||
+      raw instanceof ReadableStream ||
+      raw instanceof ArrayBuffer
+        ? (raw as BodyInit)
+        : JSON.stringify(raw);
     headers["content-type"] ??= "application/json";
   }
-  return new Request(`${BASE}${path}`, { method: init.method ?? (body === null ? "GET" : "POST"), headers, body });
+  return new Request(`${BASE}${path}`, {
+    method: init.method ?? (body === null ? "GET" : "POST"),
+    headers,
+    body,
+  });
 }
 
 export function call(path: string, init: CallInit = {}): Promise<Response> {
   return SELF.fetch(request(path, init));
 }
 
-export async function expectError(res: Response, status: number, type: string, path?: string): Promise<{ error: { type: string; message: string; path?: string } }> {
+export async function expectError(
+  res: Response,
+  status: number,
+  type: string,
+  path?: string,
+): Promise<{ error: { type: string; message: string; path?: string } }> {
   const body = (await res.json()) as { error: { type: string; message: string; path?: string } };
-  expect({ status: res.status, type: body.error.type, keys: Object.keys(body).join() }).toEqual({ status, type, keys: "error" });
+  expect({ status: res.status, type: body.error.type, keys: Object.keys(body).join() }).toEqual({
+    status,
+    type,
+    keys: "error",
+  });
   expect(typeof body.error.message).toBe("string");
   if (path !== undefined) expect(body.error.path).toBe(path);
   return body;
@@ -57,7 +76,9 @@ export function summary(res: Response) {
 
 /** ~75K chars of JSON: over the 60K offload threshold, and addressable with json_path. */
 export function catalog(items = 1500): string {
-  return JSON.stringify({ items: Array.from({ length: items }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })) });
+  return JSON.stringify({
+    items: Array.from({ length: items }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })),
+  });
 }
 
 type Message = { role: "user" | "assistant"; content: unknown };
@@ -73,25 +94,50 @@ export function conversation(big = catalog()): Conversation {
   return {
     model: "claude-opus-4-5",
     max_tokens: 1024,
-    tools: [{ name: "dump", description: "Dump the catalog", input_schema: { type: "object", properties: {} } }],
+    tools: [
+      {
+        name: "dump",
+        description: "Dump the catalog",
+        input_schema: { type: "object", properties: {} },
+      },
+    ],
     messages: [
       { role: "user", content: "Load the catalog and tell me the most expensive item." },
-      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
+      },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: big }] },
-      { role: "assistant", content: [{ type: "text", text: "Loaded. Checking the status too." }, { type: "tool_use", id: "toolu_2", name: "status", input: {} }] },
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "Loaded. Checking the status too." },
+          { type: "tool_use", id: "toolu_2", name: "status", input: {} },
+        ],
+      },
       { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
     ],
   };
 }
 
 /** The next turn: one more call and its result appended (to whatever history the client holds). */
-export function nextTurn(history: Conversation, k: number, result = `step ${k} done`): Conversation {
+export function nextTurn(
+  history: Conversation,
+  k: number,
+  result = `step ${k} done`,
+): Conversation {
   return {
     ...history,
     messages: [
       ...history.messages,
-      { role: "assistant", content: [{ type: "tool_use", id: `toolu_${k}`, name: "step", input: { k } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${k}`, content: result }] },
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: `toolu_${k}`, name: "step", input: { k } }],
+      },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: `toolu_${k}`, content: result }],
+      },
     ],
   };
 }

@@ -26,7 +26,8 @@ export function mockProvider(...replies: Reply[]): Seen[] {
   const real = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const req = new Request(input as RequestInfo, init as RequestInit);
-    if (!HOSTS.some((h) => req.url.startsWith(h))) return real(input as RequestInfo, init as RequestInit);
+    if (!HOSTS.some((h) => req.url.startsWith(h)))
+      return real(input as RequestInfo, init as RequestInit);
     const body = await req.text();
     let json: Record<string, unknown> = {};
     try {
@@ -37,7 +38,8 @@ export function mockProvider(...replies: Reply[]): Seen[] {
     const s = { url: req.url, headers: req.headers, body, json };
     seen.push(s);
     const reply = replies.shift();
-    if (reply === undefined) throw new Error(`unexpected provider call #${seen.length} to ${req.url}`);
+    if (reply === undefined)
+      throw new Error(`unexpected provider call #${seen.length} to ${req.url}`);
     let r: Reply | Response = reply;
     while (typeof r === "function") r = await r(s);
     if (r instanceof Error) throw r;
@@ -46,8 +48,16 @@ export function mockProvider(...replies: Reply[]): Seen[] {
   return seen;
 }
 
-export function jsonReply(body: unknown, status = 200, headers: Record<string, string> = {}): Reply {
-  return () => new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+export function jsonReply(
+  body: unknown,
+  status = 200,
+  headers: Record<string, string> = {},
+): Reply {
+  return () =>
+    new Response(JSON.stringify(body), {
+      status,
+      headers: { "content-type": "application/json", ...headers },
+    });
 }
 
 export function textReply(body: string, headers: Record<string, string>, status = 200): Reply {
@@ -64,12 +74,15 @@ function sseResponse(events: readonly string[], options: { cut?: number }): Resp
   let i = 0;
   const body = new ReadableStream<Uint8Array>({
     pull(controller) {
-      if (options.cut !== undefined && i === options.cut) return controller.error(new Error("Network connection lost."));
+      if (options.cut !== undefined && i === options.cut)
+        return controller.error(new Error("Network connection lost."));
       if (i >= events.length) return controller.close();
       controller.enqueue(encoder.encode(events[i++]!));
     },
   });
-  return new Response(body, { headers: { "content-type": "text/event-stream; charset=utf-8", "request-id": "req_stream" } });
+  return new Response(body, {
+    headers: { "content-type": "text/event-stream; charset=utf-8", "request-id": "req_stream" },
+  });
 }
 
 export interface ProxyInit {
@@ -86,7 +99,11 @@ export function proxyRequest(path: string, body: unknown, init: ProxyInit = {}):
   if (key !== null) headers["x-offload-key"] = key;
   if (init.session !== null) headers["x-offload-session"] = init.session ?? "proxy-default";
   if (init.config !== undefined) headers["x-offload-config"] = JSON.stringify(init.config);
-  return new Request(`${BASE}${path}${init.query ?? ""}`, { method: "POST", headers, body: typeof body === "string" ? body : JSON.stringify(body) });
+  return new Request(`${BASE}${path}${init.query ?? ""}`, {
+    method: "POST",
+    headers,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
 }
 
 export function proxy(path: string, body: unknown, init: ProxyInit = {}): Promise<Response> {
@@ -94,7 +111,11 @@ export function proxy(path: string, body: unknown, init: ProxyInit = {}): Promis
 }
 
 /** Parse an event stream the proxy sent: events, and its trailing edge-offload comment. */
-export async function readEvents(res: Response): Promise<{ events: { event: string | null; data: string }[]; comment: Record<string, unknown> | null; text: string }> {
+export async function readEvents(res: Response): Promise<{
+  events: { event: string | null; data: string }[];
+  comment: Record<string, unknown> | null;
+  text: string;
+}> {
   const text = await res.text();
   const events: { event: string | null; data: string }[] = [];
   let comment: Record<string, unknown> | null = null;
@@ -103,7 +124,8 @@ export async function readEvents(res: Response): Promise<{ events: { event: stri
     let event: string | null = null;
     const data: string[] = [];
     for (const line of block.split("\n")) {
-      if (line.startsWith(": edge-offload ")) comment = JSON.parse(line.slice(": edge-offload ".length)) as Record<string, unknown>;
+      if (line.startsWith(": edge-offload "))
+        comment = JSON.parse(line.slice(": edge-offload ".length)) as Record<string, unknown>;
       else if (line.startsWith("event: ")) event = line.slice(7);
       else if (line.startsWith("data: ")) data.push(line.slice(6));
     }
@@ -112,7 +134,9 @@ export async function readEvents(res: Response): Promise<{ events: { event: stri
   return { events, comment, text };
 }
 
-export function proxySummary(res: Response): Record<string, unknown> & { proxy?: Record<string, unknown> } {
+export function proxySummary(
+  res: Response,
+): Record<string, unknown> & { proxy?: Record<string, unknown> } {
   const header = res.headers.get("x-offload-summary");
   expect(header).not.toBeNull();
   return JSON.parse(header!) as Record<string, unknown> & { proxy?: Record<string, unknown> };

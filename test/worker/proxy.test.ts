@@ -7,9 +7,32 @@ import { createExecutionContext, env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, defaultStore } from "../../src/app.ts";
 import { EdgeStore } from "../../src/store/edge.ts";
-import { anthropicEvents, anthropicMessage, anthropicRequest, chatCompletion, chatEvents, chatRequest, memIdIn, ON, RECALL_NAME, response, responseEvents, responsesRequest } from "../support/providers.ts";
+import {
+  anthropicEvents,
+  anthropicMessage,
+  anthropicRequest,
+  chatCompletion,
+  chatEvents,
+  chatRequest,
+  memIdIn,
+  ON,
+  RECALL_NAME,
+  response,
+  responseEvents,
+  responsesRequest,
+} from "../support/providers.ts";
 import { bound, call, sid } from "./helpers.ts";
-import { type Seen, jsonReply, textReply, mockProvider, proxy, proxyRequest, proxySummary, readEvents, sseReply } from "./proxy-mock.ts";
+import {
+  jsonReply,
+  mockProvider,
+  proxy,
+  proxyRequest,
+  proxySummary,
+  readEvents,
+  type Seen,
+  sseReply,
+  textReply,
+} from "./proxy-mock.ts";
 
 afterEach(() => {
   vi.restoreAllMocks();
@@ -35,25 +58,36 @@ describe("proxy: auth, session and headers", () => {
     const missingKey = await proxy(MESSAGES, anthropicRequest(), { key: null });
     expect(missingKey.status).toBe(401);
     expect(missingKey.headers.get("x-offload-error")).toBe("unauthorized");
-    const body = (await missingKey.json()) as { type: string; error: { type: string; message: string } };
+    const body = (await missingKey.json()) as {
+      type: string;
+      error: { type: string; message: string };
+    };
     expect(body.type).toBe("error");
     expect(body.error.type).toBe("authentication_error");
     expect(body.error.message).toContain("x-offload-key");
 
     const unknown = await proxy(CHAT, chatRequest(), { key: "nope" });
     expect(unknown.status).toBe(401);
-    const openai = (await unknown.json()) as { error: { message: string; type: string; code: string; param: string } };
+    const openai = (await unknown.json()) as {
+      error: { message: string; type: string; code: string; param: string };
+    };
     expect(openai.error).toMatchObject({ code: "unauthorized", param: "x-offload-key" });
     expect(openai.error.message).toMatch(/^edge-offload: unknown x-offload-key/);
 
     const noSession = await proxy(RESPONSES, responsesRequest(), { session: null });
     expect(noSession.status).toBe(400);
-    expect(((await noSession.json()) as { error: { param: string; message: string } }).error).toMatchObject({ param: "x-offload-session" });
+    expect(
+      ((await noSession.json()) as { error: { param: string; message: string } }).error,
+    ).toMatchObject({ param: "x-offload-session" });
     const badSession = await proxy(MESSAGES, anthropicRequest(), { session: "a/b" });
     expect(badSession.status).toBe(400);
-    expect(((await badSession.json()) as { error: { message: string } }).error.message).toContain("x-offload-session must be");
+    expect(((await badSession.json()) as { error: { message: string } }).error.message).toContain(
+      "x-offload-session must be",
+    );
 
-    const badConfig = await proxy(MESSAGES, anthropicRequest(), { config: { tool_result_recall_mode: "all" } });
+    const badConfig = await proxy(MESSAGES, anthropicRequest(), {
+      config: { tool_result_recall_mode: "all" },
+    });
     expect(badConfig.status).toBe(400);
     expect(badConfig.headers.get("x-offload-error")).toBe("invalid_config");
   });
@@ -109,8 +143,13 @@ describe("proxy: auth, session and headers", () => {
   it("with compaction off forwards the very bytes and returns the provider's bytes", async () => {
     const pretty = `{ "model" : "gpt-4.1",\n "messages":[{"role":"user","content":"caf\\u00e9"}] }`;
     const answer = `{"id":"chatcmpl-1",  "object":"chat.completion","choices":[]}`;
-    const seen = mockProvider(textReply(answer, { "content-type": "application/json", "x-request-id": "r1" }));
-    const res = await proxy(CHAT, pretty, { session: sid("off"), headers: { authorization: "Bearer sk-openai" } });
+    const seen = mockProvider(
+      textReply(answer, { "content-type": "application/json", "x-request-id": "r1" }),
+    );
+    const res = await proxy(CHAT, pretty, {
+      session: sid("off"),
+      headers: { authorization: "Bearer sk-openai" },
+    });
     expect(seen[0]!.url).toBe("https://api.openai.com/v1/chat/completions");
     expect(seen[0]!.body).toBe(pretty);
     expect(seen[0]!.headers.get("authorization")).toBe("Bearer sk-openai");
@@ -122,28 +161,69 @@ describe("proxy: auth, session and headers", () => {
   it("refuses an oversize body with 413 in the provider's shape", async () => {
     mockProvider();
     const app = createApp({ maxBodyBytes: 1000, log: () => {} });
-    const res = await app.fetch(proxyRequest(RESPONSES, responsesRequest(), { config: ON, session: sid("big") }), env, createExecutionContext());
+    const res = await app.fetch(
+      proxyRequest(RESPONSES, responsesRequest(), { config: ON, session: sid("big") }),
+      env,
+      createExecutionContext(),
+    );
     expect(res.status).toBe(413);
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("payload_too_large");
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
+      "payload_too_large",
+    );
   });
 
   it("goes to ANTHROPIC_BASE_URL and OPENAI_BASE_URL as the SDKs mean them", async () => {
-    const seen = mockProvider(jsonReply(hello), jsonReply(chatCompletion("c", [{ text: "hi" }], { input: 1, output: 1 })));
-    const app = createApp({ log: () => {}, fetch: (input, init) => globalThis.fetch(String(input).replace("https://gw.example/", "https://api.anthropic.com/"), init) });
-    const vars = { ...env, ANTHROPIC_BASE_URL: "https://gw.example/anthropic/", OPENAI_BASE_URL: "https://api.openai.com/proxy/v1" };
+    const seen = mockProvider(
+      jsonReply(hello),
+      jsonReply(chatCompletion("c", [{ text: "hi" }], { input: 1, output: 1 })),
+    );
+    const app = createApp({
+      log: () => {},
+      fetch: (input, init) =>
+        globalThis.fetch(
+          String(input).replace("https://gw.example/", "https://api.anthropic.com/"),
+          init,
+        ),
+    });
+    const vars = {
+      ...env,
+      ANTHROPIC_BASE_URL: "https://gw.example/anthropic/",
+      OPENAI_BASE_URL: "https://api.openai.com/proxy/v1",
+    };
     await app.fetch(proxyRequest(MESSAGES, anthropicRequest()), vars, createExecutionContext());
     await app.fetch(proxyRequest(CHAT, chatRequest()), vars, createExecutionContext());
-    expect(seen.map((s) => s.url)).toEqual(["https://api.anthropic.com/anthropic/v1/messages", "https://api.openai.com/proxy/v1/chat/completions"]);
-    const bad = await app.fetch(proxyRequest(MESSAGES, anthropicRequest()), { ...env, ANTHROPIC_BASE_URL: "ftp://x" }, createExecutionContext());
+    expect(seen.map((s) => s.url)).toEqual([
+      "https://api.anthropic.com/anthropic/v1/messages",
+      "https://api.openai.com/proxy/v1/chat/completions",
+    ]);
+    const bad = await app.fetch(
+      proxyRequest(MESSAGES, anthropicRequest()),
+      { ...env, ANTHROPIC_BASE_URL: "ftp://x" },
+      createExecutionContext(),
+    );
     expect(bad.status).toBe(500);
   });
 });
 
 describe("proxy: provider errors reach the client as the provider sent them", () => {
   it("400, 429 with retry-after, 500: status, body and headers as sent", async () => {
-    const invalid = { type: "error", error: { type: "invalid_request_error", message: "max_tokens: field required" } };
-    const limited = { error: { message: "Rate limit reached", type: "requests", param: null, code: "rate_limit_exceeded" } };
-    mockProvider(jsonReply(invalid, 400, { "request-id": "req_400" }), jsonReply(limited, 429, { "retry-after": "7", "x-ratelimit-remaining-requests": "0" }), jsonReply({ error: { message: "boom", type: "server_error" } }, 500));
+    const invalid = {
+      type: "error",
+      error: { type: "invalid_request_error", message: "max_tokens: field required" },
+    };
+    const limited = {
+      error: {
+        message: "Rate limit reached",
+        type: "requests",
+        param: null,
+        code: "rate_limit_exceeded",
+      },
+    };
+    mockProvider(
+      jsonReply(invalid, 400, { "request-id": "req_400" }),
+      jsonReply(limited, 429, { "retry-after": "7", "x-ratelimit-remaining-requests": "0" }),
+      jsonReply({ error: { message: "boom", type: "server_error" } }, 500),
+    );
     const session = sid("errors");
     const a = await proxy(MESSAGES, anthropicRequest(), { session, config: ON });
     expect(a.status).toBe(400);
@@ -162,13 +242,25 @@ describe("proxy: provider errors reach the client as the provider sent them", ()
   it("a recall hop the provider refuses is the client's answer, and the hop that ran is still logged", async () => {
     const session = sid("hop-429");
     const limited = { type: "error", error: { type: "rate_limit_error", message: "slow down" } };
-    mockProvider((s) => jsonReply(anthropicMessage("m", [{ call: RECALL_NAME, id: "toolu_h", input: recallArgs(stubbed(s)) }], { input: 1, output: 1 })), jsonReply(limited, 429, { "retry-after": "4" }));
+    mockProvider(
+      (s) =>
+        jsonReply(
+          anthropicMessage(
+            "m",
+            [{ call: RECALL_NAME, id: "toolu_h", input: recallArgs(stubbed(s)) }],
+            { input: 1, output: 1 },
+          ),
+        ),
+      jsonReply(limited, 429, { "retry-after": "4" }),
+    );
     const res = await proxy(MESSAGES, anthropicRequest(), { session, config: ON });
     expect(res.status).toBe(429);
     expect(res.headers.get("retry-after")).toBe("4");
     expect(await res.json()).toEqual(limited);
     expect(proxySummary(res).proxy).toMatchObject({ hops: 1, recalls: 1 });
-    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { turns: { proxy?: unknown }[] };
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      turns: { proxy?: unknown }[];
+    };
     expect(view.turns.at(-1)!.proxy).toEqual({ hops: 1, recalls: 1, exhausted: false });
   });
 
@@ -177,29 +269,52 @@ describe("proxy: provider errors reach the client as the provider sent them", ()
     const a = await proxy(MESSAGES, anthropicRequest(), { session: sid("drop") });
     expect(a.status).toBe(502);
     expect(a.headers.get("x-offload-error")).toBe("upstream_error");
-    expect(((await a.json()) as { error: { type: string; message: string } }).error).toMatchObject({ type: "api_error" });
+    expect(((await a.json()) as { error: { type: string; message: string } }).error).toMatchObject({
+      type: "api_error",
+    });
     const b = await proxy(CHAT, chatRequest(), { session: sid("drop"), config: ON });
     expect(b.status).toBe(502);
-    expect(((await b.json()) as { error: { type: string; code: string } }).error).toMatchObject({ type: "server_error", code: "upstream_error" });
+    expect(((await b.json()) as { error: { type: string; code: string } }).error).toMatchObject({
+      type: "server_error",
+      code: "upstream_error",
+    });
   });
 
   it("the provider's own error event mid-stream reaches the client once", async () => {
-    const [start] = anthropicEvents(anthropicMessage("msg_e", [{ text: "x" }], { input: 1, output: 1 }));
-    const overloaded = 'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
+    const [start] = anthropicEvents(
+      anthropicMessage("msg_e", [{ text: "x" }], { input: 1, output: 1 }),
+    );
+    const overloaded =
+      'event: error\ndata: {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}\n\n';
     mockProvider(sseReply([start!, overloaded]));
-    const { events } = await readEvents(await proxy(MESSAGES, { ...anthropicRequest(), stream: true }, { session: sid("err-ev"), config: ON }));
+    const { events } = await readEvents(
+      await proxy(
+        MESSAGES,
+        { ...anthropicRequest(), stream: true },
+        { session: sid("err-ev"), config: ON },
+      ),
+    );
     expect(events.map((e) => e.event)).toEqual(["message_start", "error"]);
     expect(JSON.parse(events[1]!.data).error.type).toBe("overloaded_error");
   });
 
   it("a stream cut mid-way ends with the provider's error event", async () => {
-    const events = anthropicEvents(anthropicMessage("msg_cut", [{ text: "Partial answer here." }], { input: 5, output: 5 }));
+    const events = anthropicEvents(
+      anthropicMessage("msg_cut", [{ text: "Partial answer here." }], { input: 5, output: 5 }),
+    );
     mockProvider(sseReply(events, { cut: 4 }));
-    const res = await proxy(MESSAGES, { ...anthropicRequest(), stream: true }, { session: sid("cut"), config: ON });
+    const res = await proxy(
+      MESSAGES,
+      { ...anthropicRequest(), stream: true },
+      { session: sid("cut"), config: ON },
+    );
     expect(res.status).toBe(200);
     const { events: got } = await readEvents(res);
     expect(got[got.length - 1]!.event).toBe("error");
-    expect(JSON.parse(got[got.length - 1]!.data)).toMatchObject({ type: "error", error: { type: "api_error" } });
+    expect(JSON.parse(got[got.length - 1]!.data)).toMatchObject({
+      type: "error",
+      error: { type: "api_error" },
+    });
   });
 });
 
@@ -207,12 +322,38 @@ describe("proxy: recall hops", () => {
   it("Anthropic: answers a recall-only turn itself, sums usage, and logs the hop", async () => {
     const session = sid("hop-a");
     const seen = mockProvider(
-      (s) => jsonReply(anthropicMessage("msg_1", [{ text: "Let me look." }, { call: RECALL_NAME, id: "toolu_r1", input: recallArgs(stubbed(s)) }], { input: 1000, output: 20, cache_read: 100 })),
-      jsonReply(anthropicMessage("msg_2", [{ text: "item-1499 is the most expensive." }], { input: 1200, output: 30, cache_read: 900, cache_write: 50 })),
+      (s) =>
+        jsonReply(
+          anthropicMessage(
+            "msg_1",
+            [
+              { text: "Let me look." },
+              { call: RECALL_NAME, id: "toolu_r1", input: recallArgs(stubbed(s)) },
+            ],
+            { input: 1000, output: 20, cache_read: 100 },
+          ),
+        ),
+      jsonReply(
+        anthropicMessage("msg_2", [{ text: "item-1499 is the most expensive." }], {
+          input: 1200,
+          output: 30,
+          cache_read: 900,
+          cache_write: 50,
+        }),
+      ),
     );
-    const res = await proxy(MESSAGES, anthropicRequest(), { session, config: ON, headers: { "idempotency-key": "idem-1" } });
+    const res = await proxy(MESSAGES, anthropicRequest(), {
+      session,
+      config: ON,
+      headers: { "idempotency-key": "idem-1" },
+    });
     expect(res.status).toBe(200);
-    const out = (await res.json()) as { id: string; content: { type: string; text?: string }[]; stop_reason: string; usage: Record<string, number> };
+    const out = (await res.json()) as {
+      id: string;
+      content: { type: string; text?: string }[];
+      stop_reason: string;
+      usage: Record<string, number>;
+    };
     // A hop is a new request: the client's idempotency key would make the provider replay the first answer.
     expect(seen.map((s) => s.headers.get("idempotency-key"))).toEqual(["idem-1", "idem-1.hop1"]);
     expect(out.id).toBe("msg_1");
@@ -221,34 +362,68 @@ describe("proxy: recall hops", () => {
       { type: "text", text: "item-1499 is the most expensive." },
     ]);
     expect(out.stop_reason).toBe("end_turn");
-    expect(out.usage).toEqual({ input_tokens: 2200, output_tokens: 50, cache_read_input_tokens: 1000, cache_creation_input_tokens: 50 });
+    expect(out.usage).toEqual({
+      input_tokens: 2200,
+      output_tokens: 50,
+      cache_read_input_tokens: 1000,
+      cache_creation_input_tokens: 50,
+    });
     expect(JSON.stringify(out)).not.toContain(RECALL_NAME);
 
     // The first call had the stub and the tool declared once, at the end; the hop continued it.
     const tools = (seen[0]!.json.tools as { name: string }[]).map((t) => t.name);
     expect(tools).toEqual(["status", RECALL_NAME]);
     expect(seen[0]!.body).not.toContain("item-1499");
-    const hop = seen[1]!.json.messages as { role: string; content: { type: string; content?: string; tool_use_id?: string }[] }[];
+    const hop = seen[1]!.json.messages as {
+      role: string;
+      content: { type: string; content?: string; tool_use_id?: string }[];
+    }[];
     expect(hop.length).toBe(7);
     expect(hop[5]!.content.map((b) => b.type)).toEqual(["text", "tool_use"]);
     expect(hop[6]!.content[0]).toMatchObject({ type: "tool_result", tool_use_id: "toolu_r1" });
     expect(hop[6]!.content[0]!.content).toContain('"name": "item-1499"');
-    expect(seen[1]!.body.startsWith(seen[0]!.body.slice(0, seen[0]!.body.lastIndexOf("]")))).toBe(true);
+    expect(seen[1]!.body.startsWith(seen[0]!.body.slice(0, seen[0]!.body.lastIndexOf("]")))).toBe(
+      true,
+    );
 
-    expect(proxySummary(res).proxy).toEqual({ stream: false, spliced: 0, hops: 1, recalls: 1, ending: "done", memos: 0 });
-    const view = (await (await call(`/v1/sessions/${session}`)).json()) as { turns: { proxy?: unknown }[]; totals: { recalls: number; proxy_hops: number } };
+    expect(proxySummary(res).proxy).toEqual({
+      stream: false,
+      spliced: 0,
+      hops: 1,
+      recalls: 1,
+      ending: "done",
+      memos: 0,
+    });
+    const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
+      turns: { proxy?: unknown }[];
+      totals: { recalls: number; proxy_hops: number };
+    };
     expect(view.turns.at(-1)!.proxy).toEqual({ hops: 1, recalls: 1, exhausted: false });
     expect(view.totals).toMatchObject({ recalls: 1, proxy_hops: 1 });
   });
 
   it("stops at OFFLOAD_PROXY_MAX_HOPS and ends the turn with a notice", async () => {
     const session = sid("hop-limit");
-    const again = (id: string) => (s: Seen) => jsonReply(chatCompletion(id, [{ call: RECALL_NAME, id: `call_${id}`, input: { mem_id: memIdIn(s.body) } }], { input: 10, output: 1 }));
+    const again = (id: string) => (s: Seen) =>
+      jsonReply(
+        chatCompletion(
+          id,
+          [{ call: RECALL_NAME, id: `call_${id}`, input: { mem_id: memIdIn(s.body) } }],
+          { input: 10, output: 1 },
+        ),
+      );
     const seen = mockProvider(again("a"), again("b"));
     const app = createApp({ log: () => {} });
-    const res = await app.fetch(proxyRequest(CHAT, chatRequest(), { session, config: ON }), { ...env, OFFLOAD_PROXY_MAX_HOPS: "1" }, createExecutionContext());
+    const res = await app.fetch(
+      proxyRequest(CHAT, chatRequest(), { session, config: ON }),
+      { ...env, OFFLOAD_PROXY_MAX_HOPS: "1" },
+      createExecutionContext(),
+    );
     expect(seen).toHaveLength(2);
-    const out = (await res.json()) as { choices: { message: { content: string; tool_calls?: unknown }; finish_reason: string }[]; usage: { prompt_tokens: number } };
+    const out = (await res.json()) as {
+      choices: { message: { content: string; tool_calls?: unknown }; finish_reason: string }[];
+      usage: { prompt_tokens: number };
+    };
     expect(out.choices[0]!.finish_reason).toBe("stop");
     expect(out.choices[0]!.message.content).toContain("more than 1 times");
     expect(out.choices[0]!.message.tool_calls).toBeUndefined();
@@ -262,23 +437,51 @@ describe("proxy: recall hops", () => {
     const seen = mockProvider(
       (s) => {
         mem = stubbed(s);
-        return jsonReply(anthropicMessage("msg_m", [{ call: "status", id: "toolu_c1", input: {} }, { call: RECALL_NAME, id: "toolu_r9", input: recallArgs(mem) }], { input: 10, output: 5 }));
+        return jsonReply(
+          anthropicMessage(
+            "msg_m",
+            [
+              { call: "status", id: "toolu_c1", input: {} },
+              { call: RECALL_NAME, id: "toolu_r9", input: recallArgs(mem) },
+            ],
+            { input: 10, output: 5 },
+          ),
+        );
       },
       jsonReply(hello),
       jsonReply(hello),
     );
     const first = await proxy(MESSAGES, anthropicRequest(), { session, config: ON });
-    const out = (await first.json()) as { content: { type: string; id?: string }[]; stop_reason: string };
+    const out = (await first.json()) as {
+      content: { type: string; id?: string }[];
+      stop_reason: string;
+    };
     expect(out.content).toEqual([{ type: "tool_use", id: "toolu_c1", name: "status", input: {} }]);
     expect(out.stop_reason).toBe("tool_use");
     expect(proxySummary(first).proxy).toMatchObject({ ending: "mixed", memos: 1, recalls: 1 });
 
     // The client runs its tool and sends the history it holds: our call and its answer are spliced back in.
     const history = anthropicRequest();
-    const next = { ...history, messages: [...(history.messages as object[]), { role: "assistant", content: out.content }, { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_c1", content: "all green" }, { type: "text", text: "Thanks." }] }] };
+    const next = {
+      ...history,
+      messages: [
+        ...(history.messages as object[]),
+        { role: "assistant", content: out.content },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "toolu_c1", content: "all green" },
+            { type: "text", text: "Thanks." },
+          ],
+        },
+      ],
+    };
     const second = await proxy(MESSAGES, next, { session, config: ON });
     expect(proxySummary(second).proxy).toMatchObject({ spliced: 1 });
-    const sent = seen[1]!.json.messages as { role: string; content: { type: string; id?: string; tool_use_id?: string; content?: string }[] }[];
+    const sent = seen[1]!.json.messages as {
+      role: string;
+      content: { type: string; id?: string; tool_use_id?: string; content?: string }[];
+    }[];
     expect(sent[5]!.content.map((b) => b.id)).toEqual(["toolu_c1", "toolu_r9"]);
     expect(sent[6]!.content.map((b) => b.type)).toEqual(["tool_result", "tool_result", "text"]);
     expect(sent[6]!.content[1]).toMatchObject({ tool_use_id: "toolu_r9" });
@@ -294,10 +497,34 @@ describe("proxy: streams", () => {
   it("Anthropic: a recall hop mid-stream gives one well-formed message", async () => {
     const session = sid("stream-a");
     mockProvider(
-      (s) => sseReply(anthropicEvents(anthropicMessage("msg_s1", [{ text: "Checking." }, { call: RECALL_NAME, id: "toolu_rs", input: recallArgs(stubbed(s)) }], { input: 100, output: 10 }))),
-      sseReply(anthropicEvents(anthropicMessage("msg_s2", [{ text: "It is item-1499." }], { input: 150, output: 12, cache_read: 90 }))),
+      (s) =>
+        sseReply(
+          anthropicEvents(
+            anthropicMessage(
+              "msg_s1",
+              [
+                { text: "Checking." },
+                { call: RECALL_NAME, id: "toolu_rs", input: recallArgs(stubbed(s)) },
+              ],
+              { input: 100, output: 10 },
+            ),
+          ),
+        ),
+      sseReply(
+        anthropicEvents(
+          anthropicMessage("msg_s2", [{ text: "It is item-1499." }], {
+            input: 150,
+            output: 12,
+            cache_read: 90,
+          }),
+        ),
+      ),
     );
-    const res = await proxy(MESSAGES, { ...anthropicRequest(), stream: true }, { session, config: ON });
+    const res = await proxy(
+      MESSAGES,
+      { ...anthropicRequest(), stream: true },
+      { session, config: ON },
+    );
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const { events, comment, text } = await readEvents(res);
     expect(text).not.toContain(RECALL_NAME);
@@ -305,22 +532,39 @@ describe("proxy: streams", () => {
     expect(types.filter((t) => t === "message_start")).toHaveLength(1);
     expect(types.filter((t) => t === "message_stop")).toHaveLength(1);
     expect(types[types.length - 1]).toBe("message_stop");
-    const starts = events.filter((e) => e.event === "content_block_start").map((e) => (JSON.parse(e.data) as { index: number }).index);
+    const starts = events
+      .filter((e) => e.event === "content_block_start")
+      .map((e) => (JSON.parse(e.data) as { index: number }).index);
     expect(starts).toEqual([0, 1]);
-    const delta = JSON.parse(events.find((e) => e.event === "message_delta")!.data) as { delta: { stop_reason: string }; usage: Record<string, number> };
+    const delta = JSON.parse(events.find((e) => e.event === "message_delta")!.data) as {
+      delta: { stop_reason: string };
+      usage: Record<string, number>;
+    };
     expect(delta.delta.stop_reason).toBe("end_turn");
-    expect(delta.usage).toMatchObject({ input_tokens: 250, output_tokens: 22, cache_read_input_tokens: 90 });
+    expect(delta.usage).toMatchObject({
+      input_tokens: 250,
+      output_tokens: 22,
+      cache_read_input_tokens: 90,
+    });
     expect(comment).toEqual({ hops: 1, recalls: 1, ending: "done", memos: 0 });
   });
 
   it("Chat and Responses: a stream without recall passes as it came", async () => {
-    const chatStream = chatEvents(chatCompletion("c1", [{ text: "Plain answer." }], { input: 3, output: 2 }));
-    const respStream = responseEvents(response("resp_1", [{ text: "Plain answer." }], { input: 3, output: 2 }));
+    const chatStream = chatEvents(
+      chatCompletion("c1", [{ text: "Plain answer." }], { input: 3, output: 2 }),
+    );
+    const respStream = responseEvents(
+      response("resp_1", [{ text: "Plain answer." }], { input: 3, output: 2 }),
+    );
     mockProvider(sseReply(chatStream), sseReply(respStream));
     const session = sid("stream-plain");
-    const a = await readEvents(await proxy(CHAT, { ...chatRequest(), stream: true }, { session, config: ON }));
+    const a = await readEvents(
+      await proxy(CHAT, { ...chatRequest(), stream: true }, { session, config: ON }),
+    );
     expect(a.text.replace(/: edge-offload .*\n\n$/, "")).toBe(chatStream.join(""));
-    const b = await readEvents(await proxy(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }));
+    const b = await readEvents(
+      await proxy(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }),
+    );
     expect(b.text.replace(/: edge-offload .*\n\n$/, "")).toBe(respStream.join(""));
   });
 });
@@ -329,32 +573,90 @@ describe("proxy: more turns and formats", () => {
   it("Responses: a mixed turn with whole history gets our call and output spliced after the client's", async () => {
     const session = sid("mixed-r");
     const seen = mockProvider(
-      (s) => jsonReply(response("resp_m", [{ call: "status", id: "call_c", input: {} }, { call: RECALL_NAME, id: "call_r", input: recallArgs(stubbed(s)) }], { input: 9, output: 3 }, { store: false })),
+      (s) =>
+        jsonReply(
+          response(
+            "resp_m",
+            [
+              { call: "status", id: "call_c", input: {} },
+              { call: RECALL_NAME, id: "call_r", input: recallArgs(stubbed(s)) },
+            ],
+            { input: 9, output: 3 },
+            { store: false },
+          ),
+        ),
       jsonReply(response("resp_n", [{ text: "ok" }], { input: 9, output: 1 }, { store: false })),
     );
-    const first = (await (await proxy(RESPONSES, responsesRequest(), { session, config: ON })).json()) as { output: { type: string; call_id?: string }[] };
+    const first = (await (
+      await proxy(RESPONSES, responsesRequest(), { session, config: ON })
+    ).json()) as { output: { type: string; call_id?: string }[] };
     expect(first.output.map((i) => i.call_id)).toEqual(["call_c"]);
     const history = responsesRequest();
-    const next = { ...history, input: [...(history.input as object[]), ...first.output, { type: "function_call_output", call_id: "call_c", output: "green" }] };
+    const next = {
+      ...history,
+      input: [
+        ...(history.input as object[]),
+        ...first.output,
+        { type: "function_call_output", call_id: "call_c", output: "green" },
+      ],
+    };
     await proxy(RESPONSES, next, { session, config: ON });
     const input = seen[1]!.json.input as { type: string; call_id: string; output?: string }[];
-    expect(input.slice(-4).map((i) => `${i.type}:${i.call_id}`)).toEqual(["function_call:call_c", "function_call:call_r", "function_call_output:call_c", "function_call_output:call_r"]);
+    expect(input.slice(-4).map((i) => `${i.type}:${i.call_id}`)).toEqual([
+      "function_call:call_c",
+      "function_call:call_r",
+      "function_call_output:call_c",
+      "function_call_output:call_r",
+    ]);
     expect(input.at(-1)!.output).toContain("item-1499");
   });
 
   it("Responses stream: a reasoning item right before our call is dropped with it; sequence numbers stay in order", async () => {
     const session = sid("stream-r");
     mockProvider(
-      (s) => sseReply(responseEvents(response("resp_a", [{ text: "First." }, { reasoning: "think" }, { call: RECALL_NAME, id: "call_x", input: recallArgs(stubbed(s)) }], { input: 10, output: 2 }))),
-      sseReply(responseEvents(response("resp_b", [{ reasoning: "more" }, { text: "Second." }], { input: 20, output: 3 }))),
+      (s) =>
+        sseReply(
+          responseEvents(
+            response(
+              "resp_a",
+              [
+                { text: "First." },
+                { reasoning: "think" },
+                { call: RECALL_NAME, id: "call_x", input: recallArgs(stubbed(s)) },
+              ],
+              { input: 10, output: 2 },
+            ),
+          ),
+        ),
+      sseReply(
+        responseEvents(
+          response("resp_b", [{ reasoning: "more" }, { text: "Second." }], {
+            input: 20,
+            output: 3,
+          }),
+        ),
+      ),
     );
-    const { events, comment } = await readEvents(await proxy(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }));
-    const data = events.map((e) => JSON.parse(e.data) as { type: string; sequence_number: number; output_index?: number; item?: { type: string; id: string }; response?: { id: string; output: { type: string }[]; usage: { input_tokens: number } } });
+    const { events, comment } = await readEvents(
+      await proxy(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }),
+    );
+    const data = events.map(
+      (e) =>
+        JSON.parse(e.data) as {
+          type: string;
+          sequence_number: number;
+          output_index?: number;
+          item?: { type: string; id: string };
+          response?: { id: string; output: { type: string }[]; usage: { input_tokens: number } };
+        },
+    );
     const seqs = data.map((d) => d.sequence_number);
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(data.filter((d) => d.type === "response.created")).toHaveLength(1);
-    const added = data.filter((d) => d.type === "response.output_item.added").map((d) => `${d.output_index}:${d.item!.type}`);
+    const added = data
+      .filter((d) => d.type === "response.output_item.added")
+      .map((d) => `${d.output_index}:${d.item!.type}`);
     expect(added).toEqual(["0:message", "1:reasoning", "2:message"]);
     const done = data.at(-1)!;
     expect(done.type).toBe("response.completed");
@@ -369,38 +671,121 @@ describe("proxy: more turns and formats", () => {
     const vars = { ...env, OFFLOAD_PROXY_MAX_HOPS: "0" };
     const session = sid("exhaust-stream");
     mockProvider(
-      (s) => sseReply(anthropicEvents(anthropicMessage("m", [{ call: RECALL_NAME, id: "toolu_x", input: recallArgs(stubbed(s)) }], { input: 1, output: 1 }))),
-      (s) => sseReply(chatEvents(chatCompletion("c", [{ call: RECALL_NAME, id: "call_x", input: recallArgs(stubbed(s)) }], { input: 1, output: 1 }))),
-      (s) => sseReply(responseEvents(response("r", [{ call: RECALL_NAME, id: "call_y", input: recallArgs(stubbed(s)) }], { input: 1, output: 1 }, { store: false }))),
+      (s) =>
+        sseReply(
+          anthropicEvents(
+            anthropicMessage(
+              "m",
+              [{ call: RECALL_NAME, id: "toolu_x", input: recallArgs(stubbed(s)) }],
+              { input: 1, output: 1 },
+            ),
+          ),
+        ),
+      (s) =>
+        sseReply(
+          chatEvents(
+            chatCompletion(
+              "c",
+              [{ call: RECALL_NAME, id: "call_x", input: recallArgs(stubbed(s)) }],
+              { input: 1, output: 1 },
+            ),
+          ),
+        ),
+      (s) =>
+        sseReply(
+          responseEvents(
+            response(
+              "r",
+              [{ call: RECALL_NAME, id: "call_y", input: recallArgs(stubbed(s)) }],
+              { input: 1, output: 1 },
+              { store: false },
+            ),
+          ),
+        ),
     );
-    const a = await readEvents(await app.fetch(proxyRequest(MESSAGES, { ...anthropicRequest(), stream: true }, { session, config: ON }), vars, createExecutionContext()));
+    const a = await readEvents(
+      await app.fetch(
+        proxyRequest(MESSAGES, { ...anthropicRequest(), stream: true }, { session, config: ON }),
+        vars,
+        createExecutionContext(),
+      ),
+    );
     expect(a.text).not.toContain(RECALL_NAME);
-    expect(a.events.map((e) => e.event).filter((e) => e !== "ping")).toEqual(["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+    expect(a.events.map((e) => e.event).filter((e) => e !== "ping")).toEqual([
+      "message_start",
+      "content_block_start",
+      "content_block_delta",
+      "content_block_stop",
+      "message_delta",
+      "message_stop",
+    ]);
     expect(a.text).toContain("proxy stopped here");
-    expect(JSON.parse(a.events.find((e) => e.event === "message_delta")!.data).delta.stop_reason).toBe("end_turn");
+    expect(
+      JSON.parse(a.events.find((e) => e.event === "message_delta")!.data).delta.stop_reason,
+    ).toBe("end_turn");
 
-    const c = await readEvents(await app.fetch(proxyRequest(CHAT, { ...chatRequest(), stream: true, stream_options: { include_usage: true } }, { session, config: ON }), vars, createExecutionContext()));
+    const c = await readEvents(
+      await app.fetch(
+        proxyRequest(
+          CHAT,
+          { ...chatRequest(), stream: true, stream_options: { include_usage: true } },
+          { session, config: ON },
+        ),
+        vars,
+        createExecutionContext(),
+      ),
+    );
     expect(c.text).not.toContain(RECALL_NAME);
     expect(c.events.at(-1)!.data).toBe("[DONE]");
-    const chunks = c.events.slice(0, -1).map((e) => JSON.parse(e.data) as { choices: { finish_reason: string | null; delta: { content?: string } }[]; usage: unknown });
-    expect(chunks.flatMap((k) => k.choices.map((ch) => ch.finish_reason)).filter((f) => f !== null)).toEqual(["stop"]);
-    expect(chunks.some((k) => k.choices[0]?.delta.content?.includes("proxy stopped here"))).toBe(true);
+    const chunks = c.events.slice(0, -1).map(
+      (e) =>
+        JSON.parse(e.data) as {
+          choices: { finish_reason: string | null; delta: { content?: string } }[];
+          usage: unknown;
+        },
+    );
+    expect(
+      chunks.flatMap((k) => k.choices.map((ch) => ch.finish_reason)).filter((f) => f !== null),
+    ).toEqual(["stop"]);
+    expect(chunks.some((k) => k.choices[0]?.delta.content?.includes("proxy stopped here"))).toBe(
+      true,
+    );
     expect(chunks.at(-1)!.usage).toMatchObject({ prompt_tokens: 1 });
 
-    const r = await readEvents(await app.fetch(proxyRequest(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }), vars, createExecutionContext()));
+    const r = await readEvents(
+      await app.fetch(
+        proxyRequest(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }),
+        vars,
+        createExecutionContext(),
+      ),
+    );
     expect(r.text).not.toContain(RECALL_NAME);
-    const last = JSON.parse(r.events.at(-1)!.data) as { type: string; response: { output: { type: string }[] } };
+    const last = JSON.parse(r.events.at(-1)!.data) as {
+      type: string;
+      response: { output: { type: string }[] };
+    };
     expect(last.type).toBe("response.completed");
     expect(last.response.output.map((i) => i.type)).toEqual(["message"]);
   });
 
   it("a client that declares recall_tool_result itself gets the model's calls: they are its own", async () => {
     const session = sid("own-tool");
-    const own = { name: RECALL_NAME, description: "mine", input_schema: { type: "object", properties: {} } };
-    const answer = anthropicMessage("m_own", [{ call: RECALL_NAME, id: "toolu_own", input: {} }], { input: 1, output: 1 });
+    const own = {
+      name: RECALL_NAME,
+      description: "mine",
+      input_schema: { type: "object", properties: {} },
+    };
+    const answer = anthropicMessage("m_own", [{ call: RECALL_NAME, id: "toolu_own", input: {} }], {
+      input: 1,
+      output: 1,
+    });
     const seen = mockProvider(jsonReply(answer));
     const req = anthropicRequest();
-    const res = await proxy(MESSAGES, { ...req, tools: [...(req.tools as object[]), own] }, { session, config: ON });
+    const res = await proxy(
+      MESSAGES,
+      { ...req, tools: [...(req.tools as object[]), own] },
+      { session, config: ON },
+    );
     expect(seen).toHaveLength(1);
     expect(await res.json()).toEqual(answer);
   });
@@ -426,7 +811,15 @@ describe("proxy: more turns and formats", () => {
     });
     const body = JSON.stringify(anthropicRequest());
     const seen = mockProvider(jsonReply(hello));
-    const res = await app.fetch(proxyRequest(MESSAGES, body, { session: sid("do-down"), config: ON, headers: { "x-api-key": "sk-ant-never-logged" } }), env, createExecutionContext());
+    const res = await app.fetch(
+      proxyRequest(MESSAGES, body, {
+        session: sid("do-down"),
+        config: ON,
+        headers: { "x-api-key": "sk-ant-never-logged" },
+      }),
+      env,
+      createExecutionContext(),
+    );
     expect(res.status).toBe(200);
     expect(seen[0]!.body).toBe(body);
     expect(proxySummary(res).errors).toMatchObject([{ type: "storage_error" }]);

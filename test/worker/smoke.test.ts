@@ -1,6 +1,6 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { MemoryStore, compact } from "../../src/lib.ts";
+import { compact, MemoryStore } from "../../src/lib.ts";
 
 describe("workerd", () => {
   it("serves /healthz", async () => {

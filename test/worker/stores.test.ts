@@ -6,18 +6,22 @@ import { DurableSessionState } from "../../src/session/durable.ts";
 import { DurableTenantStats } from "../../src/session/tenant-stats.ts";
 import { KvIndex } from "../../src/store/kv.ts";
 import { R2Ledger } from "../../src/store/r2.ts";
+import { R2ExtractionCache } from "../../src/store/r2-extractions.ts";
+import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
 import { runIndexContract } from "../contract/index.contract.ts";
 import { runLedgerContract } from "../contract/ledger.contract.ts";
 import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
-import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
-import { R2ExtractionCache } from "../../src/store/r2-extractions.ts";
 
 runSessionStateContract("SessionDO (SQLite)", () => new DurableSessionState(env.SESSIONS));
 runTenantStatsContract("TenantDO (SQLite)", () => new DurableTenantStats(env.TENANTS));
 runLedgerContract("R2Ledger", () => new R2Ledger(env.LEDGER));
 runIndexContract("KvIndex", () => new KvIndex(env.INDEX));
 runExtractionCacheContract("R2ExtractionCache", () => new R2ExtractionCache(env.LEDGER));
-runExtractionCacheContract("EdgeStore (R2 extraction cache)", () => defaultStore(env, settingsOf(env), () => {}));
-runStoreContract("EdgeStore (SessionDO + R2 + KV)", () => defaultStore(env, settingsOf(env), () => {}));
+runExtractionCacheContract("EdgeStore (R2 extraction cache)", () =>
+  defaultStore(env, settingsOf(env), () => {}),
+);
+runStoreContract("EdgeStore (SessionDO + R2 + KV)", () =>
+  defaultStore(env, settingsOf(env), () => {}),
+);

@@ -5,11 +5,36 @@
  * is tools → system → messages, whatever the key order in the JSON.
  */
 import type { RecallMode } from "../../config.ts";
-import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember } from "../json/scan.ts";
 import { attachmentIdIn } from "../attachment-text.ts";
+import {
+  decodeString,
+  formatPath,
+  getMember,
+  type JsonArray,
+  type JsonNode,
+  type JsonObject,
+  type JsonString,
+} from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { type Path, appendTool, lastAssistantIndex, expectObject, renderTextContent, shapeError, stringMember } from "./shape.ts";
-import type { AnchorSlot, Breakpoint, Edit, FormatAdapter, MediaSite, ReplacedMediaSite, RequestAnalysis, ToolResultSite } from "./types.ts";
+import {
+  appendTool,
+  expectObject,
+  lastAssistantIndex,
+  type Path,
+  renderTextContent,
+  shapeError,
+  stringMember,
+} from "./shape.ts";
+import type {
+  AnchorSlot,
+  Breakpoint,
+  Edit,
+  FormatAdapter,
+  MediaSite,
+  ReplacedMediaSite,
+  RequestAnalysis,
+  ToolResultSite,
+} from "./types.ts";
 
 function ttlOf(raw: string, marker: JsonNode, path: Path): "5m" | "1h" {
   const obj = expectObject(marker, path, "cache_control");
@@ -25,13 +50,16 @@ export const anthropicAdapter: FormatAdapter = {
   analyze(raw: string, rootNode: JsonNode): RequestAnalysis {
     const root = expectObject(rootNode, [], "the request");
     const modelNode = getMember(root, "model");
-    if (modelNode !== undefined && modelNode.kind !== "string") shapeError('"model" must be a string', ["model"]);
+    if (modelNode !== undefined && modelNode.kind !== "string")
+      shapeError('"model" must be a string', ["model"]);
     const model = modelNode === undefined ? null : decodeString(raw, modelNode);
 
     const tools = getMember(root, "tools");
-    if (tools !== undefined && tools.kind !== "array") shapeError('"tools" must be an array', ["tools"]);
+    if (tools !== undefined && tools.kind !== "array")
+      shapeError('"tools" must be an array', ["tools"]);
     const system = getMember(root, "system");
-    if (system !== undefined && system.kind !== "string" && system.kind !== "array") shapeError('"system" must be a string or an array of blocks', ["system"]);
+    if (system !== undefined && system.kind !== "string" && system.kind !== "array")
+      shapeError('"system" must be a string or an array of blocks', ["system"]);
     const messages = getMember(root, "messages");
     if (messages === undefined) shapeError('missing "messages"', []);
     if (messages.kind !== "array") shapeError('"messages" must be an array', ["messages"]);
@@ -45,15 +73,24 @@ export const anthropicAdapter: FormatAdapter = {
     tools?.items.forEach((tool, i) => {
       const obj = expectObject(tool, ["tools", i], "a tool");
       const name = getMember(obj, "name");
-      if (name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME) hasRecallTool = true;
+      if (name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME)
+        hasRecallTool = true;
       const cc = getMember(obj, "cache_control");
-      if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: tool.end - tools.start, ttl: ttlOf(raw, cc, ["tools", i, "cache_control"]) });
+      if (cc !== undefined && cc.kind !== "null")
+        breakpoints.push({
+          position: tool.end - tools.start,
+          ttl: ttlOf(raw, cc, ["tools", i, "cache_control"]),
+        });
     });
     if (system?.kind === "array") {
       system.items.forEach((block, i) => {
         const obj = expectObject(block, ["system", i], "a system block");
         const cc = getMember(obj, "cache_control");
-        if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: toolsLen + block.end - system.start, ttl: ttlOf(raw, cc, ["system", i, "cache_control"]) });
+        if (cc !== undefined && cc.kind !== "null")
+          breakpoints.push({
+            position: toolsLen + block.end - system.start,
+            ttl: ttlOf(raw, cc, ["system", i, "cache_control"]),
+          });
       });
     }
 
@@ -80,13 +117,18 @@ export const anthropicAdapter: FormatAdapter = {
           content.items.forEach((block, b) => {
             if (block.kind !== "object") return;
             const cc = getMember(block, "cache_control");
-            if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: messagesBase + block.end, ttl: ttlOf(raw, cc, [...path, "content", b, "cache_control"]) });
+            if (cc !== undefined && cc.kind !== "null")
+              breakpoints.push({
+                position: messagesBase + block.end,
+                ttl: ttlOf(raw, cc, [...path, "content", b, "cache_control"]),
+              });
           });
         }
         return;
       }
       if (content === undefined) shapeError('missing "content"', path);
-      if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of blocks', [...path, "content"]);
+      if (content.kind !== "string" && content.kind !== "array")
+        shapeError('"content" must be a string or an array of blocks', [...path, "content"]);
       const answered = new Map<string, { name: string; input: JsonNode | undefined }>();
       if (role === "assistant") assistantTurns++;
       if (content.kind === "array") {
@@ -95,7 +137,11 @@ export const anthropicAdapter: FormatAdapter = {
           const obj = expectObject(block, bpath, "a content block");
           const type = stringMember(raw, obj, "type", bpath, true);
           const cc = getMember(obj, "cache_control");
-          if (cc !== undefined && cc.kind !== "null") breakpoints.push({ position: messagesBase + block.end, ttl: ttlOf(raw, cc, [...bpath, "cache_control"]) });
+          if (cc !== undefined && cc.kind !== "null")
+            breakpoints.push({
+              position: messagesBase + block.end,
+              ttl: ttlOf(raw, cc, [...bpath, "cache_control"]),
+            });
           if (type === "tool_use" && role === "assistant") {
             const id = stringMember(raw, obj, "id", bpath, true)!;
             const name = stringMember(raw, obj, "name", bpath, true)!;
@@ -104,24 +150,58 @@ export const anthropicAdapter: FormatAdapter = {
             if (role !== "user") shapeError("a tool_result must be in a user message", bpath);
             const id = stringMember(raw, obj, "tool_use_id", bpath, true)!;
             const call = calls.get(id);
-            if (call === undefined) shapeError(`tool_result ${JSON.stringify(id)} answers no tool_use in the previous assistant message`, [...bpath, "tool_use_id"]);
+            if (call === undefined)
+              shapeError(
+                `tool_result ${JSON.stringify(id)} answers no tool_use in the previous assistant message`,
+                [...bpath, "tool_use_id"],
+              );
             calls.delete(id); // a second result for the same call is as invalid as an unpaired one
             const isError = getMember(obj, "is_error");
-            if (isError !== undefined && isError.kind !== "true" && isError.kind !== "false") shapeError('"is_error" must be a boolean', [...bpath, "is_error"]);
-            const site = resultSite(raw, obj, bpath, sites.length, id, call, m, m < lastAssistant, messagesBase + block.start, { media, replaced, turn: assistantTurns, base: messagesBase });
+            if (isError !== undefined && isError.kind !== "true" && isError.kind !== "false")
+              shapeError('"is_error" must be a boolean', [...bpath, "is_error"]);
+            const site = resultSite(
+              raw,
+              obj,
+              bpath,
+              sites.length,
+              id,
+              call,
+              m,
+              m < lastAssistant,
+              messagesBase + block.start,
+              { media, replaced, turn: assistantTurns, base: messagesBase },
+            );
             if (site.content?.kind === "array") {
               site.content.items.forEach((item, i) => {
                 const inner = getMember(item as JsonObject, "cache_control");
-                if (inner !== undefined && inner.kind !== "null") breakpoints.push({ position: messagesBase + item.end, ttl: ttlOf(raw, inner, [...bpath, "content", i, "cache_control"]) });
+                if (inner !== undefined && inner.kind !== "null")
+                  breakpoints.push({
+                    position: messagesBase + item.end,
+                    ttl: ttlOf(raw, inner, [...bpath, "content", i, "cache_control"]),
+                  });
               });
             }
             sites.push(site);
           } else if (role === "user" && (type === "document" || type === "image")) {
-            media.push(mediaSite(raw, obj, type, formatPath(bpath), `m${m}.b${b}`, { message_index: m, turn: assistantTurns, settled: m < lastAssistant, position: messagesBase + block.start }));
+            media.push(
+              mediaSite(raw, obj, type, formatPath(bpath), `m${m}.b${b}`, {
+                message_index: m,
+                turn: assistantTurns,
+                settled: m < lastAssistant,
+                position: messagesBase + block.start,
+              }),
+            );
           } else if (role === "user" && type === "text") {
             const text = getMember(obj, "text");
             const id = text?.kind === "string" ? attachmentIdIn(raw, text) : null;
-            if (id !== null) replaced.push({ id, path: formatPath(bpath), position: messagesBase + block.start, start: block.start, end: block.end });
+            if (id !== null)
+              replaced.push({
+                id,
+                path: formatPath(bpath),
+                position: messagesBase + block.start,
+                start: block.start,
+                end: block.end,
+              });
           }
         });
       }
@@ -132,7 +212,8 @@ export const anthropicAdapter: FormatAdapter = {
     const lastMessage = messages.items[messages.items.length - 1];
     const auto = getMember(root, "cache_control");
     const promptChars = toolsLen + systemLen + (messages.end - messages.start);
-    if (auto !== undefined && auto.kind !== "null") breakpoints.push({ position: promptChars, ttl: ttlOf(raw, auto, ["cache_control"]) });
+    if (auto !== undefined && auto.kind !== "null")
+      breakpoints.push({ position: promptChars, ttl: ttlOf(raw, auto, ["cache_control"]) });
     breakpoints.sort((a, b) => a.position - b.position);
 
     return {
@@ -144,7 +225,8 @@ export const anthropicAdapter: FormatAdapter = {
       client_caches: breakpoints.length > 0,
       has_recall_tool: hasRecallTool,
       auto_cache: auto !== undefined && auto.kind !== "null",
-      last_message_position: lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
+      last_message_position:
+        lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
       anchor_slots: anchorSlots,
       media,
       replaced_media: replaced,
@@ -160,10 +242,18 @@ export const anthropicAdapter: FormatAdapter = {
     return { start: slot.insert_at, end: slot.insert_at, text: `,${marker}` };
   },
 
-  renderContent(raw: string, site: ToolResultSite, text: string, media?: ReadonlyMap<number, string>): string {
+  renderContent(
+    raw: string,
+    site: ToolResultSite,
+    text: string,
+    media?: ReadonlyMap<number, string>,
+  ): string {
     // Media blocks stay in place (or take their attachment replacement), as do replacements of earlier turns;
     // the text blocks collapse into one carrying the last one's cache_control.
-    return renderTextContent(raw, site.content, text, "text", "cache_control", { overrides: media, keepText: (block) => isReplacement(raw, block) });
+    return renderTextContent(raw, site.content, text, "text", "cache_control", {
+      overrides: media,
+      keepText: (block) => isReplacement(raw, block),
+    });
   },
 
   renderMedia(_raw: string, site: MediaSite, text: string): string {
@@ -171,21 +261,43 @@ export const anthropicAdapter: FormatAdapter = {
   },
 
   declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("anthropic", mode)));
+    return appendTool(
+      rootNode as JsonObject,
+      JSON.stringify(recallToolDefinition("anthropic", mode)),
+    );
   },
 };
 
 /** Block types the API lets carry cache_control (thinking blocks cannot, nor can an empty text block). */
-const CACHEABLE = new Set(["text", "image", "document", "tool_use", "tool_result", "server_tool_use", "web_search_tool_result", "search_result"]);
+const CACHEABLE = new Set([
+  "text",
+  "image",
+  "document",
+  "tool_use",
+  "tool_result",
+  "server_tool_use",
+  "web_search_tool_result",
+  "search_result",
+]);
 
 /** The blocks of the last two messages, in prompt order, that a breakpoint may be put on. */
-function anchorSlotsOf(raw: string, messages: JsonArray, base: number, sites: readonly ToolResultSite[]): AnchorSlot[] {
+function anchorSlotsOf(
+  raw: string,
+  messages: JsonArray,
+  base: number,
+  sites: readonly ToolResultSite[],
+): AnchorSlot[] {
   const slots: AnchorSlot[] = [];
   const byStart = new Map(sites.map((s, i) => [s.position - base, i]));
   for (const message of messages.items.slice(-2)) {
     const content = getMember(message as JsonObject, "content");
     if (content?.kind === "string") {
-      if (content.length !== 0) slots.push({ position: base + content.end, insert_at: content.end, string_span: { start: content.start, end: content.end } });
+      if (content.length !== 0)
+        slots.push({
+          position: base + content.end,
+          insert_at: content.end,
+          string_span: { start: content.start, end: content.end },
+        });
       continue;
     }
     if (content?.kind !== "array") continue;
@@ -194,9 +306,17 @@ function anchorSlotsOf(raw: string, messages: JsonArray, base: number, sites: re
       const type = getMember(block, "type");
       if (type?.kind !== "string" || !CACHEABLE.has(decodeString(raw, type))) continue;
       const text = getMember(block, "text");
-      if (decodeString(raw, type) === "text" && (text?.kind !== "string" || text.end - text.start <= 2)) continue;
+      if (
+        decodeString(raw, type) === "text" &&
+        (text?.kind !== "string" || text.end - text.start <= 2)
+      )
+        continue;
       const site = byStart.get(block.start);
-      slots.push({ position: base + block.end, insert_at: block.end - 1, ...(site === undefined ? {} : { site }) });
+      slots.push({
+        position: base + block.end,
+        insert_at: block.end - 1,
+        ...(site === undefined ? {} : { site }),
+      });
     }
   }
   return slots;
@@ -217,7 +337,14 @@ interface MediaPlace {
 }
 
 /** A document/image block as the attachment policy sees it. Never throws: a malformed block is left alone. */
-function mediaSite(raw: string, block: JsonObject, kind: "document" | "image", path: string, locator: string, place: MediaPlace): MediaSite {
+function mediaSite(
+  raw: string,
+  block: JsonObject,
+  kind: "document" | "image",
+  path: string,
+  locator: string,
+  place: MediaPlace,
+): MediaSite {
   const source = getMember(block, "source");
   let sourceType = "invalid";
   let mediaType: string | undefined;
@@ -246,7 +373,9 @@ function mediaSite(raw: string, block: JsonObject, kind: "document" | "image", p
     ...(data === undefined ? {} : { data }),
     ...(title?.kind === "string" ? { title: decodeString(raw, title) } : {}),
     citations: enabled?.kind === "true",
-    ...(cc === undefined || cc.kind === "null" ? {} : { cache_control: raw.slice(cc.start, cc.end) }),
+    ...(cc === undefined || cc.kind === "null"
+      ? {}
+      : { cache_control: raw.slice(cc.start, cc.end) }),
   };
 }
 
@@ -276,25 +405,45 @@ function resultSite(
         const type = stringMember(raw, obj, "type", ipath, true);
         if (type === "text") {
           const text = getMember(obj, "text");
-          if (text?.kind !== "string") shapeError('a text block needs a string "text"', [...ipath, "text"]);
+          if (text?.kind !== "string")
+            shapeError('a text block needs a string "text"', [...ipath, "text"]);
           const replacedId = attachmentIdIn(raw, text);
           if (replacedId === null) texts.push(text);
           else {
             // An attachment's replacement from an earlier turn: media, not the tool's text (invariant 10).
             hasMedia = true;
-            collect.replaced.push({ id: replacedId, path: formatPath(ipath), position: collect.base + item.start, start: item.start, end: item.end, result: index });
+            collect.replaced.push({
+              id: replacedId,
+              path: formatPath(ipath),
+              position: collect.base + item.start,
+              start: item.start,
+              end: item.end,
+              result: index,
+            });
             ordinal++;
           }
         } else {
           hasMedia = true; // image, document, search_result…: kept in place, never measured
           if (type === "image" || type === "document") {
-            const place = { message_index: messageIndex, turn: collect.turn, settled, position: collect.base + item.start, result: index };
-            collect.media.push(mediaSite(raw, obj, type, formatPath(ipath), `r${id}.${ordinal}`, place));
+            const place = {
+              message_index: messageIndex,
+              turn: collect.turn,
+              settled,
+              position: collect.base + item.start,
+              result: index,
+            };
+            collect.media.push(
+              mediaSite(raw, obj, type, formatPath(ipath), `r${id}.${ordinal}`, place),
+            );
           }
           ordinal++;
         }
       });
-    } else if (content.kind !== "null") shapeError('tool_result "content" must be a string or an array of blocks', [...path, "content"]);
+    } else if (content.kind !== "null")
+      shapeError('tool_result "content" must be a string or an array of blocks', [
+        ...path,
+        "content",
+      ]);
   }
   return {
     index,

@@ -24,10 +24,10 @@
  * - Cache hits come in 128-token steps on older models; the estimate ignores that rounding (under 128
  *   tokens per request).
  */
-import { type JsonNode, type JsonObject, getMember } from "../json/scan.ts";
+import { getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
 import { resolveModel } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
-import { type Path, expectObject, shapeError, stringMember } from "./shape.ts";
+import { expectObject, type Path, shapeError, stringMember } from "./shape.ts";
 import type { Breakpoint, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 /** OpenAI's documented minimum for every caching model; used when the model is not in the price table. */
@@ -55,12 +55,21 @@ export function cacheOptionsOf(raw: string, root: JsonObject): CacheOptions {
 }
 
 /** A content part's `prompt_cache_breakpoint`, as a breakpoint at `position` (the part's end), or undefined. */
-export function partBreakpoint(raw: string, part: JsonObject, path: Path, position: number, options: CacheOptions): Breakpoint | undefined {
+export function partBreakpoint(
+  raw: string,
+  part: JsonObject,
+  path: Path,
+  position: number,
+  options: CacheOptions,
+): Breakpoint | undefined {
   const node: JsonNode | undefined = getMember(part, "prompt_cache_breakpoint");
   if (node === undefined || node.kind === "null") return undefined;
   const bpath: Path = [...path, "prompt_cache_breakpoint"];
   if (node.kind !== "object") shapeError("prompt_cache_breakpoint must be an object", bpath);
-  return { position, ttl: ttlSlot(stringMember(raw, node, "ttl", bpath, false, true), options.ttl) };
+  return {
+    position,
+    ttl: ttlSlot(stringMember(raw, node, "ttl", bpath, false, true), options.ttl),
+  };
 }
 
 export interface OpenAICaching {
@@ -72,13 +81,21 @@ export interface OpenAICaching {
  * The request's breakpoints under the model above. `seenPrefix` is the prompt-order offset where the newest
  * messages start (undefined when the request has no model output yet: no earlier turn to have cached).
  */
-export function openaiCaching(input: { model: string | null; options: CacheOptions; explicit: Breakpoint[]; seenPrefix: number | undefined; promptChars: number }): OpenAICaching {
+export function openaiCaching(input: {
+  model: string | null;
+  options: CacheOptions;
+  explicit: Breakpoint[];
+  seenPrefix: number | undefined;
+  promptChars: number;
+}): OpenAICaching {
   const min = resolveModel(input.model)?.min_cacheable_tokens ?? OPENAI_MIN_CACHEABLE_TOKENS;
   const cacheable = (chars: number) => chars / REQUEST_CHARS_PER_TOKEN >= min;
   const breakpoints = input.explicit.filter((b) => cacheable(b.position));
-  if (!input.options.explicit && input.seenPrefix !== undefined && cacheable(input.seenPrefix)) breakpoints.push({ position: input.seenPrefix, ttl: input.options.ttl });
+  if (!input.options.explicit && input.seenPrefix !== undefined && cacheable(input.seenPrefix))
+    breakpoints.push({ position: input.seenPrefix, ttl: input.options.ttl });
   breakpoints.sort((a, b) => a.position - b.position);
-  const caches = cacheable(input.promptChars) && (!input.options.explicit || input.explicit.length > 0);
+  const caches =
+    cacheable(input.promptChars) && (!input.options.explicit || input.explicit.length > 0);
   return { breakpoints, client_caches: caches };
 }
 
@@ -115,7 +132,11 @@ export function openaiAnalysis(input: {
  * Collects the explicit `prompt_cache_breakpoint` markers of content parts as an adapter walks the request
  * (`base` turns a raw offset into a prompt-order one).
  */
-export function breakpointCollector(raw: string, base: number, options: CacheOptions): { explicit: Breakpoint[]; scanParts: (content: JsonNode | undefined, path: Path) => void } {
+export function breakpointCollector(
+  raw: string,
+  base: number,
+  options: CacheOptions,
+): { explicit: Breakpoint[]; scanParts: (content: JsonNode | undefined, path: Path) => void } {
   const explicit: Breakpoint[] = [];
   const scanParts = (content: JsonNode | undefined, path: Path) => {
     if (content?.kind !== "array") return;

@@ -9,10 +9,22 @@
  * decision could be sticky for them: they pass through untouched and are never compacted.
  */
 import type { RecallMode } from "../../config.ts";
-import { type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
+import { formatPath, getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
-import { type Path, appendTool, lastAssistantIndex, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf } from "./shape.ts";
+import {
+  appendTool,
+  expectObject,
+  lastAssistantIndex,
+  modelOf,
+  type Path,
+  parseArguments,
+  renderTextContent,
+  resultTexts,
+  shapeError,
+  stringMember,
+  toolsOf,
+} from "./shape.ts";
 import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 interface Call {
@@ -45,7 +57,8 @@ export const openaiChatAdapter: FormatAdapter = {
       const type = stringMember(raw, obj, "type", path, true);
       if (type !== "function") return; // custom tools and whatever comes next: not ours to read
       const fn = expectObject(getMember(obj, "function"), [...path, "function"], '"function"');
-      if (stringMember(raw, fn, "name", [...path, "function"], true) === RECALL_TOOL_NAME) hasRecallTool = true;
+      if (stringMember(raw, fn, "name", [...path, "function"], true) === RECALL_TOOL_NAME)
+        hasRecallTool = true;
     });
 
     const sites: ToolResultSite[] = [];
@@ -60,10 +73,23 @@ export const openaiChatAdapter: FormatAdapter = {
       const path: Path = ["messages", m];
       const msg = expectObject(message, path, "a message");
       const role = stringMember(raw, msg, "role", path, true)!;
-      if (!ROLES.has(role)) shapeError('"role" must be "system", "developer", "user", "assistant", "tool" or "function"', [...path, "role"]);
+      if (!ROLES.has(role))
+        shapeError(
+          '"role" must be "system", "developer", "user", "assistant", "tool" or "function"',
+          [...path, "role"],
+        );
       const content = getMember(msg, "content");
       if (role === "assistant") {
-        if (content !== undefined && content.kind !== "string" && content.kind !== "array" && content.kind !== "null") shapeError('"content" must be a string, an array of content parts or null', [...path, "content"]);
+        if (
+          content !== undefined &&
+          content.kind !== "string" &&
+          content.kind !== "array" &&
+          content.kind !== "null"
+        )
+          shapeError('"content" must be a string, an array of content parts or null', [
+            ...path,
+            "content",
+          ]);
         scanParts(content, [...path, "content"]);
         assistantTurns++;
         if (previousRole !== "assistant") lastRunStart = m;
@@ -71,11 +97,21 @@ export const openaiChatAdapter: FormatAdapter = {
       } else if (role === "tool") {
         const id = stringMember(raw, msg, "tool_call_id", path, true)!;
         const call = calls.get(id);
-        if (call === undefined) shapeError(`tool message ${JSON.stringify(id)} answers no tool_calls[].id of the assistant message before it`, [...path, "tool_call_id"]);
+        if (call === undefined)
+          shapeError(
+            `tool message ${JSON.stringify(id)} answers no tool_calls[].id of the assistant message before it`,
+            [...path, "tool_call_id"],
+          );
         calls.delete(id); // a second answer to one call is as invalid as an unpaired one
         if (content === undefined) shapeError('missing "content"', path);
         const cpath: Path = [...path, "content"];
-        const { texts, has_media } = resultTexts(raw, content, cpath, "text", 'a tool message\'s "content"');
+        const { texts, has_media } = resultTexts(
+          raw,
+          content,
+          cpath,
+          "text",
+          'a tool message\'s "content"',
+        );
         scanParts(content, cpath);
         sites.push({
           index: sites.length,
@@ -95,7 +131,11 @@ export const openaiChatAdapter: FormatAdapter = {
         calls = new Map(); // legacy: passed through as it is (see the header)
       } else {
         if (content === undefined) shapeError('missing "content"', path);
-        if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of content parts', [...path, "content"]);
+        if (content.kind !== "string" && content.kind !== "array")
+          shapeError('"content" must be a string or an array of content parts', [
+            ...path,
+            "content",
+          ]);
         scanParts(content, [...path, "content"]);
         calls = new Map();
       }
@@ -104,7 +144,16 @@ export const openaiChatAdapter: FormatAdapter = {
 
     const promptChars = toolsLen + (messages.end - messages.start);
     const seenPrefix = lastRunStart === -1 ? undefined : base + messages.items[lastRunStart]!.start;
-    return openaiAnalysis({ model, sites, assistantTurns, promptChars, seenPrefix, options, explicit, hasRecallTool });
+    return openaiAnalysis({
+      model,
+      sites,
+      assistantTurns,
+      promptChars,
+      seenPrefix,
+      options,
+      explicit,
+      hasRecallTool,
+    });
   },
 
   renderContent(raw: string, site: ToolResultSite, text: string): string {
@@ -114,7 +163,10 @@ export const openaiChatAdapter: FormatAdapter = {
   },
 
   declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("openai-chat", mode)));
+    return appendTool(
+      rootNode as JsonObject,
+      JSON.stringify(recallToolDefinition("openai-chat", mode)),
+    );
   },
 };
 
@@ -137,9 +189,11 @@ function callsOf(raw: string, msg: JsonObject, path: Path): Map<string, Call> {
     const name = stringMember(raw, body, "name", [...cpath, type], true)!;
     // Arguments are parsed for recall calls only (to name the slice in the marker): a turn must not re-parse
     // every call's arguments, which can be as large as the results.
-    const input = name === RECALL_TOOL_NAME && type === "function" ? parseArguments(raw, getMember(body, "arguments")) : undefined;
+    const input =
+      name === RECALL_TOOL_NAME && type === "function"
+        ? parseArguments(raw, getMember(body, "arguments"))
+        : undefined;
     calls.set(id, { name, input });
   });
   return calls;
 }
-

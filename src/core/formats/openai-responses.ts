@@ -17,10 +17,28 @@
  * and passes through untouched too.
  */
 import type { RecallMode } from "../../config.ts";
-import { type JsonNode, type JsonObject, decodeString, formatPath, getMember } from "../json/scan.ts";
+import {
+  decodeString,
+  formatPath,
+  getMember,
+  type JsonNode,
+  type JsonObject,
+} from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
-import { type Path, appendTool, expectObject, modelOf, parseArguments, renderTextContent, resultTexts, shapeError, stringMember, toolsOf, typeOf } from "./shape.ts";
+import {
+  appendTool,
+  expectObject,
+  modelOf,
+  type Path,
+  parseArguments,
+  renderTextContent,
+  resultTexts,
+  shapeError,
+  stringMember,
+  toolsOf,
+  typeOf,
+} from "./shape.ts";
 import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
 
 interface Call {
@@ -30,7 +48,10 @@ interface Call {
 
 const MESSAGE_ROLES = new Set(["user", "assistant", "system", "developer"]);
 /** Result item type → the call item type it answers. */
-const ANSWERS = new Map([["function_call_output", "function_call"], ["custom_tool_call_output", "custom_tool_call"]]);
+const ANSWERS = new Map([
+  ["function_call_output", "function_call"],
+  ["custom_tool_call_output", "custom_tool_call"],
+]);
 const MODEL_ITEMS = new Set(["reasoning", "mcp_list_tools", "mcp_approval_request"]);
 
 /** Items the model produced (its answer), as opposed to what the client or a tool added. */
@@ -60,17 +81,31 @@ export const openaiResponsesAdapter: FormatAdapter = {
     const model = modelOf(raw, root);
     const tools = toolsOf(root);
     const instructions = getMember(root, "instructions");
-    if (instructions !== undefined && instructions.kind !== "string" && instructions.kind !== "null") shapeError('"instructions" must be a string', ["instructions"]);
+    if (
+      instructions !== undefined &&
+      instructions.kind !== "string" &&
+      instructions.kind !== "null"
+    )
+      shapeError('"instructions" must be a string', ["instructions"]);
     const inputNode = getMember(root, "input");
-    if (inputNode !== undefined && inputNode.kind !== "string" && inputNode.kind !== "array" && inputNode.kind !== "null") shapeError('"input" must be a string or an array of items', ["input"]);
+    if (
+      inputNode !== undefined &&
+      inputNode.kind !== "string" &&
+      inputNode.kind !== "array" &&
+      inputNode.kind !== "null"
+    )
+      shapeError('"input" must be a string or an array of items', ["input"]);
     const input = inputNode?.kind === "null" ? undefined : inputNode;
     stringMember(raw, root, "previous_response_id", [], false, true);
     const conversation = getMember(root, "conversation");
-    const serverHistory = getMember(root, "previous_response_id")?.kind === "string" || (conversation !== undefined && conversation.kind !== "null");
+    const serverHistory =
+      getMember(root, "previous_response_id")?.kind === "string" ||
+      (conversation !== undefined && conversation.kind !== "null");
     const options = cacheOptionsOf(raw, root);
 
     const toolsLen = tools === undefined ? 0 : tools.end - tools.start;
-    const instructionsLen = instructions?.kind === "string" ? instructions.end - instructions.start : 0;
+    const instructionsLen =
+      instructions?.kind === "string" ? instructions.end - instructions.start : 0;
     const inputLen = input === undefined ? 0 : input.end - input.start;
     const base = toolsLen + instructionsLen - (input?.start ?? 0);
     const { explicit, scanParts } = breakpointCollector(raw, base, options);
@@ -80,12 +115,16 @@ export const openaiResponsesAdapter: FormatAdapter = {
       const path: Path = ["tools", i];
       const obj = expectObject(tool, path, "a tool");
       const type = stringMember(raw, obj, "type", path, true);
-      if (type === "function" && stringMember(raw, obj, "name", path, true) === RECALL_TOOL_NAME) hasRecallTool = true;
+      if (type === "function" && stringMember(raw, obj, "name", path, true) === RECALL_TOOL_NAME)
+        hasRecallTool = true;
     });
 
     const pending: Pending[] = [];
     // Calls seen so far, per kind: an output answers a call earlier in `input` (not only the turn before).
-    const calls: Record<string, Map<string, Call>> = { function_call: new Map(), custom_tool_call: new Map() };
+    const calls: Record<string, Map<string, Call>> = {
+      function_call: new Map(),
+      custom_tool_call: new Map(),
+    };
     const answered = new Set<string>();
     let assistantTurns = 0;
     let lastRunStart = -1;
@@ -98,27 +137,40 @@ export const openaiResponsesAdapter: FormatAdapter = {
       const path: Path = ["input", i];
       const item = expectObject(node, path, "an input item");
       const typeNode = getMember(item, "type");
-      if (typeNode !== undefined && typeNode.kind !== "string" && typeNode.kind !== "null") shapeError('"type" must be a string', [...path, "type"]);
+      if (typeNode !== undefined && typeNode.kind !== "string" && typeNode.kind !== "null")
+        shapeError('"type" must be a string', [...path, "type"]);
       const type = typeNode?.kind === "string" ? decodeString(raw, typeNode) : undefined;
       const roleNode = getMember(item, "role");
       const role = roleNode?.kind === "string" ? decodeString(raw, roleNode) : undefined;
 
       if (type === undefined && roleNode === undefined) {
         // `{id}` alone is an item reference: it may point at a call stored on the server.
-        if (getMember(item, "id") === undefined) shapeError('an input item needs a "type" or a "role"', path);
+        if (getMember(item, "id") === undefined)
+          shapeError('an input item needs a "type" or a "role"', path);
         references = true;
       } else if (type === undefined || type === "message") {
-        if (role === undefined || !MESSAGE_ROLES.has(role)) shapeError('"role" must be "user", "assistant", "system" or "developer"', [...path, "role"]);
+        if (role === undefined || !MESSAGE_ROLES.has(role))
+          shapeError('"role" must be "user", "assistant", "system" or "developer"', [
+            ...path,
+            "role",
+          ]);
         const content = getMember(item, "content");
         if (content === undefined) shapeError('missing "content"', path);
-        if (content.kind !== "string" && content.kind !== "array") shapeError('"content" must be a string or an array of content parts', [...path, "content"]);
+        if (content.kind !== "string" && content.kind !== "array")
+          shapeError('"content" must be a string or an array of content parts', [
+            ...path,
+            "content",
+          ]);
         scanParts(content, [...path, "content"]);
       } else if (type === "item_reference") {
         references = true;
       } else if (type === "function_call" || type === "custom_tool_call") {
         const id = stringMember(raw, item, "call_id", path, true)!;
         const name = stringMember(raw, item, "name", path, true)!;
-        const args = type === "function_call" && name === RECALL_TOOL_NAME ? parseArguments(raw, getMember(item, "arguments")) : undefined;
+        const args =
+          type === "function_call" && name === RECALL_TOOL_NAME
+            ? parseArguments(raw, getMember(item, "arguments"))
+            : undefined;
         calls[type]!.set(id, { name, input: args });
       } else if (ANSWERS.has(type)) {
         const id = stringMember(raw, item, "call_id", path, false, true);
@@ -128,9 +180,23 @@ export const openaiResponsesAdapter: FormatAdapter = {
         const { texts, has_media } = resultTexts(raw, output, opath, "input_text", '"output"');
         scanParts(output, opath);
         if (id !== undefined) {
-          if (answered.has(id)) shapeError(`${type} ${JSON.stringify(id)} answers a call that already has an output`, [...path, "call_id"]);
+          if (answered.has(id))
+            shapeError(`${type} ${JSON.stringify(id)} answers a call that already has an output`, [
+              ...path,
+              "call_id",
+            ]);
           answered.add(id);
-          pending.push({ item, index: i, path, id, call: calls[ANSWERS.get(type)!]!.get(id), content: output, texts, has_media, after_reference: references });
+          pending.push({
+            item,
+            index: i,
+            path,
+            id,
+            call: calls[ANSWERS.get(type)!]!.get(id),
+            content: output,
+            texts,
+            has_media,
+            after_reference: references,
+          });
         }
       }
 
@@ -148,7 +214,10 @@ export const openaiResponsesAdapter: FormatAdapter = {
     const sites: ToolResultSite[] = pending.map((p, n) => {
       if (p.call === undefined && !serverHistory && !p.after_reference) {
         const type = typeOf(raw, p.item)!;
-        shapeError(`${type} ${JSON.stringify(p.id)} answers no ${ANSWERS.get(type)} earlier in input`, [...p.path, "call_id"]);
+        shapeError(
+          `${type} ${JSON.stringify(p.id)} answers no ${ANSWERS.get(type)} earlier in input`,
+          [...p.path, "call_id"],
+        );
       }
       return {
         index: n,
@@ -169,7 +238,16 @@ export const openaiResponsesAdapter: FormatAdapter = {
 
     const promptChars = toolsLen + instructionsLen + inputLen;
     const seenPrefix = lastRunStart === -1 ? undefined : base + items[lastRunStart]!.start;
-    return openaiAnalysis({ model, sites, assistantTurns, promptChars, seenPrefix, options, explicit, hasRecallTool });
+    return openaiAnalysis({
+      model,
+      sites,
+      assistantTurns,
+      promptChars,
+      seenPrefix,
+      options,
+      explicit,
+      hasRecallTool,
+    });
   },
 
   renderContent(raw: string, site: ToolResultSite, text: string): string {
@@ -179,6 +257,9 @@ export const openaiResponsesAdapter: FormatAdapter = {
   },
 
   declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("openai-responses", mode)));
+    return appendTool(
+      rootNode as JsonObject,
+      JSON.stringify(recallToolDefinition("openai-responses", mode)),
+    );
   },
 };

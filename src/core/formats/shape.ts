@@ -4,12 +4,23 @@
  * rewritten so media parts and a client's cache marker stay where they were.
  */
 import { OffloadError } from "../../errors.ts";
-import { type JsonArray, type JsonNode, type JsonObject, type JsonString, decodeString, formatPath, getMember, parseJsonSpans } from "../json/scan.ts";
+import {
+  decodeString,
+  formatPath,
+  getMember,
+  type JsonArray,
+  type JsonNode,
+  type JsonObject,
+  type JsonString,
+  parseJsonSpans,
+} from "../json/scan.ts";
 
 export type Path = (string | number)[];
 
 export function shapeError(message: string, path: Path): never {
-  throw new OffloadError("invalid_request", `${message} at ${formatPath(path)}`, { path: formatPath(path) });
+  throw new OffloadError("invalid_request", `${message} at ${formatPath(path)}`, {
+    path: formatPath(path),
+  });
 }
 
 export function expectObject(node: JsonNode | undefined, path: Path, what: string): JsonObject {
@@ -18,7 +29,14 @@ export function expectObject(node: JsonNode | undefined, path: Path, what: strin
 }
 
 /** A string member; absent (or, with `nullable`, null) reads as undefined unless required. */
-export function stringMember(raw: string, obj: JsonObject, key: string, path: Path, required: boolean, nullable = false): string | undefined {
+export function stringMember(
+  raw: string,
+  obj: JsonObject,
+  key: string,
+  path: Path,
+  required: boolean,
+  nullable = false,
+): string | undefined {
   const node = getMember(obj, key);
   if (node === undefined || (nullable && node.kind === "null")) {
     if (required) shapeError(`missing "${key}"`, path);
@@ -47,9 +65,16 @@ export function typeOf(raw: string, obj: JsonObject): string | undefined {
 }
 
 /** Text and media pieces of a result's content: a string, or an array of parts with a string `type`. */
-export function resultTexts(raw: string, content: JsonNode, path: Path, textType: string, what: string): { texts: JsonString[]; has_media: boolean } {
+export function resultTexts(
+  raw: string,
+  content: JsonNode,
+  path: Path,
+  textType: string,
+  what: string,
+): { texts: JsonString[]; has_media: boolean } {
   if (content.kind === "string") return { texts: [content], has_media: false };
-  if (content.kind !== "array") shapeError(`${what} must be a string or an array of content parts`, path);
+  if (content.kind !== "array")
+    shapeError(`${what} must be a string or an array of content parts`, path);
   const texts: JsonString[] = [];
   let hasMedia = false;
   content.items.forEach((item, i) => {
@@ -58,7 +83,8 @@ export function resultTexts(raw: string, content: JsonNode, path: Path, textType
     const type = stringMember(raw, obj, "type", ipath, true);
     if (type === textType) {
       const text = getMember(obj, "text");
-      if (text?.kind !== "string") shapeError(`a ${textType} part needs a string "text"`, [...ipath, "text"]);
+      if (text?.kind !== "string")
+        shapeError(`a ${textType} part needs a string "text"`, [...ipath, "text"]);
       texts.push(text);
     } else hasMedia = true; // images, files…: kept in place, never measured (invariant 10)
   });
@@ -77,13 +103,24 @@ export interface RenderExtras {
   keepText?: (part: JsonObject) => boolean;
 }
 
-export function renderTextContent(raw: string, content: JsonNode | undefined, text: string, textType: string, markerKey: string, extras: RenderExtras = {}): string {
+export function renderTextContent(
+  raw: string,
+  content: JsonNode | undefined,
+  text: string,
+  textType: string,
+  markerKey: string,
+  extras: RenderExtras = {},
+): string {
   if (content === undefined || content.kind !== "array") return JSON.stringify(text);
   const parts: string[] = [];
   let placed = false;
   let marker: string | undefined;
   for (const part of content.items) {
-    if (part.kind === "object" && typeOf(raw, part) === textType && extras.keepText?.(part) !== true) {
+    if (
+      part.kind === "object" &&
+      typeOf(raw, part) === textType &&
+      extras.keepText?.(part) !== true
+    ) {
       const m = getMember(part, markerKey);
       if (m !== undefined) marker = raw.slice(m.start, m.end);
       if (!placed) {
@@ -104,7 +141,10 @@ export function renderTextContent(raw: string, content: JsonNode | undefined, te
  * recall call, to name its slice): models do emit malformed arguments and the API takes them back as they are,
  * so a parse failure is not an error here, just no arguments.
  */
-export function parseArguments(raw: string, node: JsonNode | undefined): { node: JsonNode; source: string } | undefined {
+export function parseArguments(
+  raw: string,
+  node: JsonNode | undefined,
+): { node: JsonNode; source: string } | undefined {
   if (node?.kind !== "string") return undefined;
   const source = decodeString(raw, node);
   try {
@@ -115,11 +155,16 @@ export function parseArguments(raw: string, node: JsonNode | undefined): { node:
 }
 
 /** Insert `tool` as the last element of `tools`, or add a `tools` member (a `null` one is replaced). */
-export function appendTool(root: JsonObject, tool: string): { start: number; end: number; text: string } {
+export function appendTool(
+  root: JsonObject,
+  tool: string,
+): { start: number; end: number; text: string } {
   const tools = getMember(root, "tools");
   if (tools?.kind === "array") {
     const last = tools.items[tools.items.length - 1];
-    return last === undefined ? { start: tools.start, end: tools.end, text: `[${tool}]` } : { start: last.end, end: last.end, text: `,${tool}` };
+    return last === undefined
+      ? { start: tools.start, end: tools.end, text: `[${tool}]` }
+      : { start: last.end, end: last.end, text: `,${tool}` };
   }
   if (tools !== undefined) return { start: tools.start, end: tools.end, text: `[${tool}]` };
   const at = root.end - 1;

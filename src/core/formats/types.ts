@@ -3,8 +3,9 @@
  * tell where the cache breakpoints are, and render a replacement. One adapter per format; the transform in
  * compact.ts is format-blind.
  */
-import type { JsonNode, JsonString } from "../json/scan.ts";
+
 import type { RecallMode } from "../../config.ts";
+import type { JsonNode, JsonString } from "../json/scan.ts";
 
 export interface ToolResultSite {
   /** Order among the request's tool results (0 = oldest). */
@@ -142,7 +143,12 @@ export interface FormatAdapter {
    * The JSON text that replaces `site.content` so the result reads `text` (media blocks kept in place, or
    * replaced by `media[block start]` when the attachment policy replaces them this turn).
    */
-  renderContent(raw: string, site: ToolResultSite, text: string, media?: ReadonlyMap<number, string>): string;
+  renderContent(
+    raw: string,
+    site: ToolResultSite,
+    text: string,
+    media?: ReadonlyMap<number, string>,
+  ): string;
   /** The JSON block that replaces a media block by `text` (keeping the block's cache_control). */
   renderMedia?(raw: string, site: MediaSite, text: string): string;
   /** The edit that declares the recall tool at the end of `tools`. */

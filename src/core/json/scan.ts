@@ -63,13 +63,16 @@ export function parseJsonSpans(text: string): JsonNode {
   const at = bad !== null ? bad.index : findInvalidEscape(text);
   if (at !== -1) {
     scanner.pos = at;
-    scanner.fail(bad !== null ? "unescaped control character" : "bad escape in string", pathAt(root, text, at));
+    scanner.fail(
+      bad !== null ? "unescaped control character" : "bad escape in string",
+      pathAt(root, text, at),
+    );
   }
   return root;
 }
 
 /** The path of the innermost node containing `offset` (for error messages). */
-function pathAt(root: JsonNode, text: string, offset: number): (string | number)[] {
+function pathAt(root: JsonNode, _text: string, offset: number): (string | number)[] {
   const path: (string | number)[] = [];
   let node: JsonNode = root;
   for (;;) {
@@ -107,9 +110,13 @@ class Scanner {
 
   fail(what: string, path: (string | number)[]): never {
     const { line, column } = lineColumn(this.text, this.pos);
-    throw new OffloadError("invalid_json", `Invalid JSON: ${what} at line ${line} column ${column} (offset ${this.pos})`, {
-      path: formatPath(path),
-    });
+    throw new OffloadError(
+      "invalid_json",
+      `Invalid JSON: ${what} at line ${line} column ${column} (offset ${this.pos})`,
+      {
+        path: formatPath(path),
+      },
+    );
   }
 
   value(depth: number, path: (string | number)[]): JsonNode {
@@ -289,7 +296,9 @@ export function stringLength(text: string, node: JsonString): number {
 
 /** The decoded value of a string node. Unescaped strings are a slice of the source (no JSON.parse). */
 export function decodeString(text: string, node: JsonString): string {
-  return node.escaped ? (JSON.parse(text.slice(node.start, node.end)) as string) : text.slice(node.start + 1, node.end - 1);
+  return node.escaped
+    ? (JSON.parse(text.slice(node.start, node.end)) as string)
+    : text.slice(node.start + 1, node.end - 1);
 }
 
 /** The last member named `key` (JSON.parse semantics for duplicate keys). */

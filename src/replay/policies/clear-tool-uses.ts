@@ -1,5 +1,5 @@
 import { BlockCache } from "../blocks.ts";
-import { type Policy, mapResults } from "../policy.ts";
+import { mapResults, type Policy } from "../policy.ts";
 
 /**
  * Anthropic's server-side context editing, `clear_tool_uses_20250919` with its defaults: when a request's
@@ -17,7 +17,9 @@ export function clearToolUses(triggerTokens = 100_000, keep = 3): Policy {
         send: async (request) => {
           const tokens = blocks.blocksOf(request).reduce((n, b) => n + b.tokens, 0);
           if (tokens <= triggerTokens) return request;
-          return mapResults(request, (_b, i, total) => (i < total - keep ? "[cleared by context management]" : undefined));
+          return mapResults(request, (_b, i, total) =>
+            i < total - keep ? "[cleared by context management]" : undefined,
+          );
         },
         recover: async () => null,
       };

@@ -11,19 +11,27 @@ import type { Request } from "../types.ts";
  * one tenant, a session per replayed session: what the adaptive gate learns carries over from session to
  * session, in file order, as it would in a deployment.
  */
-export function edgeOffload(name: string, config: Record<string, unknown>, description: string): Policy {
+export function edgeOffload(
+  name: string,
+  config: Record<string, unknown>,
+  description: string,
+): Policy {
   const store = new MemoryStore();
   return {
     name,
     description,
     start: (ctx) => {
-      const session = { tenant: "replay", id: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128) };
+      const session = {
+        tenant: "replay",
+        id: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128),
+      };
       const memIds = new Map<string, string>();
       let recallDeclared = false;
       return {
         send: async (request) => {
           const out = await compact({ request: JSON.stringify(request), session, store, config });
-          for (const d of out.decisions) if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
+          for (const d of out.decisions)
+            if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
           recallDeclared ||= out.report.recall_tool !== "none";
           return out.changed ? (JSON.parse(out.request as string) as Request) : request;
         },
@@ -34,7 +42,12 @@ export function edgeOffload(name: string, config: Record<string, unknown>, descr
           const answer = await recall({ store, session, mem_id: memId, query: quote });
           const callId = `toolu_replay_recall_${id}`;
           return {
-            call: { type: "tool_use", id: callId, name: RECALL_TOOL_NAME, input: { mem_id: memId, query: quote } },
+            call: {
+              type: "tool_use",
+              id: callId,
+              name: RECALL_TOOL_NAME,
+              input: { mem_id: memId, query: quote },
+            },
             result: { type: "tool_result", tool_use_id: callId, content: answer.content },
           };
         },

@@ -1,5 +1,5 @@
 import { textOfResult } from "../blocks.ts";
-import { type Policy, mapResults } from "../policy.ts";
+import { mapResults, type Policy } from "../policy.ts";
 
 const WINDOW = 300;
 
@@ -47,7 +47,12 @@ export function evict(tokenLimit = 20_000): Policy {
           const slice = body.slice(Math.max(0, at - WINDOW), at + quote.length + WINDOW);
           const callId = `toolu_replay_read_${id}`;
           return {
-            call: { type: "tool_use", id: callId, name: "read_file", input: { path: `/large_tool_results/${id}`, offset: at, limit: slice.length } },
+            call: {
+              type: "tool_use",
+              id: callId,
+              name: "read_file",
+              input: { path: `/large_tool_results/${id}`, offset: at, limit: slice.length },
+            },
             result: { type: "tool_result", tool_use_id: callId, content: slice },
           };
         },
@@ -55,4 +60,3 @@ export function evict(tokenLimit = 20_000): Policy {
     },
   };
 }
-

@@ -10,14 +10,34 @@ import { pruneMessagesPolicy } from "./prune-messages.ts";
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
 /** edge-offload configurations with a replay row of their own (documented in the README). */
-export const EDGE_OFFLOAD_CONFIGS: Record<string, { config: Record<string, unknown>; description: string }> = {
+export const EDGE_OFFLOAD_CONFIGS: Record<
+  string,
+  { config: Record<string, unknown>; description: string }
+> = {
   "edge-offload": { config: ON, description: "the seed's defaults with offload on (gate on)" },
-  "edge-offload+anchor": { config: { ...ON, tool_result_medium_tier: "cache_anchor" }, description: "plus the advancing cache anchor" },
-  "edge-offload+adaptive": { config: { ...ON, tool_result_offload_adaptive: true }, description: "plus the learning gate" },
-  "edge-offload+anchor+adaptive": { config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true }, description: "anchor and learning gate" },
-  "edge-offload+first-delivery": { config: { ...ON, tool_result_first_delivery: "gated" }, description: "plus gated offload on first delivery" },
+  "edge-offload+anchor": {
+    config: { ...ON, tool_result_medium_tier: "cache_anchor" },
+    description: "plus the advancing cache anchor",
+  },
+  "edge-offload+adaptive": {
+    config: { ...ON, tool_result_offload_adaptive: true },
+    description: "plus the learning gate",
+  },
+  "edge-offload+anchor+adaptive": {
+    config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true },
+    description: "anchor and learning gate",
+  },
+  "edge-offload+first-delivery": {
+    config: { ...ON, tool_result_first_delivery: "gated" },
+    description: "plus gated offload on first delivery",
+  },
   "edge-offload+all": {
-    config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true, tool_result_first_delivery: "gated" },
+    config: {
+      ...ON,
+      tool_result_medium_tier: "cache_anchor",
+      tool_result_offload_adaptive: true,
+      tool_result_first_delivery: "gated",
+    },
     description: "anchor, learning gate and first-delivery offload",
   },
 };
@@ -35,4 +55,11 @@ export function policyByName(name: string): Policy | null {
   return null;
 }
 
-export const DEFAULT_POLICIES = ["none", ...Object.keys(EDGE_OFFLOAD_CONFIGS), "clear-tool-uses", "mask-last-10", "evict-20k", "prune-messages"];
+export const DEFAULT_POLICIES = [
+  "none",
+  ...Object.keys(EDGE_OFFLOAD_CONFIGS),
+  "clear-tool-uses",
+  "mask-last-10",
+  "evict-20k",
+  "prune-messages",
+];

@@ -1,6 +1,6 @@
 import { countLines } from "../../core/text.ts";
 import { textOfResult } from "../blocks.ts";
-import { type Policy, mapResults } from "../policy.ts";
+import { mapResults, type Policy } from "../policy.ts";
 
 /**
  * SWE-agent's observation masking: every tool result but the last `keep` is replaced by a one-line
@@ -13,7 +13,11 @@ export function maskLastN(keep = 10): Policy {
     description: `SWE-agent observation masking: results older than the last ${keep} become a placeholder`,
     start: () => ({
       send: async (request) =>
-        mapResults(request, (b, i, total) => (i < total - keep ? `Old environment output: (${countLines(textOfResult(b.content))} lines omitted)` : undefined)),
+        mapResults(request, (b, i, total) =>
+          i < total - keep
+            ? `Old environment output: (${countLines(textOfResult(b.content))} lines omitted)`
+            : undefined,
+        ),
       recover: async () => null,
     }),
   };

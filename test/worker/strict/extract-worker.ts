@@ -13,6 +13,7 @@ export default {
       let evalAllowed = true;
       let functionAllowed = true;
       try {
+        // biome-ignore lint/security/noGlobalEval: the point: production rules must refuse it
         (0, eval)("1");
       } catch {
         evalAllowed = false;
@@ -29,13 +30,21 @@ export default {
       const maxPages = url.searchParams.get("max_pages");
       try {
         const result = await extractText(
-          { data, media_type: request.headers.get("content-type") ?? undefined, filename: request.headers.get("x-filename") ?? undefined },
+          {
+            data,
+            media_type: request.headers.get("content-type") ?? undefined,
+            filename: request.headers.get("x-filename") ?? undefined,
+          },
           maxPages === null ? {} : { max_pages: Number(maxPages) },
         );
         return Response.json({ ok: true, ...result });
       } catch (error) {
-        if (isAttachmentError(error)) return Response.json(error.toJSON(), { status: error.status });
-        return Response.json({ ok: false, error: { type: "internal", message: String(error) } }, { status: 500 });
+        if (isAttachmentError(error))
+          return Response.json(error.toJSON(), { status: error.status });
+        return Response.json(
+          { ok: false, error: { type: "internal", message: String(error) } },
+          { status: 500 },
+        );
       }
     }
     return new Response("not found", { status: 404 });
