@@ -5,8 +5,9 @@
  * interleaved rounds) and the ratios that carry over to other machines: the first turn (extraction) and a
  * sticky turn against the same request under "native", and the tokens the policy saves.
  */
-import { compact } from "../src/core/compact.ts";
+
 import { extractText } from "../src/extract/extract.ts";
+import { compact } from "../src/lib.ts";
 import { MemoryStore } from "../src/store/memory.ts";
 import { png } from "../test/fixtures/image-writer.ts";
 import { textPdf } from "../test/fixtures/pdf-writer.ts";

@@ -14,6 +14,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
+import { attachmentExtractor } from "./extract/attachment-extractor.ts";
 import type { Extractor } from "./extract/cache.ts";
 import { extractText } from "./extract/extract.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
@@ -66,6 +67,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   const log = deps.log ?? ((line: string) => console.error(line));
   const makeStore = deps.store ?? defaultStore;
   const extract = deps.extract ?? extractText;
+  const extractor = attachmentExtractor({ extract });
   const app = new Hono<AppEnv>();
 
   app.onError((err) => errorResponse(toOffloadError(err, log)));
@@ -84,6 +86,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     proxyRoutes({
       store: makeStore,
       log,
+      extractor,
       ...(deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes }),
       ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
     }),
@@ -103,6 +106,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     c.set("settings", settings);
     c.set("store", makeStore(c.env, settings, log));
     c.set("extract", extract);
+    c.set("extractor", extractor);
     await next();
   });
 

@@ -17,25 +17,38 @@ export {
   RECALL_HARD_CAP_CHARS,
   resolveConfig,
 } from "./config.ts";
-export { documentTokens, imageTokens, NATIVE_ESTIMATE } from "./core/attachment-text.ts";
+export { documentTokens, imageTokens, NATIVE_ESTIMATE } from "./core/attachments/text.ts";
 export type {
   AttachmentDecision,
-  AttachmentOptions,
   AttachmentReport,
-} from "./core/attachments.ts";
-export type {
-  CompactError,
-  CompactInput,
-  CompactOutput,
-  CompactReport,
-  Decision,
-} from "./core/compact.ts";
-export { compact, splice } from "./core/compact.ts";
+} from "./core/attachments/types.ts";
+export { decodeBase64 } from "./core/bytes/base64.ts";
+export type { ImageInfo } from "./core/bytes/image.ts";
+export { imageInfo } from "./core/bytes/image.ts";
+export type { CompactOutput } from "./core/compact.ts";
+export { splice } from "./core/compact.ts";
 export type { GateInput } from "./core/gate.ts";
 export { offloadGate, RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
 export { MEM_ID_PATTERN } from "./core/memid.ts";
+export type {
+  AttachmentExtractor,
+  CachedExtraction,
+  CommitResult,
+  ExtractedText,
+  Extraction,
+  ExtractionCache,
+  ExtractionFailure,
+  ExtractionInput,
+  ExtractionRequest,
+  LoadedState,
+  OffloadStore,
+  SessionSummary,
+  ToolStats,
+  TurnCommit,
+} from "./core/ports.ts";
 export type { ModelPrice, Provider, Rates } from "./core/pricing.ts";
 export { normalizeModelId, PRICE_TABLE, ratesFor, resolveModel } from "./core/pricing.ts";
+export type * from "./core/problems.ts";
 export type {
   RecallAnswer,
   RecallAnswerMode,
@@ -52,14 +65,18 @@ export { structureOf } from "./core/structure.ts";
 export { renderStub } from "./core/stub.ts";
 export type { ContentKind } from "./core/tokens.ts";
 export { CHARS_PER_TOKEN, detectKind, estimateTextTokens, estimateTokens } from "./core/tokens.ts";
+export type { AnchorReport } from "./core/turn/anchor.ts";
+export type { Decision } from "./core/turn/context.ts";
+export type { CompactReport } from "./core/turn/report.ts";
 export type * from "./core/types.ts";
 export type { OffloadErrorType } from "./errors.ts";
 export { isOffloadError, OffloadError } from "./errors.ts";
+export type { AttachmentOptions } from "./extract/attachment-extractor.ts";
+export { attachmentExtractor } from "./extract/attachment-extractor.ts";
 export type {
   CachedExtractInput,
-  CachedExtraction,
   CachedExtractOutput,
-  ExtractionCache,
+  ExtractionOutcome,
   Extractor,
 } from "./extract/cache.ts";
 export { extractCached, extractionCacheKey, isCacheableFailure } from "./extract/cache.ts";
@@ -80,10 +97,8 @@ export type { ExtractTextsItem, ExtractTextsOptions } from "./extract/extract.ts
 // Attachments (seed 002 §3): extract text once, fall back to sending natively.
 export { extractText, extractTexts, isExtractable, probeAttachment } from "./extract/extract.ts";
 export { htmlToText } from "./extract/html.ts";
-export type { ImageInfo } from "./extract/image.ts";
-export { imageInfo } from "./extract/image.ts";
 export type { NormalizedAttachment } from "./extract/input.ts";
-export { attachmentDigest, decodeBase64, normalizeAttachment } from "./extract/input.ts";
+export { attachmentDigest, normalizeAttachment } from "./extract/input.ts";
 export type {
   ModelBucket,
   OcrEngine,
@@ -107,13 +122,6 @@ export {
 } from "./extract/options.ts";
 export type * from "./extract/types.ts";
 export { MemoryStore } from "./store/memory.ts";
-export type {
-  CommitResult,
-  LoadedState,
-  OffloadStore,
-  SessionSummary,
-  TurnCommit,
-} from "./store/port.ts";
 export type {
   PagedInput,
   PagedToolSpec,
@@ -142,3 +150,22 @@ export type {
   ToolSpec,
 } from "./toolkit/tool.ts";
 export { defineTool, toolResult } from "./toolkit/tool.ts";
+
+import {
+  type CompactOutput,
+  compact as compactTurn,
+  type CompactInput as TurnInput,
+} from "./core/compact.ts";
+import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
+
+export interface CompactInput<R extends string | object> extends TurnInput<R> {
+  /** OCR and the extractor for the attachment policy; the default extractor when neither `extractor` nor this is given. */
+  attachments?: AttachmentOptions | undefined;
+}
+
+export function compact<R extends string | object>(
+  input: CompactInput<R>,
+): Promise<CompactOutput<R>> {
+  const { attachments, ...turn } = input;
+  return compactTurn({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
+}

@@ -13,7 +13,7 @@
  * nothing else is known), never less than the configured default (the seed's conservative prior, which the
  * learned recall rate corrects) and at most MAX_HORIZON.
  */
-import type { ToolStats } from "../store/port.ts";
+import type { ToolStats } from "./ports.ts";
 
 export const PRIOR_WEIGHT = 4;
 

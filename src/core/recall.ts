@@ -6,7 +6,7 @@
 import { JSONPath } from "jsonpath-plus";
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
 import { OffloadError } from "../errors.ts";
-import type { OffloadStore } from "../store/port.ts";
+import type { OffloadStore } from "./ports.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
 import { formatInt, safeCut } from "./text.ts";
 

@@ -1,4 +1,5 @@
-/** The vocabulary shared by the core, the store ports and the service (see DESIGN.md "Vocabulary"). */
+/** The vocabulary shared by the core, its ports and the service. */
+import type { ExtractionProblem } from "./problems.ts";
 import type { ContentKind } from "./tokens.ts";
 
 /** A provider request format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses. */
@@ -89,8 +90,8 @@ export interface AttachmentInfo {
   height?: number;
   /** Estimated tokens of the block sent natively (null when it could not be read, e.g. an encrypted PDF). */
   native_tokens: number | null;
-  /** Why a sticky native decision was taken, when extraction failed. */
-  failed?: { type: string; reason?: string; message: string };
+  /** Why a sticky native decision was taken, when extraction failed (records of older versions say `type`). */
+  failed?: ExtractionProblem;
 }
 
 export interface BodyMeta {
@@ -110,17 +111,26 @@ export interface StoredBody {
   meta: BodyMeta;
 }
 
-/** A short per-turn line for reports (no bodies). */
-export interface TurnLog {
-  turn: number;
+/** What a turn did, counted: its log line and its report both carry these. */
+export interface TurnCounts {
+  /** Tool results in the request, and what became of them this turn. */
   results: number;
   kept: number;
   compacted: number;
   offloaded: number;
+  /** Results decided this turn (not replayed from an earlier one). */
   new_decisions: number;
+  /** Estimated prompt tokens with every result (and attachment) sent as the client sent it, and as returned. */
   tokens_before: number;
   tokens_after: number;
+  /** Estimated dollars this request saves against sending everything as the client sent it. */
   saved_usd: number;
+}
+
+/** A short per-turn line for reports (no bodies). */
+export interface TurnLog extends TurnCounts {
+  turn: number;
+  /** Non-fatal problems of the turn (their count). */
   errors: number;
   /**
    * Shadow mode (`tool_result_offload_shadow`): the decisions were taken and recorded, but the request went out

@@ -10,6 +10,7 @@
  * the key), a missing dependency (an OCR model may be uploaded later), an unsupported format (the probe says
  * so without parsing anything).
  */
+import type { ExtractionCache } from "../core/ports.ts";
 import { AttachmentError, type AttachmentErrorBody } from "./errors.ts";
 import { extractText } from "./extract.ts";
 import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
@@ -17,15 +18,10 @@ import { type ExtractOptions, extractionVariant, resolveExtractOptions } from ".
 import { sniff } from "./sniff.ts";
 import type { Attachment, DetectedFormat, ExtractResult } from "./types.ts";
 
-export type CachedExtraction =
+/** An extraction's outcome as this engine gives it: the core's CachedExtraction with its full result. */
+export type ExtractionOutcome =
   | { ok: true; result: ExtractResult }
   | { ok: false; error: AttachmentErrorBody };
-
-/** Where cached extractions live, per tenant (the service: R2 under `extracts/<tenant>/`). */
-export interface ExtractionCache {
-  getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;
-  putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void>;
-}
 
 export type Extractor = (attachment: Attachment, options: ExtractOptions) => Promise<ExtractResult>;
 
@@ -40,7 +36,7 @@ export interface CachedExtractInput {
 }
 
 export interface CachedExtractOutput {
-  outcome: CachedExtraction;
+  outcome: ExtractionOutcome;
   /** The outcome came from the cache: nothing was parsed. */
   cached: boolean;
   /** The cache key, or null when the attachment could not even be decoded. */
@@ -81,7 +77,8 @@ export function isCacheableFailure(error: AttachmentErrorBody): boolean {
   );
 }
 
-function isCachedExtraction(value: unknown): value is CachedExtraction {
+/** A cached value of the right shape (a cache is storage: what comes back is checked, not trusted). */
+function isCachedExtraction(value: unknown): value is ExtractionOutcome {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;
   if (v.ok === true)
@@ -146,12 +143,12 @@ export async function extractCached(input: CachedExtractInput): Promise<CachedEx
   if (input.cache !== undefined) {
     try {
       const hit = await input.cache.getExtraction(input.tenant, key);
-      if (hit !== null && isCachedExtraction(hit)) return { outcome: hit, cached: true, ...base };
+      if (isCachedExtraction(hit)) return { outcome: hit, cached: true, ...base };
     } catch {
       cacheError = "read"; // a cache that cannot be read is a miss: extract, and try to write the result
     }
   }
-  let outcome: CachedExtraction;
+  let outcome: ExtractionOutcome;
   try {
     outcome = { ok: true, result: await extract(decodedAttachment(input.attachment, a), options) };
   } catch (error) {

@@ -3,6 +3,8 @@
  * extractText (one attachment, typed errors) and extractTexts (many; "warn" reports each failure and
  * extracts the rest, "raise" stops at the first).
  */
+
+import { imageInfo } from "../core/bytes/image.ts";
 import { safeCut } from "../core/text.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { decodeText } from "./decode.ts";
@@ -15,7 +17,6 @@ import {
   UnsupportedAttachmentError,
 } from "./errors.ts";
 import { htmlToText } from "./html.ts";
-import { imageInfo } from "./image.ts";
 import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
 import { DEFAULT_OCR_MAX_PIXELS, type OcrOptions } from "./ocr.ts";
 import { OoxmlPackage } from "./ooxml.ts";

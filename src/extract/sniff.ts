@@ -3,9 +3,10 @@
  * second (magic wins: a PDF labelled image/png is a PDF). Only headers and, for ZIP containers, the central
  * directory's names are read; nothing is inflated or parsed.
  */
+
+import { imageFormatOf } from "../core/bytes/image.ts";
 import { OLE_MAGIC, oleKind } from "./cfb.ts";
 import { looksLikeText } from "./decode.ts";
-import { imageFormatOf } from "./image.ts";
 import { extensionOf, type NormalizedAttachment } from "./input.ts";
 import type { OcrOptions } from "./ocr.ts";
 import type {

@@ -1,4 +1,7 @@
 /** The vocabulary of attachment extraction: what goes in, what is detected, what comes out. */
+import type { ImageFormat } from "../core/bytes/image.ts";
+
+export type { ImageFormat };
 
 /** Raw bytes with what the sender declared about them. The declared type may be wrong: magic bytes win. */
 export interface BytesAttachment {
@@ -42,7 +45,6 @@ export type Attachment = BytesAttachment | Base64Source | TextSource | MediaBloc
 /** What the bytes are, independent of whether we can read them. */
 export type DocumentFormat = "pdf" | "docx" | "xlsx";
 export type TextFormat = "text" | "csv" | "tsv" | "json" | "html" | "markdown" | "xml";
-export type ImageFormat = "png" | "jpeg" | "gif" | "webp" | "bmp" | "tiff" | "heic" | "avif";
 /** Recognised but never extracted here (legacy binary Office, encrypted OOXML, other containers). */
 export type ForeignFormat =
   | "doc"

@@ -5,6 +5,7 @@ import {
   parseConfigPatch,
   resolveConfig,
 } from "../config.ts";
+import type { AttachmentExtractor } from "../core/ports.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import type { Extractor } from "../extract/cache.ts";
@@ -25,8 +26,15 @@ export interface Settings {
 
 export type AppEnv = {
   Bindings: Env;
-  /** `extract`: the attachment extractor (extractText unless createApp was given another, e.g. a test's spy). */
-  Variables: { tenant: string; store: EdgeStore; settings: Settings; extract: Extractor };
+  Variables: {
+    tenant: string;
+    store: EdgeStore;
+    settings: Settings;
+    /** The extraction engine (extractText unless createApp was given another, e.g. a test's spy). */
+    extract: Extractor;
+    /** The attachment policy's extractor over `extract`, for compaction. */
+    extractor: AttachmentExtractor;
+  };
 };
 
 const CONTROL_BODY_BYTES = 1024 * 1024;

@@ -3,9 +3,10 @@
  * carries it) with the turn's counts, token estimates, the estimated saving and what went wrong, e.g. a
  * ledger write that failed (the result then stayed full).
  */
-import { type CompactReport, emptyReport } from "../core/compact.ts";
+
+import type { ExtractionProblem, Problem } from "../core/problems.ts";
+import { type CompactReport, emptyReport } from "../core/turn/report.ts";
 import type { Format } from "../core/types.ts";
-import type { StoreNote } from "../store/edge.ts";
 
 /** Enough to say what failed without letting one bad turn blow past header size limits. */
 const MAX_ERRORS = 8;
@@ -39,7 +40,7 @@ export interface Summary extends ReportFields {
   would_save_usd: number;
   /** The attachment policy's effect (null when it is "native"); its tokens and dollars are in the totals above. */
   attachments: AttachmentSummary | null;
-  errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];
+  errors: Problem[];
   errors_total: number;
   /** Proxy routes only (docs/proxy.md). On an event stream the hop fields are unknown when headers go out. */
   proxy?: {
@@ -64,8 +65,8 @@ export interface AttachmentSummary {
   sent_tokens: number;
   saved_tokens: number;
   saved_usd: number;
-  /** Why blocks stayed native after a failed extraction (at most 8). */
-  failures: { path: string; type: string; reason?: string; message: string }[];
+  /** Why blocks stayed native after a failed extraction (at most 8), each with its `path`. */
+  failures: ExtractionProblem[];
 }
 
 function attachmentSummary(report: CompactReport["attachments"]): AttachmentSummary | null {
@@ -74,14 +75,7 @@ function attachmentSummary(report: CompactReport["attachments"]): AttachmentSumm
   const failures = items.flatMap((d) =>
     d.error === undefined
       ? []
-      : [
-          {
-            path: d.path,
-            type: d.error.type,
-            ...(d.error.reason === undefined ? {} : { reason: d.error.reason }),
-            message: d.error.message.slice(0, 200),
-          },
-        ],
+      : [{ ...d.error, message: d.error.message.slice(0, 200), path: d.path }],
   );
   return { ...counts, failures: failures.slice(0, MAX_ERRORS) };
 }
@@ -89,7 +83,7 @@ function attachmentSummary(report: CompactReport["attachments"]): AttachmentSumm
 export function summaryOf(
   report: CompactReport,
   changed: boolean,
-  notes: readonly StoreNote[],
+  notes: readonly Problem[],
 ): Summary {
   const all = [...report.errors.map((e) => ({ ...e })), ...notes.map((n) => ({ ...n }))];
   // In shadow the returned request is the one sent: nothing was saved, and the decided saving is a "would".

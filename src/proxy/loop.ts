@@ -314,7 +314,7 @@ async function finishTurn(
     // EdgeStore logged the cause. The answer stands; a lost memo only means a later turn is sent as the client holds it.
     if (summary !== null) {
       summary.errors.push({
-        type: "storage_error",
+        code: "storage_error",
         message:
           "the proxy's turn could not be saved; a mixed turn's recall answer will not be spliced into later requests",
       });

@@ -4,11 +4,12 @@
  * cannot be read right now are answers the model reads, never a failed client call. Replaying a remembered
  * call (`count: false`) throws instead: its answer must have the same bytes as before, or not be sent.
  */
+
+import type { OffloadStore } from "../core/ports.ts";
 import { recall } from "../core/recall.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError } from "../errors.ts";
 import type { RecallParams, RememberedCall } from "../store/parts.ts";
-import type { OffloadStore } from "../store/port.ts";
 
 export interface RecallResult {
   id: string;

@@ -58,7 +58,7 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     return passThrough({
       ...passThroughSummary(format),
       errors: [
-        { type: "storage_error", message: `${e.message}; request passed through unchanged` },
+        { code: "storage_error", message: `${e.message}; request passed through unchanged` },
       ],
       errors_total: 1,
     });
@@ -75,7 +75,7 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     config,
     store,
     secret,
-    attachments: { extract: c.var.extract },
+    extractor: c.var.extractor,
   });
   return new Response(out.request, {
     headers: {

@@ -11,6 +11,7 @@
  */
 import { type Context, Hono } from "hono";
 import { compact, splice } from "../core/compact.ts";
+import type { AttachmentExtractor } from "../core/ports.ts";
 import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
@@ -44,6 +45,8 @@ export interface ProxyDeps {
   maxBodyBytes?: number;
   /** The provider calls (tests inject one); by default the runtime's fetch, looked up at call time. */
   fetch?: typeof fetch;
+  /** The attachment policy's extractor. */
+  extractor: AttachmentExtractor;
 }
 
 const SESSION_HEADER = "x-offload-session";
@@ -198,7 +201,7 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     return asIs({
       ...passThroughSummary(dialect.format),
       errors: [
-        { type: "storage_error", message: `${e.message}; request passed through unchanged` },
+        { code: "storage_error", message: `${e.message}; request passed through unchanged` },
       ],
       errors_total: 1,
     });
@@ -222,6 +225,7 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     config,
     store,
     secret,
+    extractor: deps.extractor,
   });
   return proxyCall({
     dialect,

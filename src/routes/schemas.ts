@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { OffloadConfigPatchSchema, OffloadConfigSchema, RECALL_HARD_CAP_CHARS } from "../config.ts";
+import type { Problem } from "../core/problems.ts";
 
 export const RecallRequestSchema = z
   .strictObject({
@@ -212,6 +213,39 @@ export const ErrorSchema = z.object({
   }),
 });
 
+const ExtractionProblemSchema = z.object({
+  code: z.enum(["unsupported_attachment", "extraction_dependency_missing", "extraction_failed"]),
+  message: z.string(),
+  reason: z
+    .enum(["corrupt", "encrypted", "empty", "too_large"])
+    .optional()
+    .describe("extraction_failed only."),
+  path: z.string().optional().describe("Where the attachment is in the request."),
+});
+
+/** A non-fatal problem: the call succeeded, and this says what it could not do. */
+export const ProblemSchema = z
+  .discriminatedUnion("code", [
+    z.object({
+      code: z.literal("storage_error"),
+      message: z.string(),
+      tool_use_id: z.string().optional().describe("The result or attachment left as sent."),
+    }),
+    z.object({
+      code: z.literal("conflict"),
+      message: z.string(),
+      tool_use_id: z.string().describe("A decided id sent again with a different body."),
+    }),
+    z.object({
+      code: z.literal("index_error"),
+      message: z.string(),
+      mem_id: z.string().optional(),
+    }),
+    z.object({ code: z.literal("stats_error"), message: z.string() }),
+    ExtractionProblemSchema,
+  ])
+  .describe("A non-fatal problem, told apart by `code`.") satisfies z.ZodType<Problem>;
+
 export const SummarySchema = z.object({
   enabled: z.boolean(),
   offload: z.boolean(),
@@ -263,27 +297,19 @@ export const SummarySchema = z.object({
       sent_tokens: z.int(),
       saved_tokens: z.int(),
       saved_usd: z.number(),
-      failures: z.array(
-        z.object({
-          path: z.string(),
-          type: z.string(),
-          reason: z.string().optional(),
-          message: z.string(),
-        }),
-      ),
+      failures: z
+        .array(ExtractionProblemSchema)
+        .describe("Why blocks stayed native (at most 8), each with the block's path."),
     })
     .nullable()
     .describe(
       "The attachment policy's effect on this request (null when attachment_policy is native).",
     ),
-  errors: z.array(
-    z.object({
-      type: z.string(),
-      message: z.string(),
-      tool_use_id: z.string().optional(),
-      mem_id: z.string().optional(),
-    }),
-  ),
+  errors: z
+    .array(ProblemSchema)
+    .describe(
+      "What went wrong without failing the call (at most 8; errors_total counts them all).",
+    ),
   errors_total: z.int(),
   proxy: z
     .object({

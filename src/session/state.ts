@@ -3,9 +3,9 @@
  * here, so the two cannot drift apart on what first-writer-wins, retention or the index refresh mean.
  */
 
+import type { ToolStats } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
-import type { ToolStats } from "../store/port.ts";
 
 /** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records); gaps. */
 export { GAP_WINDOW, medianGap, TURN_LOG_LIMIT } from "../store/memory.ts";

@@ -3,8 +3,8 @@
  * sessions (offloads and recalls per tool name) that the adaptive gate reads. Counts only, never content.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { ToolStats } from "../core/ports.ts";
 import type { Env } from "../env.ts";
-import type { ToolStats } from "../store/port.ts";
 
 export class TenantDO extends DurableObject<Env> {
   #ready = false;

@@ -9,9 +9,16 @@
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
+import type {
+  CachedExtraction,
+  CommitResult,
+  LoadedState,
+  OffloadStore,
+  TurnCommit,
+} from "../core/ports.ts";
+import type { IndexProblem, StatsProblem } from "../core/problems.ts";
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
-import type { CachedExtraction } from "../extract/cache.ts";
 import {
   type BodyLedgerPort,
   type ExtractionCachePort,
@@ -25,13 +32,6 @@ import {
   type SessionStatePort,
   type TenantStatsPort,
 } from "./parts.ts";
-import type { CommitResult, LoadedState, OffloadStore, TurnCommit } from "./port.ts";
-
-export interface StoreNote {
-  type: "index_error" | "stats_error";
-  message: string;
-  mem_id?: string;
-}
 
 export interface EdgeStoreParts {
   sessions: SessionStatePort;
@@ -54,7 +54,7 @@ export interface BodyInfo {
 
 export class EdgeStore implements OffloadStore {
   /** Non-fatal problems of this request (index writes), for the turn's summary. */
-  readonly notes: StoreNote[] = [];
+  readonly notes: (IndexProblem | StatsProblem)[] = [];
   /** The turn log line of this request's last commit (the proxy notes its hops on it). */
   lastTurnSeq: number | null = null;
   readonly sessions: SessionStatePort;
@@ -90,18 +90,18 @@ export class EdgeStore implements OffloadStore {
     what: string,
     run: () => Promise<void>,
     memId?: string,
-    type: StoreNote["type"] = "index_error",
+    code: "index_error" | "stats_error" = "index_error",
   ): Promise<void> {
     try {
       await run();
     } catch (cause) {
       this.#log(`[edge-offload] ${what} failed: ${describe(cause)}`);
       const why =
-        type === "index_error"
+        code === "index_error"
           ? "the result is safe; lookups fall back to the ledger"
           : "only the gate's learning is slowed";
       this.notes.push({
-        type,
+        code,
         message: `${what} failed (${why})`,
         ...(memId === undefined ? {} : { mem_id: memId }),
       });
@@ -139,7 +139,7 @@ export class EdgeStore implements OffloadStore {
     } catch (cause) {
       this.#log(`[edge-offload] reading the tenant statistics failed: ${describe(cause)}`);
       this.notes.push({
-        type: "stats_error",
+        code: "stats_error",
         message: "the tenant's learning statistics could not be read",
       });
       return {};

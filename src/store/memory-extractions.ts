@@ -1,5 +1,5 @@
 /** The in-memory twin of the R2 extraction cache (values cloned in and out, as a serializing store would). */
-import type { CachedExtraction } from "../extract/cache.ts";
+import type { CachedExtraction } from "../core/ports.ts";
 import { type ExtractionCachePort, extractionKey } from "./parts.ts";
 
 export class MemoryExtractionCache implements ExtractionCachePort {

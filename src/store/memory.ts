@@ -2,16 +2,17 @@
  * The in-memory twin of the storage port: the library's default store, and the reference the contract suite
  * is written against. Values are cloned on the way in and out, as a serializing store would.
  */
-import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
-import type { CachedExtraction } from "../extract/cache.ts";
+
 import type {
+  CachedExtraction,
   CommitResult,
   LoadedState,
   OffloadStore,
   SessionSummary,
   ToolStats,
   TurnCommit,
-} from "./port.ts";
+} from "../core/ports.ts";
+import type { BodyMeta, ResultRecord, SessionRef, StoredBody, TurnLog } from "../core/types.ts";
 
 interface SessionData {
   records: Map<string, ResultRecord>;

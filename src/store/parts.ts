@@ -10,6 +10,7 @@
  * three into the core's `OffloadStore`.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
+import type { ExtractionCache, SessionSummary, ToolStats } from "../core/ports.ts";
 import type {
   BodyMeta,
   Format,
@@ -20,8 +21,6 @@ import type {
   TurnDecision,
   TurnLog,
 } from "../core/types.ts";
-import type { ExtractionCache } from "../extract/cache.ts";
-import type { SessionSummary, ToolStats } from "./port.ts";
 
 export interface SessionCommitResult {
   /** Standing record per committed tool_use_id (an earlier one where it existed: first writer wins). */

@@ -4,7 +4,7 @@
  * text reads back exactly), a few readable fields in the custom metadata for operators browsing the bucket.
  * Entries are not scoped by session and are not removed with one; bound them with a lifecycle rule.
  */
-import type { CachedExtraction } from "../extract/cache.ts";
+import type { CachedExtraction } from "../core/ports.ts";
 import { type ExtractionCachePort, extractionKey } from "./parts.ts";
 
 export class R2ExtractionCache implements ExtractionCachePort {

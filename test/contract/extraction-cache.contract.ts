@@ -1,6 +1,6 @@
 /** Contract of the extraction cache (R2 and its in-memory twin): exact round trips, tenant scoping, copies, overwrite. */
 import { describe, expect, it } from "vitest";
-import type { CachedExtraction, ExtractionCache } from "../../src/extract/cache.ts";
+import type { CachedExtraction, ExtractionCache } from "../../src/core/ports.ts";
 
 let n = 0;
 function key(): string {

@@ -3,8 +3,8 @@
  * DO/R2/KV store in workerd). Each case gets a fresh store from the factory and uses its own session ids.
  */
 import { describe, expect, it } from "vitest";
+import type { OffloadStore } from "../../src/core/ports.ts";
 import type { BodyMeta, ResultRecord, SessionRef, TurnLog } from "../../src/core/types.ts";
-import type { OffloadStore } from "../../src/store/port.ts";
 
 let n = 0;
 function ref(tenant = "t1"): SessionRef {

@@ -1,5 +1,5 @@
 /** Builders for Anthropic Messages requests used across tests (plain data, no I/O). */
-import type { OffloadStore } from "../../src/store/port.ts";
+import type { OffloadStore } from "../../src/core/ports.ts";
 
 export type Block = Record<string, unknown>;
 export type Message = { role: "user" | "assistant"; content: string | Block[] };

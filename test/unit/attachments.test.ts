@@ -1,16 +1,16 @@
 // The attachment policy of the turn transform (config attachment_policy), in plain Node with the in-memory store.
 import { describe, expect, it } from "vitest";
-import { imageTokens, PDF_PAGE_IMAGE_TOKENS } from "../../src/core/attachment-text.ts";
-import { INLINE_REPLACEMENT_CHARS } from "../../src/core/attachments.ts";
-import { compact } from "../../src/core/compact.ts";
+import { imageTokens, PDF_PAGE_IMAGE_TOKENS } from "../../src/core/attachments/text.ts";
+import { INLINE_REPLACEMENT_CHARS } from "../../src/core/attachments/types.ts";
+import type { OffloadStore } from "../../src/core/ports.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
 import type { ResultRecord } from "../../src/core/types.ts";
 import type { Extractor } from "../../src/extract/cache.ts";
 import { ExtractionDependencyMissingError } from "../../src/extract/errors.ts";
 import { extractText } from "../../src/extract/extract.ts";
 import { bytesModelSource, type OcrEngine } from "../../src/extract/ocr.ts";
+import { compact } from "../../src/lib.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import type { OffloadStore } from "../../src/store/port.ts";
 import { fixture } from "../fixtures/build.ts";
 import { png } from "../fixtures/image-writer.ts";
 import { textPdf } from "../fixtures/pdf-writer.ts";
@@ -284,7 +284,7 @@ describe('attachment_policy "extract"', () => {
     expect(out.request).toBe(JSON.stringify(req));
     expect(out.report.errors).toEqual([
       expect.objectContaining({
-        type: "storage_error",
+        code: "storage_error",
         tool_use_id: expect.stringMatching(/^att_/),
       }),
     ]);
@@ -357,7 +357,7 @@ describe("failures leave the block native and say why", () => {
     expect(t0.report.attachments).toMatchObject({ failed: 1, replaced: 0 });
     expect(t0.report.attachments!.items[0]).toMatchObject({
       action: "native",
-      error: { type: "extraction_failed", reason: "encrypted" },
+      error: { code: "extraction_failed", reason: "encrypted" },
     });
     expect(t0.report.attachments!.items[0]!.reason).toContain("sent natively");
     const t1 = await run(next(req, 0), store, EXTRACT, calls);
@@ -387,7 +387,7 @@ describe("failures leave the block native and say why", () => {
     expect(t0.changed).toBe(false);
     expect(t0.report.attachments!.items[0]).toMatchObject({
       action: "native",
-      error: { type: "extraction_dependency_missing" },
+      error: { code: "extraction_dependency_missing" },
     });
     const t1 = await compact({
       request: JSON.stringify(next(req, 0)),
@@ -396,7 +396,7 @@ describe("failures leave the block native and say why", () => {
       config: EXTRACT,
       attachments: { extract: missing },
     });
-    expect(t1.report.attachments!.items[0]!.error?.type).toBe("extraction_dependency_missing");
+    expect(t1.report.attachments!.items[0]!.error?.code).toBe("extraction_dependency_missing");
     expect(calls).toHaveLength(2);
     // Once it works, the document is replaced.
     const t2 = await run(next(next(req, 0), 1), store, EXTRACT);

@@ -261,7 +261,7 @@ describe("invariant 3: sticky", () => {
     });
     expect(resultContent(parse(out.request as string), "t1")).toBe(other);
     expect(out.report.errors).toEqual([
-      expect.objectContaining({ type: "conflict", tool_use_id: "t1" }),
+      expect.objectContaining({ code: "conflict", tool_use_id: "t1" }),
     ]);
   });
 });
@@ -303,7 +303,7 @@ describe("invariant 5: nothing lost", () => {
     expect(resultContent(parse(out.request as string), "t1")).toBe(LARGE);
     expect(out.decisions[0]).toMatchObject({ action: "kept", mem_id: null });
     expect(out.report.errors).toEqual([
-      expect.objectContaining({ type: "storage_error", tool_use_id: "t1" }),
+      expect.objectContaining({ code: "storage_error", tool_use_id: "t1" }),
     ]);
     const healthy = await compact({ request: text, session: "s", store, config: ON });
     expect(healthy.decisions[0]!.action).toBe("offloaded");
@@ -317,7 +317,7 @@ describe("invariant 5: nothing lost", () => {
       config: ON,
     });
     expect(resultContent(parse(out.request as string), "t1")).toBe(LARGE);
-    expect(out.report.errors[0]?.type).toBe("storage_error");
+    expect(out.report.errors[0]?.code).toBe("storage_error");
   });
 
   it("passes the request through when the session state cannot be read", async () => {
@@ -329,7 +329,7 @@ describe("invariant 5: nothing lost", () => {
       config: ON,
     });
     expect(out.request).toBe(text);
-    expect(out.report.errors[0]?.type).toBe("storage_error");
+    expect(out.report.errors[0]?.code).toBe("storage_error");
   });
 });
 

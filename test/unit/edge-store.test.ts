@@ -97,7 +97,7 @@ describe("EdgeStore", () => {
     expect((await store.getBody(ref, MEM))?.body).toBe("body");
     expect(store.notes).toEqual([
       {
-        type: "index_error",
+        code: "index_error",
         mem_id: MEM,
         message: expect.stringContaining("mem_id index write failed"),
       },

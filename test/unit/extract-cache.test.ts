@@ -1,12 +1,7 @@
 // extractCached: what is cached, under which key, and what a broken cache does (src/extract/cache.ts).
 import { describe, expect, it } from "vitest";
-import {
-  type CachedExtraction,
-  type ExtractionCache,
-  type Extractor,
-  extractCached,
-  isCacheableFailure,
-} from "../../src/extract/cache.ts";
+import type { CachedExtraction, ExtractionCache } from "../../src/core/ports.ts";
+import { type Extractor, extractCached, isCacheableFailure } from "../../src/extract/cache.ts";
 import { ExtractionDependencyMissingError } from "../../src/extract/errors.ts";
 import { extractText } from "../../src/extract/extract.ts";
 import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";

@@ -7,11 +7,11 @@
 import { describe, expect, it } from "vitest";
 import { adapterFor, compact } from "../../src/core/compact.ts";
 import { parseJsonSpans } from "../../src/core/json/scan.ts";
+import type { OffloadStore } from "../../src/core/ports.ts";
 import { recallToolDefinition } from "../../src/core/recall-tool.ts";
 import type { Format } from "../../src/core/types.ts";
 import { OffloadError } from "../../src/errors.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import type { OffloadStore } from "../../src/store/port.ts";
 import { assistantIndexes, promptAt, readSessions, SAMPLE } from "../support/corpus.ts";
 import { chatKit, KITS, type Kit, type Req, responsesKit, type Step } from "../support/formats.ts";
 import {
@@ -324,7 +324,7 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
         );
         expect(resultOf(kit, out.req, "t1")).toBe(other);
         expect(out.report.errors).toEqual([
-          expect.objectContaining({ type: "conflict", tool_use_id: "t1" }),
+          expect.objectContaining({ code: "conflict", tool_use_id: "t1" }),
         ]);
       });
     });
@@ -364,7 +364,7 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
         expect(resultOf(kit, out.req, "t1")).toBe(LARGE);
         expect(out.decisions[0]).toMatchObject({ action: "kept", mem_id: null });
         expect(out.report.errors).toEqual([
-          expect.objectContaining({ type: "storage_error", tool_use_id: "t1" }),
+          expect.objectContaining({ code: "storage_error", tool_use_id: "t1" }),
         ]);
         const healthy = await run(kit, basic(), ON, store);
         expect(healthy.decisions[0]!.action).toBe("offloaded");
@@ -373,7 +373,7 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
       it("keeps new results full when the decisions cannot be saved", async () => {
         const out = await run(kit, basic(), ON, faultyStore(new MemoryStore(), { commit: true }));
         expect(resultOf(kit, out.req, "t1")).toBe(LARGE);
-        expect(out.report.errors[0]?.type).toBe("storage_error");
+        expect(out.report.errors[0]?.code).toBe("storage_error");
       });
 
       it("passes the request through when the session state cannot be read", async () => {
@@ -386,7 +386,7 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
           config: ON,
         });
         expect(out.request).toBe(text);
-        expect(out.report.errors[0]?.type).toBe("storage_error");
+        expect(out.report.errors[0]?.code).toBe("storage_error");
       });
     });
 

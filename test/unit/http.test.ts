@@ -97,7 +97,7 @@ describe("small helpers", () => {
   it("keeps the summary header ASCII", () => {
     const header = summaryHeader({
       ...passThroughSummary("anthropic"),
-      errors: [{ type: "storage_error", message: "échec ☕ \n" }],
+      errors: [{ code: "storage_error", message: "échec ☕ \n" }],
       errors_total: 1,
     });
     expect(/^[\x20-\x7e]+$/.test(header)).toBe(true);

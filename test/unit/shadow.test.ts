@@ -196,7 +196,7 @@ describe("shadow mode", () => {
       config: SHADOW,
     });
     expect(down.request).toBe(text);
-    expect(down.report.errors[0]?.type).toBe("storage_error");
+    expect(down.report.errors[0]?.code).toBe("storage_error");
   });
 
   it("keeps a result full in the record when its body cannot be stored (nothing is recorded that a live turn would not)", async () => {

@@ -197,7 +197,7 @@ describe("attachment policy through POST …/compact", () => {
       failed: 1,
       replaced: 0,
       failures: [
-        { path: "messages[0].content[1]", type: "extraction_failed", reason: "encrypted" },
+        { path: "messages[0].content[1]", code: "extraction_failed", reason: "encrypted" },
       ],
     });
   });
@@ -229,7 +229,7 @@ describe("attachment policy through POST …/compact", () => {
     expect(await res.text()).toBe(JSON.stringify(req));
     const s = summary(res);
     expect(s.errors[0]).toMatchObject({
-      type: "storage_error",
+      code: "storage_error",
       tool_use_id: expect.stringMatching(/^att_/),
     });
     expect(s.attachments).toMatchObject({ replaced: 0 });

@@ -79,7 +79,7 @@ describe("fault injection", () => {
     expect(out.messages[2]!.content[0]!.content).toBe(catalog()); // nothing lost
     const s = summary(res);
     expect(s).toMatchObject({ offloaded: 0, errors_total: 1 });
-    expect(s.errors[0]).toMatchObject({ type: "storage_error", tool_use_id: "toolu_1" });
+    expect(s.errors[0]).toMatchObject({ code: "storage_error", tool_use_id: "toolu_1" });
     expect(s.errors[0]!.message).toContain("the ledger write failed");
     expect(s.errors[0]!.message).not.toContain("InternalError"); // internals stay in the operator's log
 
@@ -110,7 +110,7 @@ describe("fault injection", () => {
     });
     const s = summary(res);
     expect(s.offloaded).toBe(1);
-    expect(s.errors.map((e) => e.type).sort()).toEqual(["index_error", "index_error"]); // the mem_id and the session entry
+    expect(s.errors.map((e) => e.code).sort()).toEqual(["index_error", "index_error"]); // the mem_id and the session entry
     const mem = memIdIn(await res.text());
     const recalled = (await (
       await call(`/v1/sessions/${session}/recall`, {
@@ -164,7 +164,7 @@ describe("fault injection", () => {
     const res = await send(app, compactPath(session), { body, config: ON });
     expect(res.status).toBe(200);
     expect(await res.text()).toBe(body);
-    expect(summary(res).errors[0]).toMatchObject({ type: "storage_error" });
+    expect(summary(res).errors[0]).toMatchObject({ code: "storage_error" });
     const get = await send(app, `/v1/sessions/${session}`);
     expect(get.headers.get("retry-after")).toBe("1");
     expect((await expectError(get, 503, "storage_error")).error.message).toBe(

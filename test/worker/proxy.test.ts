@@ -822,7 +822,7 @@ describe("proxy: more turns and formats", () => {
     );
     expect(res.status).toBe(200);
     expect(seen[0]!.body).toBe(body);
-    expect(proxySummary(res).errors).toMatchObject([{ type: "storage_error" }]);
+    expect(proxySummary(res).errors).toMatchObject([{ code: "storage_error" }]);
     expect(lines.join("\n")).not.toContain("sk-ant-never-logged");
     expect(lines.join("\n")).not.toContain("test-key-acme");
   });

@@ -5,7 +5,7 @@
  * is tools → system → messages, whatever the key order in the JSON.
  */
 import type { RecallMode } from "../../config.ts";
-import { attachmentIdIn } from "../attachment-text.ts";
+import { attachmentIdIn } from "../attachments/text.ts";
 import {
   decodeString,
   formatPath,

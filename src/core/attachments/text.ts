@@ -14,7 +14,7 @@
  * - a PDF is read as text plus an image of every page: each page ≈ 1,600 tokens of image plus its text;
  * - a plain-text document costs its text.
  */
-import { formatInt, plural } from "./text.ts";
+import { formatInt, plural } from "../text.ts";
 
 export const ATTACHMENT_ID = /^att_[0-9a-f]{24}$/;
 const MARKER = "[attachment att_";

@@ -2,7 +2,9 @@
  * Image signatures and pixel dimensions from headers alone (no decoding): what a deterministic placeholder for
  * an image needs, and what tells a PNG from a WebP.
  */
-import type { ImageFormat } from "./types.ts";
+
+/** The image formats recognised from their magic bytes. */
+export type ImageFormat = "png" | "jpeg" | "gif" | "webp" | "bmp" | "tiff" | "heic" | "avif";
 
 export interface ImageInfo {
   format: ImageFormat;

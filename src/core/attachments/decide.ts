@@ -1,0 +1,297 @@
+/**
+ * First decisions about attachment blocks: a document is extracted (through the tenant's cache) and replaced
+ * by its text when that saves tokens and drops nothing; an image is replaced by a placeholder once it is no
+ * longer hot (with its OCR text when the extractor does OCR). A failure that may pass (a missing dependency)
+ * records nothing, so a later turn tries again; any other failure leaves the block native for good.
+ */
+import { decodeBase64 } from "../bytes/base64.ts";
+import { imageInfo } from "../bytes/image.ts";
+import type { MediaSite } from "../formats/types.ts";
+import { decodeString } from "../json/scan.ts";
+import type { Extraction, ExtractionCache, ExtractionRequest, OffloadStore } from "../ports.ts";
+import { extractionProblem } from "../problems.ts";
+import { plural } from "../text.ts";
+import { detectKind, estimateTokens } from "../tokens.ts";
+import type { TurnContext } from "../turn/context.ts";
+import type { AttachmentInfo } from "../types.ts";
+import { keep, nativeOutcome, replace } from "./record.ts";
+import { documentTokens, imageTokens, renderDocumentText, renderImagePlaceholder } from "./text.ts";
+import type { MediaEntry, MediaOutcome } from "./types.ts";
+
+/** How many files this turn parsed (not served from the cache). */
+export interface ExtractionCount {
+  parsed: number;
+}
+
+export async function firstDecision(
+  ctx: TurnContext,
+  e: MediaEntry,
+  count: ExtractionCount,
+): Promise<MediaOutcome> {
+  const { site } = e;
+  const native = (reason: string, tokens: number | null) =>
+    nativeOutcome(ctx, site, e.id, reason, tokens);
+  if (e.id === null)
+    return native(
+      `a ${site.source_type} source carries no bytes here: sent as it is`,
+      site.kind === "image" ? imageTokens(undefined, undefined) : null,
+    );
+  if (site.kind === "document") {
+    if (site.citations)
+      return native("citations are enabled: it stays a document so the model can cite it", null);
+    if (ctx.config.attachment_policy === "extract_after_first" && !site.settled)
+      return native(
+        "extract_after_first: sent natively on the turn it arrives, as its text from the next",
+        null,
+      );
+    return documentDecision(ctx, e, count);
+  }
+  if (site.source_type !== "base64")
+    return native(
+      `an image with a ${site.source_type} source: sent as it is`,
+      imageTokens(undefined, undefined),
+    );
+  const hot = ctx.config.attachment_image_hot_turns;
+  if (ctx.analysis.assistant_turns - site.turn < hot) {
+    const head = imageHead(ctx, site);
+    return native(
+      `hot: an image stays native for ${plural(hot, "turn")} from the one it arrives on`,
+      imageTokens(head?.width, head?.height),
+    );
+  }
+  return imageDecision(ctx, e, count);
+}
+
+function cacheOf(store: OffloadStore): ExtractionCache | undefined {
+  if (store.getExtraction === undefined || store.putExtraction === undefined) return undefined;
+  return {
+    getExtraction: (t, k) => store.getExtraction!(t, k),
+    putExtraction: (t, k, v) => store.putExtraction!(t, k, v),
+  };
+}
+
+async function extract(
+  ctx: TurnContext,
+  count: ExtractionCount,
+  request: Omit<ExtractionRequest, "tenant" | "cache">,
+): Promise<Extraction> {
+  if (ctx.extractor === undefined)
+    return {
+      outcome: {
+        ok: false,
+        error: {
+          type: "extraction_dependency_missing",
+          message: "no attachment extractor is plugged in",
+          format: "unknown",
+        },
+      },
+      cached: false,
+      format: "unknown",
+      bytes: 0,
+    };
+  const out = await ctx.extractor.extract({
+    ...request,
+    tenant: ctx.ref.tenant,
+    cache: cacheOf(ctx.store),
+  });
+  if (!out.cached) count.parsed++;
+  return out;
+}
+
+/** "corrupt", "encrypted: …": a failure's type and reason, for a decision's reason. */
+function failureName(problem: { code: string; reason?: string }): string {
+  return `${problem.code}${problem.reason === undefined ? "" : `: ${problem.reason}`}`;
+}
+
+async function documentDecision(
+  ctx: TurnContext,
+  e: MediaEntry,
+  count: ExtractionCount,
+): Promise<MediaOutcome> {
+  const { site } = e;
+  const { config, raw } = ctx;
+  const data = decodeString(raw, site.data!);
+  const out = await extract(ctx, count, {
+    attachment:
+      site.source_type === "text"
+        ? { type: "text", media_type: site.media_type, data, filename: site.title }
+        : { type: "base64", media_type: site.media_type ?? "", data, filename: site.title },
+    kind: "document",
+    max_pages: config.attachment_max_pages,
+    max_chars: config.attachment_max_chars,
+  });
+  const base = {
+    kind: "document" as const,
+    format: out.format === "unknown" ? (site.media_type ?? "unknown") : out.format,
+    bytes: out.bytes,
+    arrived: site.turn,
+  };
+  if (!out.outcome.ok) {
+    const failed = extractionProblem(out.outcome.error);
+    const why = `extraction failed (${failureName(failed)}): ${failed.message}; sent natively`;
+    // A missing part may be configured later: no sticky decision, a later turn tries again.
+    if (failed.code === "extraction_dependency_missing")
+      return nativeOutcome(ctx, site, e.id, `${why}, tried again next turn`, null, failed);
+    return keep(ctx, e, { ...base, native_tokens: null, failed }, why, out.cached);
+  }
+  const r = out.outcome.result;
+  const kind = detectKind(r.text);
+  const textTokens = estimateTokens(r.text.length, kind);
+  const info: AttachmentInfo = {
+    ...base,
+    format: r.format,
+    ...(r.pages === undefined ? {} : { pages: r.pages }),
+    native_tokens: documentTokens(r.format, r.pages, r.pages_extracted, textTokens),
+  };
+  if (r.truncated) {
+    const limit =
+      r.truncated_by === "max_pages"
+        ? `attachment_max_pages (${config.attachment_max_pages} of ${r.pages} pages)`
+        : `${r.truncated_by ?? "a limit"}`;
+    return keep(
+      ctx,
+      e,
+      info,
+      `longer than ${limit}: sent natively so nothing is dropped`,
+      out.cached,
+    );
+  }
+  const rendered = renderDocumentText({
+    id: e.id!,
+    title: site.title,
+    format: r.format,
+    pages: r.pages,
+    bytes: out.bytes,
+    turn: site.turn,
+    text: r.text,
+  });
+  const sent = estimateTokens(rendered.length, kind);
+  // The provider reads PDFs and plain text natively; any other document it cannot read, so its text is
+  // always better.
+  const readable =
+    r.format === "pdf" || site.source_type === "text" || site.media_type === "text/plain";
+  if (readable && sent >= info.native_tokens!)
+    return keep(
+      ctx,
+      e,
+      info,
+      `no saving: its text (~${sent} tokens) costs as much as the document (~${info.native_tokens})`,
+      out.cached,
+    );
+  return replace(
+    ctx,
+    e,
+    info,
+    rendered,
+    sent,
+    `${config.attachment_policy}: replaced by its extracted text`,
+    out.cached,
+  );
+}
+
+/** The image's header (format, size) from the first bytes only: what a hot image's report needs. */
+function imageHead(ctx: TurnContext, site: MediaSite): { width?: number; height?: number } | null {
+  const data = site.data!;
+  const prefix = data.escaped
+    ? decodeString(ctx.raw, data).slice(0, 65536)
+    : ctx.raw.slice(data.start + 1, Math.min(data.end - 1, data.start + 1 + 65536));
+  try {
+    return imageInfo(decodeBase64(prefix.slice(0, prefix.length - (prefix.length % 4))));
+  } catch {
+    return null;
+  }
+}
+
+async function imageDecision(
+  ctx: TurnContext,
+  e: MediaEntry,
+  count: ExtractionCount,
+): Promise<MediaOutcome> {
+  const { site } = e;
+  let bytes: Uint8Array;
+  try {
+    bytes = decodeBase64(decodeString(ctx.raw, site.data!));
+  } catch {
+    const failed = {
+      code: "extraction_failed" as const,
+      reason: "corrupt",
+      message: "image data is not valid base64",
+    };
+    return keep(
+      ctx,
+      e,
+      {
+        kind: "image",
+        format: site.media_type ?? "image",
+        bytes: 0,
+        arrived: site.turn,
+        native_tokens: imageTokens(undefined, undefined),
+        failed,
+      },
+      "not valid base64: sent as it is",
+    );
+  }
+  const head = imageInfo(bytes);
+  const info: AttachmentInfo = {
+    kind: "image",
+    format: head?.format ?? site.media_type ?? "image",
+    bytes: bytes.length,
+    arrived: site.turn,
+    ...(head?.width === undefined || head.height === undefined
+      ? {}
+      : { width: head.width, height: head.height }),
+    native_tokens: imageTokens(head?.width, head?.height),
+  };
+  let ocrText: string | undefined;
+  let note = "";
+  let cached: boolean | undefined;
+  if (ctx.extractor?.ocr) {
+    const out = await extract(ctx, count, {
+      attachment: { data: bytes, media_type: site.media_type },
+      kind: "image",
+    });
+    cached = out.cached;
+    if (out.outcome.ok) ocrText = out.outcome.result.text;
+    else {
+      const failed = extractionProblem(out.outcome.error);
+      if (failed.code === "extraction_dependency_missing")
+        return nativeOutcome(
+          ctx,
+          site,
+          e.id,
+          `OCR unavailable (${failed.message}): sent natively, tried again next turn`,
+          info.native_tokens,
+          failed,
+        );
+      note = `; OCR failed (${failureName(failed)})`;
+    }
+  }
+  const rendered = renderImagePlaceholder({
+    id: e.id!,
+    format: info.format,
+    width: info.width,
+    height: info.height,
+    bytes: info.bytes,
+    turn: site.turn,
+    ocr_text: ocrText,
+  });
+  const sent = estimateTokens(rendered.length);
+  if (sent >= info.native_tokens!)
+    return keep(
+      ctx,
+      e,
+      info,
+      `no saving: the image (~${info.native_tokens} tokens) costs less than its placeholder (~${sent})`,
+      cached,
+    );
+  const hot = ctx.config.attachment_image_hot_turns;
+  return replace(
+    ctx,
+    e,
+    info,
+    rendered,
+    sent,
+    `no longer hot (${plural(hot, "turn")}): replaced by a placeholder${ocrText === undefined ? "" : " with its OCR text"}${note}`,
+    cached,
+  );
+}

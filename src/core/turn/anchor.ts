@@ -1,0 +1,98 @@
+/**
+ * The advancing cache anchor (medium tier "cache_anchor"): one breakpoint at the end of the last block whose
+ * bytes are final — the end of the prompt, or just before a fresh result that may still be stubbed once
+ * settled — so everything the model has read is billed at cache-read price next turn. The client's own
+ * breakpoints and TTLs are kept; nothing is added when the client already advances a breakpoint or uses
+ * automatic caching, when 4 breakpoints are set, below the model's minimum cacheable length, or when no TTL
+ * is cheaper than not caching at the session's observed gap between turns.
+ */
+import type { AnchorSlot, Edit, ToolResultSite } from "../formats/types.ts";
+import { ratesFor } from "../pricing.ts";
+import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
+import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
+
+/** What the report says about the anchor: whether one was placed, with which TTL, and why. */
+export interface AnchorReport {
+  placed: boolean;
+  ttl: "5m" | "1h" | null;
+  reason: string;
+}
+
+export function placeAnchor(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  outcomes: ReadonlyMap<ToolResultSite, Outcome>,
+): { edit: Edit | null; report: AnchorReport } {
+  const a = ctx.analysis;
+  const skip = (reason: string) => ({
+    edit: null,
+    report: { placed: false, ttl: null, reason },
+  });
+  if (ctx.adapter.anchorEdit === undefined || a.anchor_slots.length === 0)
+    return skip("no block can carry a breakpoint");
+  if (a.auto_cache) return skip("the client uses automatic caching");
+  if (a.breakpoints.length >= 4) return skip("the request already has 4 breakpoints");
+  const clientLast = a.breakpoints[a.breakpoints.length - 1];
+  if (clientLast !== undefined && clientLast.position > a.last_message_position)
+    return skip("the client already advances a breakpoint");
+  if (ctx.price === null) return skip("unknown model: no price, no minimum length");
+  // Fresh results that a later turn may still replace would make the cached bytes past them short-lived.
+  const unfinal = (i: number | undefined): boolean => {
+    if (i === undefined) return false;
+    const site = sites[i]!;
+    const d = outcomes.get(site)!.decision;
+    if (d.sticky || d.action !== "kept" || site.settled || isRecallResult(site)) return false;
+    return ctx.offload
+      ? d.chars >= ctx.config.tool_result_large_offload_threshold_chars
+      : d.chars > ctx.config.tool_result_compaction_size_chars;
+  };
+  let slot: AnchorSlot | undefined;
+  for (const s of a.anchor_slots) {
+    if (unfinal(s.site)) break;
+    slot = s;
+  }
+  if (slot === undefined) return skip("every recent block may still change");
+  const prefix = Math.round(slot.position / REQUEST_CHARS_PER_TOKEN);
+  if (prefix < ctx.price.min_cacheable_tokens)
+    return skip(
+      `below the model's minimum cacheable length (${ctx.price.min_cacheable_tokens} tokens)`,
+    );
+  const ttl = chooseTtl(ctx, prefix);
+  if (ttl === null)
+    return skip("at this session's gap between turns no TTL is cheaper than not caching");
+  return {
+    edit: ctx.adapter.anchorEdit(ctx.raw, slot, ttl),
+    report: { placed: true, ttl, reason: `cache breakpoint at ${prefix} tokens` },
+  };
+}
+
+/**
+ * Steady per-turn cost of the prefix under each choice, at the session's observed gap: a breakpoint whose
+ * TTL outlives the gap reads the prefix and writes the new turn; one that expires rewrites everything; no
+ * breakpoint pays input for what the client's own breakpoints do not cover. The API wants longer TTLs
+ * before shorter ones, so a 1-hour anchor is possible only after 1-hour client breakpoints.
+ */
+function chooseTtl(ctx: TurnContext, prefixTokens: number): "5m" | "1h" | null {
+  const a = ctx.analysis;
+  const rates = ratesFor(ctx.price!, prefixTokens);
+  const gap = ctx.loaded.gap_seconds ?? 0;
+  const fresh = Math.max(
+    1,
+    Math.round((a.prompt_chars - a.last_message_position) / REQUEST_CHARS_PER_TOKEN),
+  );
+  const covered = Math.round(
+    (a.breakpoints[a.breakpoints.length - 1]?.position ?? 0) / REQUEST_CHARS_PER_TOKEN,
+  );
+  const cost = (write: number, ttlSeconds: number) =>
+    // a margin of 10%: turns close to the TTL often miss it
+    gap <= ttlSeconds * 0.9
+      ? prefixTokens * rates.cache_read + fresh * write
+      : (prefixTokens + fresh) * write;
+  const options: ["5m" | "1h" | null, number][] = [
+    [null, covered * rates.cache_read + Math.max(0, prefixTokens + fresh - covered) * rates.input],
+    ["5m", cost(rates.cache_write_5m, 300)],
+  ];
+  if (a.breakpoints.every((b) => b.ttl === "1h"))
+    options.push(["1h", cost(rates.cache_write_1h, 3600)]);
+  return options.reduce((best, o) => (o[1] < best[1] ? o : best))[0];
+}

@@ -1,0 +1,139 @@
+/**
+ * What every step of a turn shares: the request (its raw text, span tree and the format's analysis), the
+ * resolved config, the session and its store, the model's price, and what the steps learn as they go (the
+ * loaded state, whether the recall tool is declared, the turn's problems). One context for the results' steps
+ * and the attachments' steps alike. Also the small measures every step takes of a result.
+ */
+import type { OffloadConfig } from "../../config.ts";
+import type { FormatAdapter, RequestAnalysis, ToolResultSite } from "../formats/types.ts";
+import { decodeString, type JsonNode, stringLength } from "../json/scan.ts";
+import type { AttachmentExtractor, LoadedState, OffloadStore } from "../ports.ts";
+import type { ModelPrice } from "../pricing.ts";
+import type { Problem } from "../problems.ts";
+import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { type ContentKind, detectKind, estimateTokens } from "../tokens.ts";
+import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
+
+/** One result's decision on this turn (the same shape the session report keeps for the last turn). */
+export type Decision = TurnDecision;
+
+export interface TurnContext {
+  readonly raw: string;
+  readonly root: JsonNode;
+  readonly analysis: RequestAnalysis;
+  readonly adapter: FormatAdapter;
+  readonly format: Format;
+  readonly config: OffloadConfig;
+  readonly ref: SessionRef;
+  readonly store: OffloadStore;
+  /** Deployment secret that keys mem_ids and attachment ids. */
+  readonly secret: string;
+  /** Offload is on; off, settled results over the floor take the size-only path. */
+  readonly offload: boolean;
+  /** The price-table entry of the request's model (or the configured one), null when unknown. */
+  readonly price: ModelPrice | null;
+  /** The attachment policy's extractor, when one is wired. */
+  readonly extractor: AttachmentExtractor | undefined;
+  /** What went wrong without failing the turn, in order. */
+  readonly problems: Problem[];
+  /** The session's state as loaded at the start of the turn. */
+  loaded: LoadedState;
+  /** The recall tool is (or will be, this turn) in the request's tools. */
+  toolDeclared: boolean;
+}
+
+/** A result's decision this turn and, when it differs from what the request holds, its replacement text. */
+export interface Outcome {
+  decision: Decision;
+  replacement?: string;
+}
+
+/** The text of a result as measured and offloaded: its text pieces, joined by newlines. */
+export function textOf(ctx: TurnContext, site: ToolResultSite): string {
+  return site.texts.map((t) => decodeString(ctx.raw, t)).join("\n");
+}
+
+/** Decoded chars of a result without decoding it (escaped strings are counted once). */
+export function charsOf(ctx: TurnContext, site: ToolResultSite): number {
+  let n = Math.max(0, site.texts.length - 1);
+  for (const t of site.texts) n += stringLength(ctx.raw, t);
+  return n;
+}
+
+/** Raw JSON length of the result's content: what a replacement rewrites. */
+export function rawLength(site: ToolResultSite): number {
+  return site.content === undefined ? 0 : site.content.end - site.content.start;
+}
+
+export function measure(
+  ctx: TurnContext,
+  site: ToolResultSite,
+): { text: string; chars: number; kind: ContentKind; tokens: number } {
+  const text = textOf(ctx, site);
+  const kind = detectKind(text);
+  return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind) };
+}
+
+export function tierOf(config: OffloadConfig, chars: number): Tier {
+  if (chars <= config.tool_result_compaction_size_chars) return "small";
+  return chars >= config.tool_result_large_offload_threshold_chars ? "large" : "medium";
+}
+
+/** A result's decision as its record says it, whether taken now or on an earlier turn (`sticky`). */
+export function decisionOf(site: ToolResultSite, record: ResultRecord, sticky: boolean): Decision {
+  return {
+    tool_use_id: site.tool_use_id,
+    tool_name: record.tool_name,
+    path: site.path,
+    tier: record.tier,
+    action: record.action,
+    mem_id: record.mem_id,
+    chars: record.chars,
+    tokens: record.tokens,
+    sent_tokens: record.action === "kept" ? record.tokens : record.rendered_tokens,
+    sticky,
+    reason: record.reason,
+    ...(record.gate === null ? {} : { gate: record.gate }),
+  };
+}
+
+/** Kept this turn and decided later (no record): hot, not yet settled, or a decision that could not stand. */
+export function pending(
+  ctx: TurnContext,
+  site: ToolResultSite,
+  hot: boolean,
+  why?: string,
+): Outcome {
+  const m = measure(ctx, site);
+  return {
+    decision: {
+      tool_use_id: site.tool_use_id,
+      tool_name: site.tool_name,
+      path: site.path,
+      tier: hot ? "hot" : tierOf(ctx.config, m.chars),
+      action: "kept",
+      mem_id: null,
+      chars: m.chars,
+      tokens: m.tokens,
+      sent_tokens: m.tokens,
+      sticky: false,
+      reason:
+        why ??
+        (hot
+          ? "hot: among the most recent results"
+          : "not settled: the model has not answered after it yet"),
+    },
+  };
+}
+
+/** Tokens the recall tool's declaration adds to every request that carries it. */
+export function recallToolTokens(
+  format: Format,
+  mode: OffloadConfig["tool_result_recall_mode"],
+): number {
+  return estimateTokens(JSON.stringify(recallToolDefinition(format, mode)).length, "json");
+}
+
+export function isRecallResult(site: ToolResultSite): boolean {
+  return site.tool_name === RECALL_TOOL_NAME;
+}

@@ -1,0 +1,191 @@
+/**
+ * First decisions: a settled, non-hot result seen for the first time (or, opt-in, a fresh large one on first
+ * delivery) is tiered, priced by the net-saving gate, and, when it is replaced, its body made durable in the
+ * ledger before the stub exists. A decision becomes a record the turn commits; from then on it is replayed
+ * (replay.ts), never taken again.
+ */
+
+import type { ToolResultSite } from "../formats/types.ts";
+import { offloadGate } from "../gate.ts";
+import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
+import { bodyDigest, memIdOf } from "../memid.ts";
+import { describeCause } from "../problems.ts";
+import { structureOf } from "../structure.ts";
+import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "../stub.ts";
+import { estimateTokens } from "../tokens.ts";
+import type { GateResult, ResultRecord } from "../types.ts";
+import {
+  charsOf,
+  decisionOf,
+  isRecallResult,
+  measure,
+  type Outcome,
+  pending,
+  rawLength,
+  type TurnContext,
+  tierOf,
+} from "./context.ts";
+import { priceOffload } from "./price.ts";
+
+/** What a first decision gives: the outcome, and the record to commit (none when nothing may stick yet). */
+export interface FirstDecision {
+  outcome: Outcome;
+  record?: ResultRecord;
+}
+
+/** First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it. */
+export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): boolean {
+  return (
+    ctx.offload &&
+    ctx.config.tool_result_first_delivery === "gated" &&
+    !site.settled &&
+    !isRecallResult(site) &&
+    charsOf(ctx, site) >= ctx.config.tool_result_large_offload_threshold_chars
+  );
+}
+
+export async function decide(
+  ctx: TurnContext,
+  site: ToolResultSite,
+  firstDelivery = false,
+): Promise<FirstDecision> {
+  const m = measure(ctx, site);
+  const tier = tierOf(ctx.config, m.chars);
+  const base = {
+    tool_use_id: site.tool_use_id,
+    tool_name: site.tool_name,
+    tier,
+    chars: m.chars,
+    tokens: m.tokens,
+    kind: m.kind,
+    raw_chars: rawLength(site),
+    turn: ctx.analysis.assistant_turns,
+  };
+  const settle = (
+    fields: Pick<
+      ResultRecord,
+      "action" | "mem_id" | "fingerprint" | "rendered" | "rendered_tokens" | "reason" | "gate"
+    >,
+  ): FirstDecision => {
+    const record: ResultRecord = { ...base, ...fields };
+    const decision = decisionOf(site, record, false);
+    return {
+      outcome: fields.rendered === null ? { decision } : { decision, replacement: fields.rendered },
+      record,
+    };
+  };
+  const kept = (reason: string, gate: GateResult | null = null): FirstDecision =>
+    settle({
+      action: "kept",
+      mem_id: null,
+      fingerprint: "",
+      rendered: null,
+      rendered_tokens: m.tokens,
+      reason,
+      gate,
+    });
+
+  if (tier === "small") return kept("small: at most the size floor");
+  if (isRecallResult(site)) {
+    // A recall answer is never offloaded to a new mem_id (that would chain recalls); once settled, a marker.
+    const args = parseArgs(site.tool_input_source ?? ctx.raw, site.tool_input);
+    const rendered = renderRecallMarker(m.chars, args);
+    return settle({
+      action: "compacted",
+      mem_id: typeof args.mem_id === "string" ? args.mem_id : null,
+      fingerprint: await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text),
+      rendered,
+      rendered_tokens: estimateTokens(rendered.length),
+      reason: "recall answer: shortened to a marker once used",
+      gate: null,
+    });
+  }
+
+  const structure = ctx.offload ? structureOf(m.text, m.kind) : null;
+  const stubOf = (memId: string): string =>
+    renderStub({
+      unseen: firstDelivery,
+      mem_id: memId,
+      tool_name: site.tool_name,
+      chars: m.chars,
+      tokens: m.tokens,
+      structure: structure!,
+      body: m.text,
+      preview_chars: ctx.config.tool_result_stub_preview_chars,
+      mode: ctx.config.tool_result_recall_mode,
+    });
+  let gate: GateResult | null = null;
+  if (ctx.offload) {
+    // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its recall
+    // rate is measured, so a session whose model never recalls stops paying for caution.
+    if (tier === "medium" && !ctx.config.tool_result_offload_adaptive)
+      return kept("medium: below the offload threshold, kept full");
+    const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
+    gate = offloadGate(priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery));
+    if (!gate.fire) {
+      // Declined at first delivery: not recorded, so the usual decision follows once the result is settled.
+      if (firstDelivery) {
+        const declined = pending(ctx, site, false, `first delivery declined: ${gate.reason}`);
+        return { outcome: { decision: { ...declined.decision, gate } } };
+      }
+      return kept(`${tier}: ${gate.reason}`, gate);
+    }
+  }
+
+  const digest = await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text);
+  const memId = memIdOf(digest);
+  const rendered = ctx.offload
+    ? stubOf(memId)
+    : renderCompacted({
+        mem_id: memId,
+        body: m.text,
+        chars: m.chars,
+        tokens: m.tokens,
+        preview_chars: ctx.config.tool_result_compaction_preview_chars,
+        recall_available: false,
+      });
+  try {
+    await ctx.store.putBody(ctx.ref, m.text, {
+      mem_id: memId,
+      tool_use_id: site.tool_use_id,
+      tool_name: site.tool_name,
+      chars: m.chars,
+      tokens: m.tokens,
+      kind: structure?.kind ?? m.kind,
+      outline: structure?.outline ?? "",
+      turn: ctx.analysis.assistant_turns,
+    });
+  } catch (cause) {
+    // No stub without a durable body. Not recorded, so a later turn tries again.
+    ctx.problems.push({
+      code: "storage_error",
+      tool_use_id: site.tool_use_id,
+      message: `body not stored, kept full (${describeCause(cause)})`,
+    });
+    return { outcome: pending(ctx, site, false, "kept full: the ledger write failed") };
+  }
+  if (ctx.offload) ctx.toolDeclared = true;
+  return settle({
+    action: ctx.offload ? "offloaded" : "compacted",
+    mem_id: memId,
+    fingerprint: digest,
+    rendered,
+    rendered_tokens: estimateTokens(rendered.length),
+    reason: ctx.offload
+      ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
+      : "size-only path: shortened to a head preview",
+    gate,
+  });
+}
+
+/** The recall call's arguments, to name the slice in a settled answer's marker. */
+function parseArgs(raw: string, input: JsonNode | undefined): RecallArgs {
+  if (input?.kind !== "object") return {};
+  const out: Record<string, unknown> = {};
+  for (const key of ["mem_id", "query", "json_path", "offset", "max_chars", "window"]) {
+    const node = getMember(input, key);
+    if (node?.kind === "string") out[key] = decodeString(raw, node);
+    else if (node?.kind === "number") out[key] = Number(raw.slice(node.start, node.end));
+  }
+  return out as RecallArgs;
+}

@@ -1,0 +1,88 @@
+/**
+ * What the net-saving gate is asked about a result: where it sits against the cache breakpoints, the context
+ * a recall hop would re-read, the horizon and recall probability (configured, or learned by the adaptive
+ * gate), and what declaring the recall tool would cost when this offload would be the one to declare it.
+ */
+import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "../adaptive.ts";
+import type { ToolResultSite } from "../formats/types.ts";
+import type { GateInput } from "../gate.ts";
+import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
+import { rawLength, recallToolTokens, type TurnContext } from "./context.ts";
+
+export function priceOffload(
+  ctx: TurnContext,
+  site: ToolResultSite,
+  resultTokens: number,
+  stubTokens: number,
+  firstDelivery: boolean,
+): GateInput {
+  const { analysis } = ctx;
+  const side = cacheSide(ctx, site, stubTokens);
+  const contextTokens =
+    Math.round((analysis.prompt_chars - rawLength(site)) / REQUEST_CHARS_PER_TOKEN) + stubTokens;
+  const lastBp = analysis.breakpoints[analysis.breakpoints.length - 1];
+  const declaration = ctx.toolDeclared
+    ? undefined
+    : {
+        tool_tokens: recallToolTokens(ctx.format, ctx.config.tool_result_recall_mode),
+        // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in invalidation).
+        prefix_tokens:
+          lastBp === undefined
+            ? 0
+            : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
+      };
+  const { horizon, p } = priors(ctx, site.tool_name, firstDelivery);
+  return {
+    model: ctx.price,
+    result_tokens: resultTokens,
+    stub_tokens: stubTokens,
+    horizon,
+    recall_probability: p,
+    first_delivery: firstDelivery,
+    ...side,
+    context_tokens: contextTokens,
+    client_caches: analysis.client_caches,
+    ...(declaration === undefined ? {} : { tool_declaration: declaration }),
+  };
+}
+
+/** Where the result sits against the cache breakpoints. */
+function cacheSide(
+  ctx: TurnContext,
+  site: ToolResultSite,
+  stubTokens: number,
+): { cached_side: boolean; tokens_to_breakpoint: number; cache_ttl: "5m" | "1h" } {
+  const bps = ctx.analysis.breakpoints;
+  const last = bps[bps.length - 1];
+  if (last === undefined || site.position >= last.position)
+    return { cached_side: false, tokens_to_breakpoint: 0, cache_ttl: "5m" };
+  const after = site.position + rawLength(site);
+  const next = bps.find((b) => b.position > site.position) ?? last;
+  return {
+    cached_side: true,
+    tokens_to_breakpoint:
+      Math.max(0, Math.round((last.position - after) / REQUEST_CHARS_PER_TOKEN)) + stubTokens,
+    cache_ttl: next.ttl,
+  };
+}
+
+/** Horizon and recall probability for a result of `tool`: the config's, or learned (adaptive). */
+function priors(
+  ctx: TurnContext,
+  tool: string,
+  firstDelivery: boolean,
+): { horizon: number; p: number } {
+  const { config, loaded } = ctx;
+  let horizon = config.tool_result_offload_horizon_default;
+  let p = config.tool_result_offload_recall_probability;
+  if (config.tool_result_offload_adaptive) {
+    horizon = learnedHorizon(ctx.analysis.assistant_turns, horizon);
+    p = learnedRecallProbability(
+      p,
+      horizon,
+      loaded.tool_stats?.[tool],
+      loaded.session_tool_stats?.[tool],
+    );
+  }
+  return { horizon, p: firstDelivery ? unseenRecallProbability(p) : p };
+}

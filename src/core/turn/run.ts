@@ -1,0 +1,182 @@
+/**
+ * One turn, step by step: load the session's sticky decisions, replay them and take the first decisions
+ * (decide.ts, replay.ts), decide the attachments, commit (first writer wins), then render the edits, declare
+ * the recall tool, place the cache anchor (anchor.ts) and count what was done (report.ts). A failure to read
+ * or save the session's state is a problem of the turn, never a lost result: the request goes out as sent.
+ */
+import { AttachmentTurn } from "../attachments/turn.ts";
+import type { Edit, ToolResultSite } from "../formats/types.ts";
+import { describeCause } from "../problems.ts";
+import type { ResultRecord } from "../types.ts";
+import { placeAnchor } from "./anchor.ts";
+import {
+  type Decision,
+  type Outcome,
+  pending,
+  recallToolTokens,
+  type TurnContext,
+} from "./context.ts";
+import { decide, firstDeliveryCandidate } from "./decide.ts";
+import { replay, sameDecision } from "./replay.ts";
+import { type CompactReport, countTurn, emptyReport, turnLog } from "./report.ts";
+
+export interface TurnResult {
+  edits: Edit[];
+  decisions: Decision[];
+  report: CompactReport;
+}
+
+export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
+  const { analysis, config } = ctx;
+  const { sites } = analysis;
+  const media = new AttachmentTurn(ctx);
+  const toolNames = config.tool_result_offload_adaptive
+    ? [...new Set(sites.map((s) => s.tool_name))]
+    : [];
+  try {
+    const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
+    ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
+  } catch (cause) {
+    // Without the sticky decisions any change could contradict an earlier turn: pass the request through.
+    ctx.problems.push({
+      code: "storage_error",
+      message: `session state unavailable, request passed through (${describeCause(cause)})`,
+    });
+    const report = {
+      ...emptyReport(ctx.format, true, ctx.offload),
+      errors: ctx.problems,
+      model: analysis.model,
+      results: sites.length,
+    };
+    return { edits: [], decisions: [], report };
+  }
+  const { loaded } = ctx;
+
+  const hotFrom = sites.length - config.tool_result_compaction_keep_last_n;
+  // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the first
+  // enabled turn.
+  ctx.toolDeclared =
+    loaded.recall_declared ||
+    analysis.has_recall_tool ||
+    (ctx.offload && config.tool_result_recall_tool_declaration === "eager");
+  const outcomes = new Map<ToolResultSite, Outcome>();
+  const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
+
+  // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at once.
+  for (const site of sites) {
+    const record = loaded.records.get(site.tool_use_id);
+    if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
+    else if (site.index >= hotFrom || !site.settled) {
+      // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
+      const decided = firstDeliveryCandidate(ctx, site) ? await decide(ctx, site, true) : null;
+      if (decided?.record !== undefined) {
+        fresh.push({ site, record: decided.record });
+        outcomes.set(site, decided.outcome);
+      } else {
+        const kept = pending(ctx, site, site.index >= hotFrom);
+        const declined = decided?.outcome.decision;
+        outcomes.set(
+          site,
+          declined?.gate === undefined
+            ? kept
+            : { decision: { ...kept.decision, gate: declined.gate, reason: declined.reason } },
+        );
+      }
+    } else {
+      const decided = await decide(ctx, site);
+      if (decided.record !== undefined) fresh.push({ site, record: decided.record });
+      outcomes.set(site, decided.outcome);
+    }
+  }
+
+  await media.decide(loaded.records);
+
+  const declare = ctx.toolDeclared && (ctx.offload || loaded.recall_declared);
+  const toolTokens =
+    declare && !analysis.has_recall_tool
+      ? recallToolTokens(ctx.format, config.tool_result_recall_mode)
+      : 0;
+  const decisionsNow = () => sites.map((s) => outcomes.get(s)!.decision);
+  const countsNow = () => countTurn(ctx, sites, outcomes, fresh.length, toolTokens, media.tally());
+  const committed = decisionsNow();
+  const log = turnLog(ctx, countsNow(), committed);
+  try {
+    const result = await ctx.store.commit(ctx.ref, {
+      records: [...fresh.map((f) => f.record), ...media.records()],
+      recall_declared: declare,
+      log,
+      decisions: committed,
+    });
+    // First writer wins: where a concurrent turn decided a result first, render its decision instead.
+    for (const f of fresh) {
+      const standing = result.records.get(f.record.tool_use_id);
+      if (standing !== undefined && !sameDecision(standing, f.record))
+        outcomes.set(f.site, await replay(ctx, f.site, standing));
+    }
+    await media.settle(result.records);
+  } catch (cause) {
+    // Unsaved decisions would not be sticky: keep those results full this turn (a later turn decides again).
+    ctx.problems.push({
+      code: "storage_error",
+      message: `decisions could not be saved; new results kept full (${describeCause(cause)})`,
+    });
+    for (const f of fresh)
+      outcomes.set(
+        f.site,
+        pending(ctx, f.site, false, "kept full: the decision could not be saved"),
+      );
+    media.unsaved();
+  }
+
+  const edits: Edit[] = [];
+  const rewritten = (site: ToolResultSite | undefined): boolean =>
+    site !== undefined &&
+    outcomes.get(site)!.replacement !== undefined &&
+    site.content !== undefined;
+  for (const site of sites) {
+    if (!rewritten(site)) continue;
+    edits.push({
+      start: site.content!.start,
+      end: site.content!.end,
+      text: ctx.adapter.renderContent(
+        ctx.raw,
+        site,
+        outcomes.get(site)!.replacement!,
+        media.overridesIn(site.index),
+      ),
+    });
+  }
+  edits.push(...media.edits((i) => rewritten(sites[i])));
+  let recallTool: CompactReport["recall_tool"] = analysis.has_recall_tool ? "present" : "none";
+  if (declare && !analysis.has_recall_tool) {
+    edits.push(ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode));
+    recallTool = "added";
+  }
+  let anchor: CompactReport["anchor"] = null;
+  if (config.tool_result_medium_tier === "cache_anchor") {
+    const placed = placeAnchor(ctx, sites, outcomes);
+    anchor = placed.report;
+    if (placed.edit !== null && !media.absorb(placed.edit)) edits.push(placed.edit);
+  }
+  const decisions = decisionsNow();
+  const counts = countsNow();
+  return {
+    edits,
+    decisions,
+    report: {
+      format: ctx.format,
+      enabled: true,
+      offload: ctx.offload,
+      model: analysis.model,
+      priced_as: ctx.price?.id ?? null,
+      turn: analysis.assistant_turns,
+      ...counts,
+      saved_tokens: counts.tokens_before - counts.tokens_after,
+      recall_tool: recallTool,
+      shadow: false,
+      anchor,
+      attachments: media.report(),
+      errors: ctx.problems,
+    },
+  };
+}
