@@ -4,7 +4,7 @@
  * rejected: a misspelt switch must not silently leave a feature off.
  */
 import { z } from "zod";
-import { OffloadError } from "./errors.ts";
+import { formatPath, OffloadError, zodError } from "./errors.ts";
 
 export const RECALL_HARD_CAP_CHARS = 50_000;
 
@@ -179,28 +179,13 @@ export function parseConfigPatch(input: unknown, where = "config"): OffloadConfi
         throw new OffloadError(
           "invalid_config",
           `${where}: give either ${key} or ${canonical}, not both`,
-          { path: `${where}.${key}` },
+          { path: formatPath([key], where) },
         );
       folded[canonical] = value;
     } else folded[key] = value;
   }
   const result = OffloadConfigPatchSchema.safeParse(folded);
-  if (!result.success) {
-    const issue = result.error.issues[0]!;
-    const field = issue.path.map(String).join(".");
-    const name = issue.code === "unrecognized_keys" ? issue.keys.join(", ") : field;
-    const path =
-      issue.code === "unrecognized_keys"
-        ? `${where}.${issue.keys[0]}`
-        : field
-          ? `${where}.${field}`
-          : where;
-    throw new OffloadError(
-      "invalid_config",
-      `${where}: ${name ? `${name}: ` : ""}${issue.message}`,
-      { path },
-    );
-  }
+  if (!result.success) throw zodError("invalid_config", result.error, { root: where });
   return result.data as OffloadConfigPatch;
 }
 

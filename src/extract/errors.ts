@@ -18,7 +18,7 @@ export type AttachmentErrorType =
   | "extraction_dependency_missing"
   | "extraction_failed";
 
-/** The error part of a 422 answer or of a warn-mode result. */
+/** What an extraction failure says (cached as it is, with the file's outcome). */
 export interface AttachmentErrorBody {
   type: AttachmentErrorType;
   message: string;
@@ -56,9 +56,9 @@ export abstract class AttachmentError extends OffloadError {
     };
   }
 
-  /** `{ok:false, error:{type, message, format, reason?}, fallback:"native"}` — the route's 422 body. */
-  override toJSON(): { ok: false; error: AttachmentErrorBody; fallback: "native" } {
-    return { ok: false, error: this.body(), fallback: this.fallback };
+  /** The one error shape, `{"error":{type, message, format, reason?, …, fallback:"native"}}`. */
+  override toJSON(): { error: AttachmentErrorWire } {
+    return { error: attachmentErrorWire(this.body()) };
   }
 }
 
@@ -108,6 +108,13 @@ export class ExtractionFailedError extends AttachmentError {
   override body(): AttachmentErrorBody {
     return { ...super.body(), reason: this.reason };
   }
+}
+
+/** An extraction failure as clients get it: the body with what to do instead (`fallback: "native"`). */
+export type AttachmentErrorWire = AttachmentErrorBody & { fallback: "native" };
+
+export function attachmentErrorWire(body: AttachmentErrorBody): AttachmentErrorWire {
+  return { ...body, fallback: "native" };
 }
 
 export function isAttachmentError(value: unknown): value is AttachmentError {

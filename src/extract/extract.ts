@@ -221,8 +221,8 @@ export type ExtractTextsItem =
       index: number;
       filename?: string;
       ok: false;
-      error: AttachmentErrorBody | { type: string; message: string };
-      fallback: "native";
+      /** `fallback: "native"`: send the attachment natively instead. */
+      error: (AttachmentErrorBody | { type: string; message: string }) & { fallback: "native" };
     };
 
 export interface ExtractTextsOptions extends ExtractOptions {
@@ -272,7 +272,7 @@ export async function extractTexts(
           : isOffloadError(error)
             ? { type: error.type, message: error.message }
             : { type: "internal", message: "extraction failed unexpectedly" };
-      results.push({ index, ...named, ok: false, error: body, fallback: "native" });
+      results.push({ index, ...named, ok: false, error: { ...body, fallback: "native" } });
     }
   }
   return results;

@@ -4,7 +4,7 @@
  * isolate (128 MB, several requests at once) and for text that is carried forward into a prompt.
  */
 import { z } from "zod";
-import { OffloadError } from "../errors.ts";
+import { OffloadError, zodError } from "../errors.ts";
 import type { OcrOptions } from "./ocr.ts";
 
 const MiB = 1024 * 1024;
@@ -70,14 +70,8 @@ export function resolveExtractOptions(options: ExtractOptions = {}): ResolvedExt
   const { ocr, ...limits } = options;
   const defined = Object.fromEntries(Object.entries(limits).filter(([, v]) => v !== undefined));
   const parsed = ExtractLimitsSchema.safeParse(defined);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field =
-      issue.code === "unrecognized_keys" ? issue.keys.join(", ") : issue.path.map(String).join(".");
-    throw new OffloadError("invalid_argument", `extract options: ${field}: ${issue.message}`, {
-      path: field,
-    });
-  }
+  if (!parsed.success)
+    throw zodError("invalid_argument", parsed.error, { label: "extract options" });
   return { ...parsed.data, ocr };
 }
 

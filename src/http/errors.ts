@@ -5,7 +5,7 @@
  */
 import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";
-import { isOffloadError, OffloadError, type OffloadErrorType } from "../errors.ts";
+import { isOffloadError, OffloadError, type OffloadErrorType, zodError } from "../errors.ts";
 
 const BY_STATUS: Record<number, OffloadErrorType> = {
   400: "invalid_request",
@@ -39,30 +39,9 @@ export function errorResponse(err: OffloadError): Response {
   return new Response(JSON.stringify(err.toJSON()), { status: err.status, headers });
 }
 
-/** `a.b[2].c` from a zod issue path, prefixed with where the value came from. */
-export function issuePath(where: string, path: readonly PropertyKey[]): string {
-  let out = where;
-  for (const p of path)
-    out += typeof p === "number" ? `[${p}]` : out === "" ? String(p) : `.${String(p)}`;
-  return out;
-}
-
-/** Validate with a zod schema; the first problem becomes a 400 that names its path. */
+/** Validate with a zod schema; a 400 that names every problem, `path` the first one's. */
 export function validate<S extends z.ZodType>(schema: S, value: unknown, where = ""): z.infer<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const path =
-    issue.code === "unrecognized_keys"
-      ? issuePath(where, [...issue.path, issue.keys[0]!])
-      : issuePath(where, issue.path);
-  const what =
-    issue.code === "unrecognized_keys"
-      ? `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.join(", ")}`
-      : issue.message;
-  throw new OffloadError(
-    "invalid_request",
-    path === "" ? what : `${path}: ${what}`,
-    path === "" ? {} : { path },
-  );
+  throw zodError("invalid_request", result.error, { root: where, input: value });
 }

@@ -3,7 +3,7 @@
  *
  * - Raw body: the file itself, `Content-Type` as declared (magic bytes win), optional `x-filename` →
  *   200 `{ok:true, format, text, pages?, truncated, …, digest, cached}` or 422
- *   `{ok:false, error:{type, message, format, reason?}, fallback:"native", cached}`.
+ *   `{error:{type, message, format, reason?, fallback:"native"}, digest?, cached}`.
  * - `multipart/form-data`: every file part, in order → 200 `{results:[…]}` (`on_error=warn`, the default) or
  *   the first failure as 422 (`on_error=raise`).
  * - Query: the extraction limits (`max_pages`, `max_chars`, … of ExtractLimitsSchema) and `on_error`.
@@ -18,6 +18,7 @@
 import { Hono } from "hono";
 import { OffloadError } from "../errors.ts";
 import { type CachedExtractOutput, extractCached } from "../extract/cache.ts";
+import { attachmentErrorWire } from "../extract/errors.ts";
 import { ExtractLimitsSchema, extractOptionsFromQuery } from "../extract/options.ts";
 import type { Attachment } from "../extract/types.ts";
 import { limitedBody, readBytes } from "../http/body.ts";
@@ -53,9 +54,7 @@ function body(out: CachedExtractOutput): Record<string, unknown> {
   };
   if (out.outcome.ok) return { ok: true, ...out.outcome.result, digest: out.digest, ...cache };
   return {
-    ok: false,
-    error: out.outcome.error,
-    fallback: "native",
+    error: attachmentErrorWire(out.outcome.error),
     ...(out.digest === null ? {} : { digest: out.digest }),
     ...cache,
   };
@@ -131,9 +130,14 @@ export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
         media_type: file.type === "" ? undefined : file.type,
         filename,
       });
-      const item = { index, field, ...(filename === undefined ? {} : { filename }), ...body(out) };
+      const named = { index, field, ...(filename === undefined ? {} : { filename }) };
       if (!out.outcome.ok && onError === "raise")
-        return json({ ...body(out), error: { ...out.outcome.error, index } }, 422);
+        return json(
+          { ...body(out), error: attachmentErrorWire({ ...out.outcome.error, index }) },
+          422,
+        );
+      // In a list of results, `ok` tells a success from a failure.
+      const item = { ...named, ok: out.outcome.ok, ...body(out) };
       results.push(item);
     }
     return json({ results }, 200, {

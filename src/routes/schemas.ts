@@ -190,6 +190,12 @@ export const MemorySchema = z.object({
   source: z.enum(["index", "ledger"]).describe("KV answered, or R2 after a KV miss."),
 });
 
+const IssueSchema = z.object({
+  code: z.string().describe("zod's issue code: invalid_type, too_small, unrecognized_keys…"),
+  path: z.string(),
+  message: z.string(),
+});
+
 export const ErrorSchema = z.object({
   error: z.object({
     type: z.enum([
@@ -209,7 +215,13 @@ export const ErrorSchema = z.object({
     path: z
       .string()
       .optional()
-      .describe("Where in the input the problem is, e.g. messages[3].content[0].tool_use_id."),
+      .describe(
+        "Where in the input the (first) problem is, e.g. messages[3].content[0].tool_use_id.",
+      ),
+    issues: z
+      .array(IssueSchema)
+      .optional()
+      .describe("Every problem found, when there are several (the message names them too)."),
   }),
 });
 
@@ -562,14 +574,13 @@ export const AttachmentErrorBodySchema = z.object({
     .int()
     .optional()
     .describe("Position of the file in a multipart request (on_error=raise)."),
+  fallback: z.literal("native").describe("Send the file natively instead."),
 });
 
 export const ExtractFailureSchema = z
   .object({
-    ok: z.literal(false),
     error: AttachmentErrorBodySchema,
-    fallback: z.literal("native").describe("Send the file natively instead."),
-    digest: z.string().nullable().optional(),
+    digest: z.string().optional().describe("SHA-256 of the file's bytes, when they could be read."),
     ...ExtractCacheFields,
   })
   .describe("The file could not be extracted: send it natively.");
@@ -585,7 +596,7 @@ export const ExtractBatchSchema = z
     results: z.array(
       z.union([
         ExtractSuccessSchema.extend(BatchItemFields),
-        ExtractFailureSchema.extend(BatchItemFields),
+        ExtractFailureSchema.extend({ ...BatchItemFields, ok: z.literal(false) }),
       ]),
     ),
   })

@@ -3,7 +3,7 @@
  * `limit` to the schema, caps the limit, and returns `paginate`'s page with the total and `next_offset`.
  */
 import { z } from "zod";
-import { OffloadError } from "../errors.ts";
+import { formatPath, OffloadError } from "../errors.ts";
 import { PAGE_DEFAULTS, type Page, pageNumber, paginate } from "./paginate.ts";
 import { defineTool, type Tool } from "./tool.ts";
 
@@ -88,7 +88,7 @@ export function definePagedTool<S extends z.ZodObject, Row>(
       throw new OffloadError(
         "invalid_argument",
         `input already has a field ${key}; the kit adds offset and limit`,
-        { path: `input.${key}` },
+        { path: formatPath([key], "input") },
       );
   }
   const input = spec.input.extend(pageShape(limits)) as unknown as PagedInput<S>;

@@ -7,7 +7,7 @@
  */
 import { z } from "zod";
 import type { ToolFormat } from "../core/recall-tool.ts";
-import { isOffloadError, OffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError, zodError } from "../errors.ts";
 import { serializeValue } from "./preview.ts";
 
 /** JSON Schema of a tool's input: always an object (all three providers require it). */
@@ -80,7 +80,6 @@ export interface Tool<S extends z.ZodObject = z.ZodObject, R = unknown> {
 }
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
-const MAX_ISSUES = 8;
 
 export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool<S, R> {
   const { name, description, input, run } = spec;
@@ -132,8 +131,7 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
     }
     const result = await input.safeParseAsync(value ?? {});
     if (result.success) return result.data;
-    const { message, path } = describeIssues(result.error.issues, value ?? {});
-    throw new OffloadError("invalid_argument", message, path === "" ? {} : { path });
+    throw zodError("invalid_argument", result.error, { input: value ?? {} });
   };
 
   return Object.freeze({
@@ -216,54 +214,6 @@ function stripSafeIntBounds(node: unknown): unknown {
     out[k] = stripSafeIntBounds(v);
   }
   return out;
-}
-
-/** `filters.tags[2]`, `["odd key"]`; the empty path is the arguments object itself. */
-export function issuePath(path: readonly PropertyKey[]): string {
-  let out = "";
-  for (const key of path) {
-    if (typeof key === "number") out += `[${key}]`;
-    else if (typeof key === "string" && /^[A-Za-z_$][\w$]*$/.test(key))
-      out += out === "" ? key : `.${key}`;
-    else out += `[${JSON.stringify(String(key))}]`;
-  }
-  return out;
-}
-
-/** Every issue as `field: problem`, the first one's path for the error's `path`. `args` tells a missing field from a wrong one. */
-export function describeIssues(
-  issues: readonly z.core.$ZodIssue[],
-  args?: unknown,
-): { message: string; path: string } {
-  const parts: string[] = [];
-  let first: string | undefined;
-  for (const issue of issues) {
-    let path = issuePath(issue.path);
-    let problem = issue.message;
-    if (issue.code === "unrecognized_keys") {
-      path = issuePath([...issue.path, issue.keys[0]!]);
-      problem = `unknown field${issue.keys.length === 1 ? "" : "s"} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}`;
-    } else if (
-      issue.code === "invalid_type" &&
-      issue.path.length > 0 &&
-      valueAt(args, issue.path) === undefined
-    ) {
-      problem = `required (${issue.expected})`;
-    }
-    first ??= path;
-    if (parts.length < MAX_ISSUES) parts.push(path === "" ? problem : `${path}: ${problem}`);
-  }
-  if (issues.length > MAX_ISSUES) parts.push(`and ${issues.length - MAX_ISSUES} more`);
-  return { message: parts.join("; "), path: first ?? "" };
-}
-
-function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
-  let node = root;
-  for (const key of path) {
-    if (node === null || typeof node !== "object") return undefined;
-    node = (node as Record<PropertyKey, unknown>)[key];
-  }
-  return node;
 }
 
 export interface AnthropicToolResult {

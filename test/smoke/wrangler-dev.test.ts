@@ -159,9 +159,7 @@ describe("wrangler dev (production runtime rules)", () => {
     const enc = await post("encrypted.pdf");
     expect(enc.status).toBe(422);
     expect(await enc.json()).toMatchObject({
-      ok: false,
-      error: { type: "extraction_failed", reason: "encrypted", format: "pdf" },
-      fallback: "native",
+      error: { type: "extraction_failed", reason: "encrypted", format: "pdf", fallback: "native" },
     });
     expect((await post("report.docx")).status).toBe(200);
     expect(((await (await post("workbook.xlsx")).json()) as { text: string }).text).toContain(

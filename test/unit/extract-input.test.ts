@@ -230,14 +230,13 @@ describe("typed errors", () => {
     expect(
       JSON.parse(JSON.stringify(new ExtractionFailedError("pdf", "empty", "no text layer"))),
     ).toEqual({
-      ok: false,
       error: {
         type: "extraction_failed",
         message: "no text layer",
         format: "pdf",
         reason: "empty",
+        fallback: "native",
       },
-      fallback: "native",
     });
     expect(
       new ExtractionDependencyMissingError("png", "ocr_engine", "x").toJSON().error.dependency,

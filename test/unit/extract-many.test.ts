@@ -34,8 +34,8 @@ describe("extractTexts", () => {
         type: "unsupported_attachment",
         message: "legacy Word (.doc) files are not extracted",
         format: "doc",
+        fallback: "native",
       },
-      fallback: "native",
     });
     expect(results[3]).toMatchObject({
       ok: false,
@@ -43,8 +43,7 @@ describe("extractTexts", () => {
     });
     expect(results[4]).toMatchObject({
       ok: false,
-      error: { type: "invalid_argument" },
-      fallback: "native",
+      error: { type: "invalid_argument", fallback: "native" },
     });
     // The items are plain JSON (the route returns them as they are).
     expect(JSON.parse(JSON.stringify(results))).toEqual(results);

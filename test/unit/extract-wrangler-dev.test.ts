@@ -59,14 +59,13 @@ describe("wrangler dev (production code-generation rules)", () => {
     const { status, body } = await post("encrypted.pdf");
     expect(status).toBe(422);
     expect(body).toEqual({
-      ok: false,
       error: {
         type: "extraction_failed",
         message: "the PDF is password-protected",
         format: "pdf",
         reason: "encrypted",
+        fallback: "native",
       },
-      fallback: "native",
     });
   });
 

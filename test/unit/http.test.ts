@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bearerKey, parseApiKeys, tenantOf } from "../../src/http/auth.ts";
 import { parseJsonBody, readBytes, readText } from "../../src/http/body.ts";
-import { issuePath } from "../../src/http/errors.ts";
 import { passThroughSummary, summaryHeader } from "../../src/http/summary.ts";
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
@@ -88,12 +87,6 @@ describe("body reading", () => {
 });
 
 describe("small helpers", () => {
-  it("formats zod paths", () => {
-    expect(issuePath("", ["a", 0, "b"])).toBe("a[0].b");
-    expect(issuePath("query", ["limit"])).toBe("query.limit");
-    expect(issuePath("", [])).toBe("");
-  });
-
   it("keeps the summary header ASCII", () => {
     const header = summaryHeader({
       ...passThroughSummary("anthropic"),

@@ -149,11 +149,17 @@ describe("POST /v1/extract — raw body", () => {
       const res = await send(app, raw(enc.bytes, { type: enc.type, filename: "enc.pdf" }));
       expect(res.status).toBe(422);
       expect(res.headers.get("x-extract-cache")).toBe(expected);
-      const body = ExtractFailureSchema.parse(await res.json());
+      const json = (await res.json()) as Record<string, unknown>;
+      // The one error shape: everything about the failure is inside `error`; beside it only the file's facts.
+      expect(Object.keys(json).sort()).toEqual(["cached", "digest", "error"]);
+      const body = ExtractFailureSchema.parse(json);
       expect(body).toMatchObject({
-        ok: false,
-        error: { type: "extraction_failed", reason: "encrypted", format: "pdf" },
-        fallback: "native",
+        error: {
+          type: "extraction_failed",
+          reason: "encrypted",
+          format: "pdf",
+          fallback: "native",
+        },
         cached: expected === "hit",
       });
     }
@@ -163,15 +169,12 @@ describe("POST /v1/extract — raw body", () => {
     const res = await send(app, raw(doc.bytes, { type: doc.type }));
     expect(res.status).toBe(422);
     expect(await res.json()).toMatchObject({
-      ok: false,
-      error: { type: "unsupported_attachment", format: "doc" },
-      fallback: "native",
+      error: { type: "unsupported_attachment", format: "doc", fallback: "native" },
       cached: false,
     });
 
     const img = await send(app, raw(file("image.png").bytes, { type: "image/png" }));
     expect(await img.json()).toMatchObject({
-      ok: false,
       error: { type: "unsupported_attachment", message: "png image: OCR is off" },
     });
   });
@@ -236,8 +239,7 @@ describe("POST /v1/extract — multipart", () => {
       [2, "sheet", "table.csv", true],
     ]);
     expect(results[1]).toMatchObject({
-      error: { type: "unsupported_attachment", format: "webp" },
-      fallback: "native",
+      error: { type: "unsupported_attachment", format: "webp", fallback: "native" },
     });
     expect(results[0]).toMatchObject({ format: "pdf", cached: false });
 
@@ -262,9 +264,7 @@ describe("POST /v1/extract — multipart", () => {
     );
     expect(res.status).toBe(422);
     expect(await res.json()).toMatchObject({
-      ok: false,
-      error: { type: "extraction_failed", reason: "corrupt", index: 1 },
-      fallback: "native",
+      error: { type: "extraction_failed", reason: "corrupt", index: 1, fallback: "native" },
     });
     expect(calls).not.toContain("late.pdf");
   });

@@ -5,10 +5,10 @@
  * is tools → system → messages, whatever the key order in the JSON.
  */
 import type { RecallMode } from "../../config.ts";
+import { formatPath } from "../../errors.ts";
 import { attachmentIdIn } from "../attachments/text.ts";
 import {
   decodeString,
-  formatPath,
   getMember,
   type JsonArray,
   type JsonNode,

@@ -9,7 +9,8 @@
  * decision could be sticky for them: they pass through untouched and are never compacted.
  */
 import type { RecallMode } from "../../config.ts";
-import { formatPath, getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
+import { formatPath } from "../../errors.ts";
+import { getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import {

@@ -17,13 +17,8 @@
  * and passes through untouched too.
  */
 import type { RecallMode } from "../../config.ts";
-import {
-  decodeString,
-  formatPath,
-  getMember,
-  type JsonNode,
-  type JsonObject,
-} from "../json/scan.ts";
+import { formatPath } from "../../errors.ts";
+import { decodeString, getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import {

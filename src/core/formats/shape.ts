@@ -3,10 +3,9 @@
  * path of the problem (`messages[3].content[1].tool_use_id`), and the one way a result's text parts are
  * rewritten so media parts and a client's cache marker stay where they were.
  */
-import { OffloadError } from "../../errors.ts";
+import { formatPath, OffloadError } from "../../errors.ts";
 import {
   decodeString,
-  formatPath,
   getMember,
   type JsonArray,
   type JsonNode,

@@ -7,7 +7,7 @@
  * when nothing changes). Strings are never materialized here: a string node carries its span, its decoded
  * length in UTF-16 units and whether it has escapes; `decodeString` turns one into a JS string on demand.
  */
-import { OffloadError } from "../../errors.ts";
+import { formatPath, OffloadError } from "../../errors.ts";
 
 export type JsonNode = JsonObject | JsonArray | JsonString | JsonScalar;
 
@@ -309,17 +309,6 @@ export function getMember(node: JsonObject, key: string): JsonNode | undefined {
 
 export function rawOf(text: string, node: JsonNode): string {
   return text.slice(node.start, node.end);
-}
-
-/** `messages[3].content[0].tool_use_id`: how errors and reports name a place in a request. */
-export function formatPath(path: readonly (string | number)[]): string {
-  let out = "";
-  for (const part of path) {
-    if (typeof part === "number") out += `[${part}]`;
-    else if (/^[A-Za-z_$][\w$]*$/.test(part)) out += out ? `.${part}` : part;
-    else out += `[${JSON.stringify(part)}]`;
-  }
-  return out || "$";
 }
 
 function lineColumn(text: string, offset: number): { line: number; column: number } {
