@@ -34,8 +34,8 @@ function requestBytes(kind, mib) {
 
 async function probe(kind, mib) {
   const { createApp } = await import("../src/app.ts");
-  const { MemorySessionState } = await import("../src/session/memory.ts");
-  const { EdgeStore } = await import("../src/store/edge.ts");
+  const { MemorySessionState } = await import("../src/session/memory-state.ts");
+  const { ComposedStore } = await import("../src/store/composed.ts");
   const { MemoryIndex } = await import("../src/store/memory-index.ts");
   const encoder = new TextEncoder();
   const ledger = {
@@ -47,7 +47,7 @@ async function probe(kind, mib) {
   };
   const app = createApp({
     store: () =>
-      new EdgeStore({
+      new ComposedStore({
         sessions: new MemorySessionState(),
         ledger,
         index: new MemoryIndex(),

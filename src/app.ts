@@ -31,11 +31,12 @@ import { proxyRoutes } from "./routes/proxy.ts";
 import { recallRoutes } from "./routes/recall.ts";
 import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
-import { DurableSessionState } from "./session/durable.ts";
+import { DurableSessionState } from "./session/durable-state.ts";
+import { DurableTenantStats } from "./session/durable-tenant-stats.ts";
 import { indexTtlSeconds } from "./session/state.ts";
-import { DurableTenantStats } from "./session/tenant-stats.ts";
-import { EdgeStore } from "./store/edge.ts";
+import { ComposedStore, type StoreParts } from "./store/composed.ts";
 import { KvIndex } from "./store/kv.ts";
+import type { ServiceStore } from "./store/ports.ts";
 import { R2Ledger } from "./store/r2.ts";
 import { R2ExtractionCache } from "./store/r2-extractions.ts";
 
@@ -43,7 +44,7 @@ import { R2ExtractionCache } from "./store/r2-extractions.ts";
 z.config({ jitless: true });
 
 export interface AppDeps {
-  store?: (env: Env, settings: Settings, log: (line: string) => void) => EdgeStore;
+  store?: (env: Env, settings: Settings, log: (line: string) => void) => ServiceStore;
   maxBodyBytes?: number;
   log?: (line: string) => void;
   extract?: Extractor;
@@ -51,16 +52,28 @@ export interface AppDeps {
   fetch?: typeof fetch;
 }
 
-/** The production store: session state in the SessionDO, bodies in R2, the index in KV. */
-export function defaultStore(env: Env, settings: Settings, log: (line: string) => void): EdgeStore {
-  return new EdgeStore({
+/**
+ * The production backends: session state in the SessionDO, bodies and cached extractions in R2, the index in
+ * KV, learning statistics in the TenantDO.
+ */
+export function defaultParts(env: Env, settings: Settings, log: (line: string) => void) {
+  return {
     sessions: new DurableSessionState(env.SESSIONS),
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
     tenants: new DurableTenantStats(env.TENANTS),
     extractions: new R2ExtractionCache(env.LEDGER),
     log,
-  });
+  } satisfies StoreParts;
+}
+
+/** The production store: the production backends composed. */
+export function defaultStore(
+  env: Env,
+  settings: Settings,
+  log: (line: string) => void,
+): ServiceStore {
+  return new ComposedStore(defaultParts(env, settings, log));
 }
 
 export function createApp(deps: AppDeps = {}): Hono<AppEnv> {

@@ -2,7 +2,7 @@
  * The Worker's bindings and vars (wrangler.toml, `.dev.vars` locally, `wrangler secret put` in production),
  * and the service settings read from them.
  */
-import type { SessionDO } from "./session/do.ts";
+import type { SessionDO } from "./session/session-do.ts";
 import type { TenantDO } from "./session/tenant-do.ts";
 
 export interface Env {

@@ -6,7 +6,7 @@ import { createApp } from "./app.ts";
 import type { Env } from "./env.ts";
 
 export type { Env } from "./env.ts";
-export { SessionDO } from "./session/do.ts";
+export { SessionDO } from "./session/session-do.ts";
 export { TenantDO } from "./session/tenant-do.ts";
 
 const app = createApp();

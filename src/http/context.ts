@@ -10,7 +10,7 @@ import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import type { Extractor } from "../extract/cache.ts";
 import { parseRetention } from "../session/state.ts";
-import type { EdgeStore } from "../store/edge.ts";
+import type { ServiceStore } from "../store/ports.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./body.ts";
 
 export interface Settings {
@@ -28,7 +28,7 @@ export type AppEnv = {
   Bindings: Env;
   Variables: {
     tenant: string;
-    store: EdgeStore;
+    store: ServiceStore;
     settings: Settings;
     /** The extraction engine (extractText unless createApp was given another, e.g. a test's spy). */
     extract: Extractor;

@@ -5,7 +5,7 @@
  * format; the loop in loop.ts is format-blind.
  */
 import type { Format } from "../core/types.ts";
-import type { ProxyMemo, RecallParams, RememberedCall } from "../store/parts.ts";
+import type { ProxyMemo, RecallParams, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
 import type { SseEvent } from "./sse.ts";
 import type { Provider } from "./upstream.ts";

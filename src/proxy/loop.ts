@@ -6,10 +6,9 @@
  */
 import type { SessionRef } from "../core/types.ts";
 import { type Summary, summaryHeader } from "../http/summary.ts";
-import type { EdgeStore } from "../store/edge.ts";
-import type { ProxyMemo, RecallParams } from "../store/parts.ts";
 import type { Answer, Dialect, Ending, Hop, Inspection } from "./dialect.ts";
 import { clientHeaders } from "./headers.ts";
+import type { ProxyMemo, ProxyStore, RecallParams } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
 import { send } from "./upstream.ts";
@@ -24,7 +23,7 @@ export interface ProxyCall {
   /** Our recall tool is in the request (declared by the proxy): only then is an answer watched for it. */
   intercept: boolean;
   maxHops: number;
-  store: EdgeStore;
+  store: ProxyStore;
   ref: SessionRef;
   params: RecallParams;
   summary: Summary;
@@ -311,7 +310,7 @@ async function finishTurn(
       memos: outcome.memos,
     });
   } catch {
-    // EdgeStore logged the cause. The answer stands; a lost memo only means a later turn is sent as the client holds it.
+    // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as the client holds it.
     if (summary !== null) {
       summary.errors.push({
         code: "storage_error",

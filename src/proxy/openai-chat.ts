@@ -7,7 +7,6 @@
  */
 import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
-import type { ProxyMemo, RememberedCall } from "../store/parts.ts";
 import {
   type Answer,
   type Dialect,
@@ -20,6 +19,7 @@ import {
   type StreamResult,
 } from "./dialect.ts";
 import { appendItems, arrayMember, type Edit, insertAfter, memberString } from "./json-edit.ts";
+import type { ProxyMemo, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
 import { type SseEvent, sseEvent } from "./sse.ts";
 import { addUsage, isRecord } from "./usage.ts";

@@ -14,7 +14,6 @@
  */
 import { getMember, type JsonArray, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
-import type { ProxyMemo, RememberedCall } from "../store/parts.ts";
 import {
   type Answer,
   type Dialect,
@@ -36,6 +35,7 @@ import {
   stringOf,
 } from "./json-edit.ts";
 import { openaiErrorBody, openaiStreamError } from "./openai-chat.ts";
+import type { ProxyMemo, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
 import { type SseEvent, sseEvent } from "./sse.ts";
 import { addUsage, isRecord } from "./usage.ts";

@@ -9,7 +9,7 @@ import type { OffloadStore } from "../core/ports.ts";
 import { recall } from "../core/recall.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError } from "../errors.ts";
-import type { RecallParams, RememberedCall } from "../store/parts.ts";
+import type { RecallParams, RememberedCall } from "./port.ts";
 
 export interface RecallResult {
   id: string;

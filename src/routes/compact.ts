@@ -10,7 +10,7 @@ import { isOffloadError, OffloadError } from "../errors.ts";
 import { readBytes, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
-import { refOf } from "./ref.ts";
+import { refOf } from "./session-param.ts";
 
 export const SUPPORTED_FORMATS: readonly Format[] = [
   "anthropic",

@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { parseConfigPatch } from "../config.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig } from "../http/context.ts";
-import { refOf } from "./ref.ts";
+import { refOf } from "./session-param.ts";
 
 export const configRoutes = new Hono<AppEnv>().put("/:id/config", async (c) => {
   const ref = refOf(c);

@@ -5,7 +5,7 @@
 import { Hono } from "hono";
 import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
-import { refOf } from "./ref.ts";
+import { refOf } from "./session-param.ts";
 
 export const memoryRoutes = new Hono<AppEnv>().get("/:id/memories/:mem_id", async (c) => {
   const ref = refOf(c);

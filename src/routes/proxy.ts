@@ -4,18 +4,17 @@
  *   POST /openai/v1/chat/completions   → ${OPENAI_BASE_URL}/chat/completions
  *   POST /openai/v1/responses          → ${OPENAI_BASE_URL}/responses
  * The client authenticates to us with `x-offload-key` and names its conversation with `x-offload-session`;
- * its provider credentials travel on untouched. Each call: splice back what the session remembers (recall
- * answers of mixed turns), compact with the session's config, forward, and answer recalls here (loop.ts).
+ * its provider credentials travel on untouched. These routes authenticate, read the settings and hand the
+ * call to the proxy loop (src/proxy/turn.ts), which runs the same outside the Worker.
  * Every error, ours or the provider's, reaches the client in the provider's error shape; ours say
  * `edge-offload:` and carry an `x-offload-error` header with our error type.
  */
 import { type Context, Hono } from "hono";
-import { compact, splice } from "../core/compact.ts";
 import type { AttachmentExtractor } from "../core/ports.ts";
 import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
-import { isOffloadError, OffloadError } from "../errors.ts";
+import { OffloadError } from "../errors.ts";
 import { parseApiKeys, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
 import {
@@ -26,21 +25,18 @@ import {
   settingsOf,
 } from "../http/context.ts";
 import { toOffloadError } from "../http/errors.ts";
-import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { anthropicDialect } from "../proxy/anthropic.ts";
 import type { Dialect } from "../proxy/dialect.ts";
-import { clientHeaders, upstreamHeaders } from "../proxy/headers.ts";
-import { droppedResponse, proxyCall } from "../proxy/loop.ts";
+import { upstreamHeaders } from "../proxy/headers.ts";
 import { openaiChatDialect } from "../proxy/openai-chat.ts";
 import { openaiResponsesDialect } from "../proxy/openai-responses.ts";
-import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
-import { proxySettingsOf, send, upstreamUrl } from "../proxy/upstream.ts";
-import type { EdgeStore } from "../store/edge.ts";
-import type { ProxyMemo } from "../store/parts.ts";
+import type { ProxyStore } from "../proxy/port.ts";
+import { proxyTurn } from "../proxy/turn.ts";
+import { proxySettingsOf, upstreamUrl } from "../proxy/upstream.ts";
 import { secretOf } from "./compact.ts";
 
 export interface ProxyDeps {
-  store: (env: Env, settings: Settings, log: (line: string) => void) => EdgeStore;
+  store: (env: Env, settings: Settings, log: (line: string) => void) => ProxyStore;
   log: (line: string) => void;
   maxBodyBytes?: number;
   /** The provider calls (tests inject one); by default the runtime's fetch, looked up at call time. */
@@ -101,58 +97,8 @@ function sessionOf(tenant: string, id: string | undefined): SessionRef {
   }
 }
 
-/** Replays the recall answers the session remembers for anchors this request carries, and splices them in. */
-async function spliceMemos(
-  dialect: Dialect,
-  text: string,
-  memos: readonly ProxyMemo[],
-  store: EdgeStore,
-  ref: SessionRef,
-  log: (line: string) => void,
-): Promise<{ text: string; spliced: number }> {
-  const mine = memos.filter((m) => m.format === dialect.format);
-  if (mine.length === 0) return { text, spliced: 0 };
-  // One regex pass collects the ids the request names, whatever the number of memos; only a request that
-  // carries an anchor is scanned and spliced.
-  const ids = new Set<string>();
-  for (const m of text.matchAll(
-    /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
-  ))
-    ids.add(m[1]!);
-  const candidates = mine.filter((m) =>
-    (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)),
-  );
-  if (candidates.length === 0) return { text, spliced: 0 };
-  const answers = new Map<string, RecallResult>();
-  for (const memo of candidates) {
-    try {
-      for (const r of await runRecalls(memo.calls, {
-        store,
-        ref,
-        params: memo.params,
-        count: false,
-      }))
-        answers.set(r.id, r);
-    } catch (e) {
-      // Left out, the turn is still valid as the client holds it; only the model's recall answer is missing.
-      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-      log("[edge-offload] a remembered recall could not be replayed; the request goes without it");
-    }
-  }
-  try {
-    const { edits, spliced } = dialect.splice(text, candidates, answers);
-    return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };
-  } catch (e) {
-    // Malformed JSON: compaction reports it with its path.
-    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request"))
-      return { text, spliced: 0 };
-    throw e;
-  }
-}
-
 async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Promise<Response> {
   const { log } = deps;
-  const fetcher: typeof fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const tenant = await tenantFor(c.env, c.req.header("x-offload-key"), log);
   const ref = sessionOf(tenant, c.req.header(SESSION_HEADER));
   const settings = settingsOf(
@@ -161,92 +107,22 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
   );
   const upstream = proxySettingsOf(c.env);
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
-  const store = deps.store(c.env, settings, log);
-  const url = upstreamUrl(
-    upstream.baseUrls[dialect.provider],
-    dialect.path,
-    new URL(c.req.url).search,
-  );
-  const headers = upstreamHeaders(c.req.raw.headers);
-
-  // Compaction off (or the session unreadable): the request goes out byte for byte, the answer comes back as sent.
-  const asIs = async (summary: Summary): Promise<Response> => {
-    const sent = await send(
-      fetcher,
-      url,
-      headers,
-      await readBytes(c.req.raw, settings.maxBodyBytes),
-    );
-    if (!sent.ok) return droppedResponse(dialect, sent.reason, summary);
-    const res = sent.response;
-    const out = clientHeaders(res.headers);
-    out.set(
-      "x-offload-summary",
-      summaryHeader({
-        ...summary,
-        proxy: {
-          stream: (res.headers.get("content-type") ?? "").includes("text/event-stream"),
-          spliced: 0,
-        },
-      }),
-    );
-    return new Response(res.body, { status: res.status, headers: out });
-  };
-
-  let state;
-  try {
-    state = await store.proxyState(ref);
-  } catch (e) {
-    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-    return asIs({
-      ...passThroughSummary(dialect.format),
-      errors: [
-        { code: "storage_error", message: `${e.message}; request passed through unchanged` },
-      ],
-      errors_total: 1,
-    });
-  }
-  const config = effectiveConfig(settings, state.config, requestLayer);
-  if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary(dialect.format));
-
-  const secret = secretOf(settings.secret);
-  const spliced = await spliceMemos(
+  return proxyTurn({
     dialect,
-    await readText(c.req.raw, settings.maxBodyBytes),
-    state.memos,
-    store,
+    fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    url: upstreamUrl(upstream.baseUrls[dialect.provider], dialect.path, new URL(c.req.url).search),
+    headers: upstreamHeaders(c.req.raw.headers),
+    body: {
+      bytes: () => readBytes(c.req.raw, settings.maxBodyBytes),
+      text: () => readText(c.req.raw, settings.maxBodyBytes),
+    },
     ref,
-    log,
-  );
-  const out = await compact({
-    format: dialect.format,
-    request: spliced.text,
-    session: ref,
-    config,
-    store,
-    secret,
+    store: deps.store(c.env, settings, log),
+    config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
+    secret: () => secretOf(settings.secret),
     extractor: deps.extractor,
-  });
-  return proxyCall({
-    dialect,
-    fetcher,
-    url,
-    headers,
-    request: out.request,
-    // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself handles it.
-    intercept: out.report.recall_tool === "added",
     maxHops: upstream.maxHops,
-    store,
-    ref,
-    params: {
-      mode: config.tool_result_recall_mode,
-      max_chars: config.tool_result_recall_max_chars,
-      window: config.tool_result_recall_window_chars,
-    },
-    summary: {
-      ...summaryOf(out.report, out.changed, store.notes),
-      proxy: { stream: false, spliced: spliced.spliced },
-    },
+    log,
   });
 }
 

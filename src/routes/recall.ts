@@ -9,8 +9,8 @@ import { recall } from "../core/recall.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import { refOf } from "./ref.ts";
 import { RecallRequestSchema } from "./schemas.ts";
+import { refOf } from "./session-param.ts";
 
 export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => {
   const ref = refOf(c);

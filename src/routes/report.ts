@@ -10,8 +10,8 @@ import { z } from "zod";
 import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import type { LoggedTurn, SessionReportData } from "../store/parts.ts";
-import { refOf } from "./ref.ts";
+import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
+import { refOf } from "./session-param.ts";
 
 /** At most this many sessions per summary page: each is one Durable Object call (1,000 operations per invocation). */
 export const REPORT_PAGE_MAX = 50;

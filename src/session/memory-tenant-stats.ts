@@ -1,7 +1,7 @@
 /** The in-memory twin of the TenantDO's statistics (same clamping of deltas). */
 
 import type { ToolStats } from "../core/ports.ts";
-import type { TenantStatsPort } from "../store/parts.ts";
+import type { TenantStatsPort } from "../store/ports.ts";
 
 export class MemoryTenantStats implements TenantStatsPort {
   readonly #tenants = new Map<string, Map<string, ToolStats>>();

@@ -4,7 +4,7 @@
  * turn keeps.
  */
 import type { ResultRecord, TurnDecision, TurnLog } from "../core/types.ts";
-import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/parts.ts";
+import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
 
 /**
  * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a decision with its

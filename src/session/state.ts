@@ -7,8 +7,20 @@ import type { ToolStats } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
 
-/** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records); gaps. */
-export { GAP_WINDOW, medianGap, TURN_LOG_LIMIT } from "../store/memory.ts";
+/** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records). */
+export const TURN_LOG_LIMIT = 1000;
+/** Turn gaps are the median of this many recent ones. */
+export const GAP_WINDOW = 8;
+
+/** Median gap (seconds) between consecutive times, or null with fewer than two. */
+export function medianGap(times: readonly number[]): number | null {
+  if (times.length < 2) return null;
+  const gaps = times
+    .slice(1)
+    .map((t, i) => (t - times[i]!) / 1000)
+    .sort((a, b) => a - b);
+  return gaps[Math.floor(gaps.length / 2)]!;
+}
 
 /**
  * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by their tool,

@@ -5,14 +5,8 @@
  * "ask the ledger or the session state", and entries expire on their own a day after the session's retention.
  */
 import type { SessionRef } from "../core/types.ts";
-import {
-  type IndexedBody,
-  type IndexedSession,
-  type IndexPort,
-  indexBodyKey,
-  indexSessionKey,
-  indexSessionPrefix,
-} from "./parts.ts";
+import { indexBodyKey, indexSessionKey, indexSessionPrefix } from "./keys.ts";
+import type { IndexedBody, IndexedSession, IndexPort } from "./ports.ts";
 
 const DELETE_BATCH = 50;
 

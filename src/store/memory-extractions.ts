@@ -1,8 +1,8 @@
 /** The in-memory twin of the R2 extraction cache (values cloned in and out, as a serializing store would). */
-import type { CachedExtraction } from "../core/ports.ts";
-import { type ExtractionCachePort, extractionKey } from "./parts.ts";
+import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
+import { extractionKey } from "./keys.ts";
 
-export class MemoryExtractionCache implements ExtractionCachePort {
+export class MemoryExtractionCache implements ExtractionCache {
   readonly #entries = new Map<string, CachedExtraction>();
 
   async getExtraction(tenant: string, key: string): Promise<CachedExtraction | null> {

@@ -6,12 +6,10 @@
 import type { SessionRef } from "../core/types.ts";
 import {
   indexBodyKey as bodyKey,
-  type IndexedBody,
-  type IndexedSession,
-  type IndexPort,
   indexSessionPrefix,
   indexSessionKey as sessionKey,
-} from "./parts.ts";
+} from "./keys.ts";
+import type { IndexedBody, IndexedSession, IndexPort } from "./ports.ts";
 
 export class MemoryIndex implements IndexPort {
   readonly #entries = new Map<string, unknown>();

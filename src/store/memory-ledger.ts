@@ -1,6 +1,7 @@
 /** The in-memory twin of the R2 ledger (bodies by tenant/session/mem_id). */
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
-import { type BodyLedgerPort, ledgerKey, ledgerPrefix } from "./parts.ts";
+import { ledgerKey, ledgerPrefix } from "./keys.ts";
+import type { BodyLedgerPort } from "./ports.ts";
 
 export class MemoryLedger implements BodyLedgerPort {
   readonly #objects = new Map<string, StoredBody>();

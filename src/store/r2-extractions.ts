@@ -4,10 +4,10 @@
  * text reads back exactly), a few readable fields in the custom metadata for operators browsing the bucket.
  * Entries are not scoped by session and are not removed with one; bound them with a lifecycle rule.
  */
-import type { CachedExtraction } from "../core/ports.ts";
-import { type ExtractionCachePort, extractionKey } from "./parts.ts";
+import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
+import { extractionKey } from "./keys.ts";
 
-export class R2ExtractionCache implements ExtractionCachePort {
+export class R2ExtractionCache implements ExtractionCache {
   readonly #bucket: R2Bucket;
   readonly #now: () => number;
 

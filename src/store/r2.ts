@@ -7,7 +7,8 @@
  * flagged, and reads back exactly.
  */
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
-import { type BodyLedgerPort, ledgerKey, ledgerPrefix } from "./parts.ts";
+import { ledgerKey, ledgerPrefix } from "./keys.ts";
+import type { BodyLedgerPort } from "./ports.ts";
 
 /** R2 allows 8,192 bytes of metadata per object; the outline is the only unbounded-ish field. */
 const META_BUDGET = 6000;

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { BodyMeta, SessionRef } from "../../src/core/types.ts";
-import { type IndexPort, ledgerKey } from "../../src/store/parts.ts";
+import { ledgerKey } from "../../src/store/keys.ts";
+import type { IndexPort } from "../../src/store/ports.ts";
 
 let n = 0;
 function ref(tenant = "t1"): SessionRef {

@@ -1,7 +1,7 @@
 /** Contract of the body ledger (R2 and its in-memory twin): exact bytes, metadata, scoping, listing, deletion. */
 import { describe, expect, it } from "vitest";
 import type { BodyMeta, SessionRef } from "../../src/core/types.ts";
-import type { BodyLedgerPort } from "../../src/store/parts.ts";
+import type { BodyLedgerPort } from "../../src/store/ports.ts";
 
 let n = 0;
 function ref(tenant = "t1"): SessionRef {

@@ -4,9 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { GateResult, SessionRef, TurnDecision, TurnLog } from "../../src/core/types.ts";
+import type { ProxyMemo } from "../../src/proxy/port.ts";
 import { LAST_DECISIONS_LIMIT } from "../../src/session/report.ts";
-import type { ProxyMemo, SessionStatePort } from "../../src/store/parts.ts";
-import { record } from "./store.contract.ts";
+import type { SessionStatePort } from "../../src/store/ports.ts";
+import { record, turnLog } from "../support/records.ts";
 
 let n = 0;
 function ref(tenant = "t1"): SessionRef {
@@ -14,23 +15,16 @@ function ref(tenant = "t1"): SessionRef {
   return { tenant, session: `state-${Date.now().toString(36)}-${n}` };
 }
 
+/** A turn that kept its one result. */
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
-  return {
-    turn,
+  return turnLog(turn, {
     results: 1,
     kept: 1,
-    compacted: 0,
-    offloaded: 0,
     new_decisions: 1,
     tokens_before: 10,
     tokens_after: 10,
-    saved_usd: 0,
-    errors: 0,
-    shadow: false,
-    gate_fired: 0,
-    gate_declined: 0,
     ...over,
-  };
+  });
 }
 
 function decision(id: string, over: Partial<TurnDecision> = {}): TurnDecision {

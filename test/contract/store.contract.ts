@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from "vitest";
 import type { OffloadStore } from "../../src/core/ports.ts";
-import type { BodyMeta, ResultRecord, SessionRef, TurnLog } from "../../src/core/types.ts";
+import type { BodyMeta, SessionRef, TurnLog } from "../../src/core/types.ts";
+import { record, turnLog } from "../support/records.ts";
 
 let n = 0;
 function ref(tenant = "t1"): SessionRef {
@@ -12,44 +13,17 @@ function ref(tenant = "t1"): SessionRef {
   return { tenant, session: `contract-${Date.now().toString(36)}-${n}` };
 }
 
-export function record(id: string, overrides: Partial<ResultRecord> = {}): ResultRecord {
-  return {
-    tool_use_id: id,
-    tool_name: "bash",
-    tier: "large",
-    action: "offloaded",
-    mem_id: `trm_${"a".repeat(24)}`,
-    chars: 70_000,
-    tokens: 20_000,
-    kind: "text",
-    raw_chars: 70_002,
-    fingerprint: "f".repeat(64),
-    rendered: "[stub]",
-    rendered_tokens: 3,
-    turn: 2,
-    reason: "large: test",
-    gate: null,
-    ...overrides,
-  };
-}
-
+/** A turn that offloaded one result. */
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
-  return {
-    turn,
+  return turnLog(turn, {
     results: 1,
-    kept: 0,
-    compacted: 0,
     offloaded: 1,
     new_decisions: 1,
     tokens_before: 100,
     tokens_after: 10,
     saved_usd: 0.01,
-    errors: 0,
-    shadow: false,
-    gate_fired: 0,
-    gate_declined: 0,
     ...over,
-  };
+  });
 }
 
 function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {

@@ -1,6 +1,6 @@
 /** Contract of the tenant learning-statistics port (the TenantDO and its in-memory twin). */
 import { describe, expect, it } from "vitest";
-import type { TenantStatsPort } from "../../src/store/parts.ts";
+import type { TenantStatsPort } from "../../src/store/ports.ts";
 
 let n = 0;
 const tenant = () => `stats-${Date.now().toString(36)}-${++n}`;

@@ -9,12 +9,12 @@ import type { Answer, Dialect } from "../../src/proxy/dialect.ts";
 import { clientHeaders, upstreamHeaders } from "../../src/proxy/headers.ts";
 import { openaiChatDialect } from "../../src/proxy/openai-chat.ts";
 import { openaiResponsesDialect } from "../../src/proxy/openai-responses.ts";
+import type { ProxyMemo } from "../../src/proxy/port.ts";
 import { runRecalls } from "../../src/proxy/recalls.ts";
 import { readSse } from "../../src/proxy/sse.ts";
 import { type ProxyVars, proxySettingsOf, upstreamUrl } from "../../src/proxy/upstream.ts";
 import { addUsage } from "../../src/proxy/usage.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import type { ProxyMemo } from "../../src/store/parts.ts";
 import {
   anthropicMessage,
   anthropicRequest,

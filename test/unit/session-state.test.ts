@@ -10,7 +10,7 @@ import {
   parseRetention,
   sessionObjectName,
 } from "../../src/session/state.ts";
-import { record } from "../contract/store.contract.ts";
+import { record } from "../support/records.ts";
 
 describe("session state rules", () => {
   it("first writer wins, in order, duplicates included", () => {

@@ -1,8 +1,8 @@
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp, defaultStore } from "../../src/app.ts";
+import { createApp, defaultParts } from "../../src/app.ts";
 import { MemorySchema, RecallResponseSchema } from "../../src/routes/schemas.ts";
-import { EdgeStore } from "../../src/store/edge.ts";
+import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import {
   call,
@@ -188,9 +188,12 @@ describe("GET /v1/sessions/:id/memories/:mem_id", () => {
     // KV not caught up yet (another location): the same answer, from R2's metadata.
     const app = createApp({
       store: (e, s, log) =>
-        new EdgeStore({
-          ...partsOf(defaultStore(e, s, log)),
+        new ComposedStore({
+          ...defaultParts(e, s, log),
+          tenants: undefined,
+          extractions: undefined,
           index: new MemoryIndex({ lagging: true }),
+          log: () => {},
         }),
     });
     const lagging = await app.fetch(
@@ -218,7 +221,3 @@ describe("GET /v1/sessions/:id/memories/:mem_id", () => {
     await expectError(await call(`/v1/sessions/${session}/memories/whatever`), 404, "not_found");
   });
 });
-
-function partsOf(store: EdgeStore) {
-  return { sessions: store.sessions, ledger: store.ledger, index: store.index, log: () => {} };
-}

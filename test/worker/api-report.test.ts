@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { SessionReportSchema, TenantReportSchema } from "../../src/routes/schemas.ts";
 import { sessionObjectName } from "../../src/session/state.ts";
-import { indexSessionKey } from "../../src/store/parts.ts";
+import { indexSessionKey } from "../../src/store/keys.ts";
 import {
   call,
   compactPath,

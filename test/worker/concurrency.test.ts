@@ -2,8 +2,8 @@
 // loser re-renders from it, so both answers agree byte for byte on every result they share.
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp, defaultStore } from "../../src/app.ts";
-import { EdgeStore } from "../../src/store/edge.ts";
+import { createApp, defaultParts, defaultStore } from "../../src/app.ts";
+import { ComposedStore } from "../../src/store/composed.ts";
 import { call, compactPath, conversation, nextTurn, ON, request, sid, summary } from "./helpers.ts";
 
 type Out = { messages: { content: { content?: string }[] }[] };
@@ -16,9 +16,9 @@ function racingApp(parties: number) {
   return createApp({
     log: () => {},
     store: (e, settings, log) => {
-      const real = defaultStore(e, settings, log);
+      const real = defaultParts(e, settings, log);
       const sessions = real.sessions;
-      return new EdgeStore({
+      return new ComposedStore({
         ledger: real.ledger,
         index: real.index,
         log,

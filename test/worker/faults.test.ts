@@ -2,10 +2,10 @@
 // and the state stays consistent for the next (healthy) turn.
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type AppDeps, createApp, defaultStore } from "../../src/app.ts";
+import { type AppDeps, createApp, defaultParts, defaultStore } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
-import { EdgeStore } from "../../src/store/edge.ts";
-import type { SessionStatePort } from "../../src/store/parts.ts";
+import { ComposedStore } from "../../src/store/composed.ts";
+import type { SessionStatePort } from "../../src/store/ports.ts";
 import {
   bound,
   call,
@@ -44,15 +44,12 @@ function appWith(
   sessions?: (real: SessionStatePort) => SessionStatePort,
 ): ReturnType<typeof createApp> {
   const store: AppDeps["store"] = (e, settings, log) => {
-    const real = defaultStore({ ...e, ...bindings }, settings, log);
-    return sessions === undefined
-      ? real
-      : new EdgeStore({
-          sessions: sessions(real.sessions),
-          ledger: real.ledger,
-          index: real.index,
-          log,
-        });
+    const real = defaultParts({ ...e, ...bindings }, settings, log);
+    return new ComposedStore(
+      sessions === undefined
+        ? real
+        : { sessions: sessions(real.sessions), ledger: real.ledger, index: real.index, log },
+    );
   };
   return createApp({ store, log: quiet });
 }

@@ -2,7 +2,7 @@
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { SummarySchema } from "../../src/routes/schemas.ts";
-import type { SessionStatePort } from "../../src/store/parts.ts";
+import type { SessionStatePort } from "../../src/store/ports.ts";
 
 export const BASE = "https://edge-offload.test";
 export const KEYS = { acme: "test-key-acme", globex: "test-key-globex" } as const;

@@ -5,8 +5,8 @@
  */
 import { createExecutionContext, env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp, defaultStore } from "../../src/app.ts";
-import { EdgeStore } from "../../src/store/edge.ts";
+import { createApp, defaultParts, defaultStore } from "../../src/app.ts";
+import { ComposedStore } from "../../src/store/composed.ts";
 import {
   anthropicEvents,
   anthropicMessage,
@@ -795,8 +795,8 @@ describe("proxy: more turns and formats", () => {
     const app = createApp({
       log: (l) => lines.push(l),
       store: (e, settings, log) => {
-        const real = defaultStore(e, settings, log);
-        return new EdgeStore({
+        const real = defaultParts(e, settings, log);
+        return new ComposedStore({
           ledger: real.ledger,
           index: real.index,
           log,

@@ -2,8 +2,8 @@
 import { env } from "cloudflare:test";
 import { defaultStore } from "../../src/app.ts";
 import { settingsOf } from "../../src/http/context.ts";
-import { DurableSessionState } from "../../src/session/durable.ts";
-import { DurableTenantStats } from "../../src/session/tenant-stats.ts";
+import { DurableSessionState } from "../../src/session/durable-state.ts";
+import { DurableTenantStats } from "../../src/session/durable-tenant-stats.ts";
 import { KvIndex } from "../../src/store/kv.ts";
 import { R2Ledger } from "../../src/store/r2.ts";
 import { R2ExtractionCache } from "../../src/store/r2-extractions.ts";
@@ -19,9 +19,9 @@ runTenantStatsContract("TenantDO (SQLite)", () => new DurableTenantStats(env.TEN
 runLedgerContract("R2Ledger", () => new R2Ledger(env.LEDGER));
 runIndexContract("KvIndex", () => new KvIndex(env.INDEX));
 runExtractionCacheContract("R2ExtractionCache", () => new R2ExtractionCache(env.LEDGER));
-runExtractionCacheContract("EdgeStore (R2 extraction cache)", () =>
+runExtractionCacheContract("ComposedStore (R2 extraction cache)", () =>
   defaultStore(env, settingsOf(env), () => {}),
 );
-runStoreContract("EdgeStore (SessionDO + R2 + KV)", () =>
+runStoreContract("ComposedStore (SessionDO + R2 + KV)", () =>
   defaultStore(env, settingsOf(env), () => {}),
 );

@@ -1,16 +1,24 @@
 /**
- * The service's storage, split by what each backend is good at (DESIGN.md "Storage"):
- * - `SessionStatePort`: the authority for a session (sticky records, turn log, config, counters). The Worker's
- *   adapter is the SessionDO; it sees only small records, never a body.
+ * The service's storage, split by what each backend is good at:
+ * - `SessionStatePort`: the authority for a session (sticky records, turn log, config, counters, the proxy's
+ *   memos). The Worker's adapter is the SessionDO; it sees only small records, never a body.
  * - `BodyLedgerPort`: full bodies, one object per mem_id (R2). Strongly consistent: recall reads here.
  * - `IndexPort`: lookups that may lag (KV): mem_id → location and structural index, tenant → sessions.
  *   Nothing may depend on reading a write back; a miss falls back to the session state or the ledger.
- * - `ExtractionCachePort`: attachment extractions per tenant, keyed by content hash (R2, `extracts/<tenant>/…`).
- * Each port has an in-memory twin and its own contract suite in test/contract; `EdgeStore` composes the
- * three into the core's `OffloadStore`.
+ * - `TenantStatsPort`: the adaptive gate's learning statistics per tenant (the TenantDO).
+ * - the core's `ExtractionCache`: attachment extractions per tenant, keyed by content hash (R2, `extracts/`).
+ * Each has an in-memory twin and its own contract suite in test/contract. `ComposedStore` (composed.ts) puts
+ * them together into the core's `OffloadStore` plus `ServiceStore`, what the routes and the proxy need.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
-import type { ExtractionCache, SessionSummary, ToolStats } from "../core/ports.ts";
+import type {
+  CachedExtraction,
+  OffloadStore,
+  SessionSummary,
+  ToolStats,
+  TurnCommit,
+} from "../core/ports.ts";
+import type { IndexProblem, StatsProblem } from "../core/problems.ts";
 import type {
   BodyMeta,
   Format,
@@ -21,6 +29,7 @@ import type {
   TurnDecision,
   TurnLog,
 } from "../core/types.ts";
+import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
 
 export interface SessionCommitResult {
   /** Standing record per committed tool_use_id (an earlier one where it existed: first writer wins). */
@@ -31,65 +40,6 @@ export interface SessionCommitResult {
   offloads: Record<string, number>;
   /** The turn log line this commit wrote (the proxy notes its hops on it once the provider has answered). */
   turn_seq: number;
-}
-
-/** A recall_tool_result call the model made, as the proxy replays it: the call's id and its arguments' JSON text. */
-export interface RememberedCall {
-  id: string;
-  arguments: string;
-}
-
-/** The recall settings the answer was computed with, so replaying it yields the same bytes. */
-export interface RecallParams {
-  mode: RecallMode;
-  max_chars: number;
-  window: number;
-}
-
-/**
- * What the proxy remembers about a session so the client never has to see its tool (docs/proxy.md):
- * - "recall": a mixed answer's recall calls, spliced back (call and answer) next to the client's own calls
- *   (`anchors`, their ids) whenever a later request carries them;
- * - "alias" (Responses with stored history): the response id the client saw stands for the last hop's
- *   response, and `calls` are answers the provider still expects there (the hop limit left them open).
- * Only small records: the answers are recomputed from the ledger with the stored params, never stored.
- */
-export type ProxyMemo =
-  | {
-      kind: "recall";
-      format: Format;
-      anchors: string[];
-      calls: RememberedCall[];
-      params: RecallParams;
-    }
-  | {
-      kind: "alias";
-      format: "openai-responses";
-      from: string;
-      to: string;
-      calls: RememberedCall[];
-      params: RecallParams;
-    };
-
-export interface ProxyState {
-  /** The session's config layer (what `PUT …/config` stored), `{}` when none. */
-  config: OffloadConfigPatch;
-  /** Oldest first, at most MEMO_LIMIT. */
-  memos: ProxyMemo[];
-}
-
-export interface ProxyTurn {
-  /** The turn log line to note the hops on (from the call's commit), or null when compaction logged no turn. */
-  turn_seq: number | null;
-  note: ProxyTurnNote;
-  memos: readonly ProxyMemo[];
-}
-
-export interface SessionCommit {
-  records: readonly ResultRecord[];
-  recall_declared: boolean;
-  log: TurnLog;
-  decisions?: readonly TurnDecision[];
 }
 
 export interface SessionLoad {
@@ -176,7 +126,7 @@ export interface SessionStatePort {
     toolNames?: readonly string[],
   ): Promise<SessionLoad>;
   /** `decisions` (optional): kept as the session's last turn, replacing the previous one's. */
-  commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult>;
+  commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult>;
   /** Counts a recall (also for the latest logged turn); returns the tool name of the mem_id's result when a record names it. */
   noteRecall(ref: SessionRef, memId: string): Promise<string | null>;
   describe(ref: SessionRef): Promise<SessionDetail | null>;
@@ -238,38 +188,40 @@ export interface IndexPort {
   deleteSession(ref: SessionRef): Promise<void>;
 }
 
+export interface BodyInfo {
+  meta: BodyMeta;
+  /** Which backend answered: the index, or the ledger after an index miss. */
+  source: "index" | "ledger";
+}
+
 /**
- * The tenant's extraction cache (src/extract/cache.ts). Keys are content hashes, not session-scoped: entries
- * outlive sessions (an R2 lifecycle rule on `extracts/` bounds them). Strongly consistent, like the ledger.
+ * What the routes and the proxy need of a store, beyond the core's port. One instance serves one call: its
+ * `notes` and `lastTurnSeq` are that call's (the Worker builds a store per request; `forCall()` gives another
+ * instance over the same backends, e.g. for calls running in one process).
  */
-export type ExtractionCachePort = ExtractionCache;
-
-/** R2 key of a cached extraction: the tenant first; the key is `<sha256>/<format>/<variant>`. */
-export function extractionKey(tenant: string, key: string): string {
-  return `${EXTRACTS_PREFIX}${tenant}/${key}`;
-}
-
-export const EXTRACTS_PREFIX = "extracts/";
-
-/** The ledger key of a body: tenant and session first, so a session's bodies share one listable prefix. */
-export function ledgerKey(ref: SessionRef, memId: string): string {
-  return `${ledgerPrefix(ref)}${memId}`;
-}
-
-/** Ids cannot contain "/" (see core/session.ts), so `a/b/` never prefixes another session's keys. */
-export function ledgerPrefix(ref: SessionRef): string {
-  return `bodies/${ref.tenant}/${ref.session}/`;
-}
-
-/** KV keys: `s/<tenant>/<session>` (tenant → sessions) and `m/<tenant>/<session>/<mem_id>` (mem_id → location). */
-export function indexSessionKey(ref: SessionRef): string {
-  return `${indexSessionPrefix(ref.tenant)}${ref.session}`;
-}
-
-export function indexSessionPrefix(tenant: string): string {
-  return `s/${tenant}/`;
-}
-
-export function indexBodyKey(ref: SessionRef, memId: string): string {
-  return `m/${ref.tenant}/${ref.session}/${memId}`;
+export interface ServiceStore extends OffloadStore {
+  /** Non-fatal problems of this call (a lookup-index or statistics write that failed), for its summary. */
+  readonly notes: readonly (IndexProblem | StatsProblem)[];
+  /** The turn log line of this call's last commit (the proxy notes its hops on it), null before one. */
+  readonly lastTurnSeq: number | null;
+  /** Another instance over the same backends, with notes of its own: one per concurrent call. */
+  forCall(): ServiceStore;
+  describeSession(ref: SessionRef): Promise<SessionDetail | null>;
+  /** The tenant's extraction cache (a store without one misses every time and stores nothing). */
+  getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;
+  putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void>;
+  /** The savings report's data (null: unknown session); `turns: false` leaves out the per-turn lines. */
+  sessionReport(ref: SessionRef, options?: { turns?: boolean }): Promise<SessionReportData | null>;
+  getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
+  /** Replaces the session's config layer (`{}` clears it). */
+  setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
+  proxyState(ref: SessionRef): Promise<ProxyState>;
+  finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
+  /** A body's metadata: the index when it has the entry, else the ledger. */
+  statBody(ref: SessionRef, memId: string): Promise<BodyInfo | null>;
+  /** The tenant's sessions as the index knows them (may lag a new session by about a minute). */
+  listSessions(
+    tenant: string,
+    options?: { cursor?: string; limit?: number },
+  ): Promise<{ sessions: IndexedSession[]; cursor: string | null }>;
 }

@@ -1,7 +1,7 @@
 /** The TenantStatsPort over the TenantDO namespace (the in-memory twin is memory-tenant-stats.ts). */
 
 import type { ToolStats } from "../core/ports.ts";
-import type { TenantStatsPort } from "../store/parts.ts";
+import type { TenantStatsPort } from "../store/ports.ts";
 import type { TenantDO } from "./tenant-do.ts";
 
 export class DurableTenantStats implements TenantStatsPort {

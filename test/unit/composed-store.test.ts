@@ -1,18 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { MemorySessionState } from "../../src/session/memory.ts";
+import { MemorySessionState } from "../../src/session/memory-state.ts";
 import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
-import { EdgeStore } from "../../src/store/edge.ts";
+import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
-import type { BodyLedgerPort, IndexPort } from "../../src/store/parts.ts";
+import type { BodyLedgerPort, IndexPort } from "../../src/store/ports.ts";
 import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
 import { runIndexContract } from "../contract/index.contract.ts";
 import { runLedgerContract } from "../contract/ledger.contract.ts";
 import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
+import { turnLog } from "../support/records.ts";
 
 const quiet = () => {};
 
@@ -23,9 +24,9 @@ runIndexContract("MemoryIndex", () => new MemoryIndex());
 runExtractionCacheContract("MemoryExtractionCache", () => new MemoryExtractionCache());
 runExtractionCacheContract("MemoryStore", () => new MemoryStore());
 runExtractionCacheContract(
-  "EdgeStore over the in-memory twins",
+  "ComposedStore over the in-memory twins",
   () =>
-    new EdgeStore({
+    new ComposedStore({
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
@@ -34,9 +35,9 @@ runExtractionCacheContract(
     }),
 );
 runStoreContract(
-  "EdgeStore over the in-memory twins",
+  "ComposedStore over the in-memory twins",
   () =>
-    new EdgeStore({
+    new ComposedStore({
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
@@ -46,9 +47,9 @@ runStoreContract(
 );
 // KV may not show a write for about a minute: nothing in the store may depend on reading one back.
 runStoreContract(
-  "EdgeStore with an index that never shows a write",
+  "ComposedStore with an index that never shows a write",
   () =>
-    new EdgeStore({
+    new ComposedStore({
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex({ lagging: true }),
@@ -84,10 +85,10 @@ function failingIndex(): IndexPort {
   };
 }
 
-describe("EdgeStore", () => {
+describe("ComposedStore", () => {
   it("stores a body even when the index write fails, and notes it for the summary", async () => {
     const ledger = new MemoryLedger();
-    const store = new EdgeStore({
+    const store = new ComposedStore({
       sessions: new MemorySessionState(),
       ledger,
       index: failingIndex(),
@@ -107,17 +108,22 @@ describe("EdgeStore", () => {
   it("answers statBody from the index, and from the ledger on a miss or an index failure", async () => {
     const ledger = new MemoryLedger();
     const index = new MemoryIndex();
-    const store = new EdgeStore({ sessions: new MemorySessionState(), ledger, index, log: quiet });
+    const store = new ComposedStore({
+      sessions: new MemorySessionState(),
+      ledger,
+      index,
+      log: quiet,
+    });
     await store.putBody(ref, "body", meta);
     expect((await store.statBody(ref, MEM))?.source).toBe("index");
-    const lagging = new EdgeStore({
+    const lagging = new ComposedStore({
       sessions: new MemorySessionState(),
       ledger,
       index: new MemoryIndex({ lagging: true }),
       log: quiet,
     });
     expect(await lagging.statBody(ref, MEM)).toEqual({ meta, source: "ledger" });
-    const broken = new EdgeStore({
+    const broken = new ComposedStore({
       sessions: new MemorySessionState(),
       ledger,
       index: failingIndex(),
@@ -138,7 +144,7 @@ describe("EdgeStore", () => {
       delete: async () => {},
     };
     const lines: string[] = [];
-    const store = new EdgeStore({
+    const store = new ComposedStore({
       sessions: new MemorySessionState(),
       ledger,
       index: new MemoryIndex(),
@@ -157,27 +163,13 @@ describe("EdgeStore", () => {
     const sessions = new MemorySessionState();
     const ledger = new MemoryLedger();
     const index = new MemoryIndex();
-    const store = new EdgeStore({ sessions, ledger, index, log: quiet });
+    const store = new ComposedStore({ sessions, ledger, index, log: quiet });
     const ids = Array.from({ length: 250 }, (_, i) => `trm_${i.toString(16).padStart(24, "0")}`);
     for (const id of ids) await store.putBody(ref, "body", { ...meta, mem_id: id });
     await store.commit(ref, {
       records: [],
       recall_declared: true,
-      log: {
-        turn: 1,
-        results: 0,
-        kept: 0,
-        compacted: 0,
-        offloaded: 0,
-        new_decisions: 0,
-        tokens_before: 0,
-        tokens_after: 0,
-        saved_usd: 0,
-        errors: 0,
-        shadow: false,
-        gate_fired: 0,
-        gate_declined: 0,
-      },
+      log: turnLog(1),
     });
     let calls = 0;
     const flaky: IndexPort = {
@@ -191,7 +183,7 @@ describe("EdgeStore", () => {
       },
       deleteSession: (r) => index.deleteSession(r),
     };
-    const first = new EdgeStore({ sessions, ledger, index: flaky, log: quiet });
+    const first = new ComposedStore({ sessions, ledger, index: flaky, log: quiet });
     await expect(first.deleteSession(ref)).rejects.toMatchObject({ type: "storage_error" });
     expect(await sessions.describe(ref)).toBeNull(); // the authority went first
     expect(ledger.size).toBe(150); // one batch of 100 is gone, with its index entries
@@ -202,9 +194,9 @@ describe("EdgeStore", () => {
   });
 });
 
-describe("EdgeStore's extraction cache", () => {
+describe("ComposedStore's extraction cache", () => {
   it("without a cache part: every lookup misses and a write is a no-op", async () => {
-    const store = new EdgeStore({
+    const store = new ComposedStore({
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
@@ -223,7 +215,7 @@ describe("EdgeStore's extraction cache", () => {
       getExtraction: async () => Promise.reject(new Error("R2 down")),
       putExtraction: async () => Promise.reject(new Error("R2 down")),
     };
-    const store = new EdgeStore({
+    const store = new ComposedStore({
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
@@ -241,5 +233,23 @@ describe("EdgeStore's extraction cache", () => {
       }),
     ).rejects.toMatchObject({ type: "storage_error" });
     expect(lines).toHaveLength(2);
+  });
+});
+
+describe("MemoryStore", () => {
+  it("is the composed store over the in-memory twins: one class and one set of rules for both", () => {
+    expect(new MemoryStore()).toBeInstanceOf(ComposedStore);
+  });
+
+  it("forCall(): another instance over the same state, with notes and a turn line of its own", async () => {
+    const store = new MemoryStore();
+    const a = store.forCall();
+    const b = store.forCall();
+    const log = turnLog(1);
+    await a.commit(ref, { records: [], recall_declared: true, log });
+    expect(a.lastTurnSeq).toBe(1);
+    expect(b.lastTurnSeq).toBeNull();
+    expect((await b.load(ref, [])).recall_declared).toBe(true);
+    expect((await store.describeSession(ref))?.calls).toBe(1);
   });
 });

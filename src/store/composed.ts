@@ -1,10 +1,12 @@
 /**
- * The Worker's store: the three sub-ports composed into the core's `OffloadStore`, plus what the routes need
- * (session config, body metadata, the tenant's session list).
+ * A store composed of the backend ports (ports.ts): the core's `OffloadStore` plus what the routes and the
+ * proxy need (`ServiceStore`). The Worker composes the real bindings (app.ts); `MemoryStore` composes the
+ * in-memory twins, so both follow the same rules (first writer wins, the shadow rule for the tenant's
+ * statistics, retention and purges of the session state).
  *
  * - Bodies go to the ledger only; the session state gets small records (heavy bodies never reach the DO).
  * - The index is written best effort after the durable write and read only where a miss can fall back
- *   (KV is eventually consistent); its failures become notes for the turn's summary, never a lost result.
+ *   (KV is eventually consistent); its failures become notes for the call's summary, never a lost result.
  * - Every failure of a backend surfaces as one `storage_error` naming what failed, without internals.
  */
 import type { OffloadConfigPatch } from "../config.ts";
@@ -12,67 +14,66 @@ import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type {
   CachedExtraction,
   CommitResult,
+  ExtractionCache,
   LoadedState,
-  OffloadStore,
+  ToolStats,
   TurnCommit,
 } from "../core/ports.ts";
 import type { IndexProblem, StatsProblem } from "../core/problems.ts";
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
-import {
-  type BodyLedgerPort,
-  type ExtractionCachePort,
-  type IndexedSession,
-  type IndexPort,
-  ledgerKey,
-  type ProxyState,
-  type ProxyTurn,
-  type SessionDetail,
-  type SessionReportData,
-  type SessionStatePort,
-  type TenantStatsPort,
-} from "./parts.ts";
+import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
+import { ledgerKey } from "./keys.ts";
+import type {
+  BodyInfo,
+  BodyLedgerPort,
+  IndexedSession,
+  IndexPort,
+  ServiceStore,
+  SessionDetail,
+  SessionReportData,
+  SessionStatePort,
+  TenantStatsPort,
+} from "./ports.ts";
 
-export interface EdgeStoreParts {
+export interface StoreParts {
   sessions: SessionStatePort;
   ledger: BodyLedgerPort;
   index: IndexPort;
   /** The tenant's learning statistics (adaptive gate); without it the gate learns from the session alone. */
-  tenants?: TenantStatsPort;
+  tenants?: TenantStatsPort | undefined;
   /** The tenant's extraction cache (attachments); without it every extraction runs. */
-  extractions?: ExtractionCachePort;
+  extractions?: ExtractionCache | undefined;
   now?: () => number;
   /** Where backend failures are reported for operators (never bodies or keys). */
   log?: (line: string) => void;
 }
 
-export interface BodyInfo {
-  meta: BodyMeta;
-  /** Which backend answered: the index, or the ledger after an index miss. */
-  source: "index" | "ledger";
-}
-
-export class EdgeStore implements OffloadStore {
-  /** Non-fatal problems of this request (index writes), for the turn's summary. */
+export class ComposedStore implements ServiceStore {
   readonly notes: (IndexProblem | StatsProblem)[] = [];
-  /** The turn log line of this request's last commit (the proxy notes its hops on it). */
   lastTurnSeq: number | null = null;
-  readonly sessions: SessionStatePort;
-  readonly ledger: BodyLedgerPort;
-  readonly index: IndexPort;
-  readonly tenants: TenantStatsPort | undefined;
-  readonly extractions: ExtractionCachePort | undefined;
+  readonly #parts: StoreParts;
+  readonly #sessions: SessionStatePort;
+  readonly #ledger: BodyLedgerPort;
+  readonly #index: IndexPort;
+  readonly #tenants: TenantStatsPort | undefined;
+  readonly #extractions: ExtractionCache | undefined;
   readonly #now: () => number;
   readonly #log: (line: string) => void;
 
-  constructor(parts: EdgeStoreParts) {
-    this.sessions = parts.sessions;
-    this.ledger = parts.ledger;
-    this.index = parts.index;
-    this.tenants = parts.tenants;
-    this.extractions = parts.extractions;
+  constructor(parts: StoreParts) {
+    this.#parts = parts;
+    this.#sessions = parts.sessions;
+    this.#ledger = parts.ledger;
+    this.#index = parts.index;
+    this.#tenants = parts.tenants;
+    this.#extractions = parts.extractions;
     this.#now = parts.now ?? Date.now;
     this.#log = parts.log ?? ((line) => console.error(line));
+  }
+
+  forCall(): ComposedStore {
+    return new ComposedStore(this.#parts);
   }
 
   async #guard<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -115,7 +116,7 @@ export class EdgeStore implements OffloadStore {
   ): Promise<LoadedState> {
     const [state, tenant] = await Promise.all([
       this.#guard("reading the session state", () =>
-        this.sessions.load(ref, toolUseIds, toolNames),
+        this.#sessions.load(ref, toolUseIds, toolNames),
       ),
       this.#tenantStats(ref.tenant, toolNames),
     ]);
@@ -132,10 +133,10 @@ export class EdgeStore implements OffloadStore {
   async #tenantStats(
     tenant: string,
     toolNames: readonly string[],
-  ): Promise<Record<string, { offloaded: number; recalls: number }>> {
-    if (this.tenants === undefined || toolNames.length === 0) return {};
+  ): Promise<Record<string, ToolStats>> {
+    if (this.#tenants === undefined || toolNames.length === 0) return {};
     try {
-      return await this.tenants.load(tenant, toolNames);
+      return await this.#tenants.load(tenant, toolNames);
     } catch (cause) {
       this.#log(`[edge-offload] reading the tenant statistics failed: ${describe(cause)}`);
       this.notes.push({
@@ -148,17 +149,17 @@ export class EdgeStore implements OffloadStore {
 
   async commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult> {
     const result = await this.#guard("saving the session state", () =>
-      this.sessions.commit(ref, commit),
+      this.#sessions.commit(ref, commit),
     );
     this.lastTurnSeq = result.turn_seq;
     if (result.index_due)
       await this.#soft("the session index write", () =>
-        this.index.putSession(ref, { session: ref.session, created_at: this.#now() }),
+        this.#index.putSession(ref, { session: ref.session, created_at: this.#now() }),
       );
     const offloads = Object.entries(result.offloads ?? {});
     // A shadow turn's offloads were never shown to the model as stubs: they would only teach "never recalled".
-    if (this.tenants !== undefined && offloads.length > 0 && !commit.log.shadow) {
-      const tenants = this.tenants;
+    if (this.#tenants !== undefined && offloads.length > 0 && !commit.log.shadow) {
+      const tenants = this.#tenants;
       await this.#soft(
         "the tenant statistics write",
         () =>
@@ -174,10 +175,10 @@ export class EdgeStore implements OffloadStore {
   }
 
   async putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void> {
-    await this.#guard("the ledger write", () => this.ledger.put(ref, body, meta));
+    await this.#guard("the ledger write", () => this.#ledger.put(ref, body, meta));
     await this.#soft(
       "the mem_id index write",
-      () => this.index.putBody(ref, { location: ledgerKey(ref, meta.mem_id), meta }),
+      () => this.#index.putBody(ref, { location: ledgerKey(ref, meta.mem_id), meta }),
       meta.mem_id,
     );
   }
@@ -185,15 +186,15 @@ export class EdgeStore implements OffloadStore {
   async getBody(ref: SessionRef, memId: string): Promise<StoredBody | null> {
     // Recall reads the ledger directly: it is strongly consistent, and the key follows from the scope.
     if (!MEM_ID_PATTERN.test(memId)) return null;
-    return this.#guard("the ledger read", () => this.ledger.get(ref, memId));
+    return this.#guard("the ledger read", () => this.#ledger.get(ref, memId));
   }
 
   async noteRecall(ref: SessionRef, memId: string): Promise<void> {
     const tool = await this.#guard("counting the recall", () =>
-      this.sessions.noteRecall(ref, memId),
+      this.#sessions.noteRecall(ref, memId),
     );
-    if (tool !== null && this.tenants !== undefined) {
-      const tenants = this.tenants;
+    if (tool !== null && this.#tenants !== undefined) {
+      const tenants = this.#tenants;
       await this.#soft(
         "the tenant statistics write",
         () => tenants.add(ref.tenant, { [tool]: { recalls: 1 } }),
@@ -204,7 +205,7 @@ export class EdgeStore implements OffloadStore {
   }
 
   async describeSession(ref: SessionRef): Promise<SessionDetail | null> {
-    return this.#guard("reading the session state", () => this.sessions.describe(ref));
+    return this.#guard("reading the session state", () => this.#sessions.describe(ref));
   }
 
   /** The savings report's data from the session state (null: unknown session). */
@@ -212,26 +213,28 @@ export class EdgeStore implements OffloadStore {
     ref: SessionRef,
     options: { turns?: boolean } = {},
   ): Promise<SessionReportData | null> {
-    return this.#guard("reading the session report", () => this.sessions.report(ref, options));
+    return this.#guard("reading the session report", () => this.#sessions.report(ref, options));
   }
 
   /** Session state first (the authority: afterwards the session reads as unknown and no record names a missing body). */
   async deleteSession(ref: SessionRef): Promise<void> {
-    const named = await this.#guard("deleting the session state", () => this.sessions.destroy(ref));
+    const named = await this.#guard("deleting the session state", () =>
+      this.#sessions.destroy(ref),
+    );
     await this.#guard("deleting the session's bodies", () =>
-      purgeBodies(ref, named, this.ledger, this.index),
+      purgeBodies(ref, named, this.#ledger, this.#index),
     );
   }
 
   /** A cached extraction of the tenant, or null (also when this store has no cache). */
   async getExtraction(tenant: string, key: string): Promise<CachedExtraction | null> {
-    const cache = this.extractions;
+    const cache = this.#extractions;
     if (cache === undefined) return null;
     return this.#guard("reading the extraction cache", () => cache.getExtraction(tenant, key));
   }
 
   async putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void> {
-    const cache = this.extractions;
+    const cache = this.#extractions;
     if (cache === undefined) return;
     await this.#guard("writing the extraction cache", () =>
       cache.putExtraction(tenant, key, value),
@@ -239,31 +242,31 @@ export class EdgeStore implements OffloadStore {
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
-    return this.#guard("reading the session config", () => this.sessions.getConfig(ref));
+    return this.#guard("reading the session config", () => this.#sessions.getConfig(ref));
   }
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
-    await this.#guard("saving the session config", () => this.sessions.setConfig(ref, patch));
+    await this.#guard("saving the session config", () => this.#sessions.setConfig(ref, patch));
   }
 
   async proxyState(ref: SessionRef): Promise<ProxyState> {
-    return this.#guard("reading the session state", () => this.sessions.proxyState(ref));
+    return this.#guard("reading the session state", () => this.#sessions.proxyState(ref));
   }
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
-    await this.#guard("saving the proxy's turn", () => this.sessions.finishProxyTurn(ref, turn));
+    await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, turn));
   }
 
   /** Metadata of a body: the index when it has the entry, else the ledger (a miss or an index failure). */
   async statBody(ref: SessionRef, memId: string): Promise<BodyInfo | null> {
     if (!MEM_ID_PATTERN.test(memId)) return null;
     try {
-      const hit = await this.index.getBody(ref, memId);
+      const hit = await this.#index.getBody(ref, memId);
       if (hit !== null && hit.meta.mem_id === memId) return { meta: hit.meta, source: "index" };
     } catch (cause) {
       this.#log(`[edge-offload] the mem_id index read failed: ${describe(cause)}`);
     }
-    const meta = await this.#guard("the ledger read", () => this.ledger.head(ref, memId));
+    const meta = await this.#guard("the ledger read", () => this.#ledger.head(ref, memId));
     return meta === null ? null : { meta, source: "ledger" };
   }
 
@@ -272,7 +275,7 @@ export class EdgeStore implements OffloadStore {
     tenant: string,
     options: { cursor?: string; limit?: number } = {},
   ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
-    return this.#guard("listing sessions", () => this.index.listSessions(tenant, options));
+    return this.#guard("listing sessions", () => this.#index.listSessions(tenant, options));
   }
 }
 

@@ -1,17 +1,16 @@
 /** The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC. */
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnCommit } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
+import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
 import type {
-  ProxyState,
-  ProxyTurn,
-  SessionCommit,
   SessionCommitResult,
   SessionDetail,
   SessionLoad,
   SessionReportData,
   SessionStatePort,
-} from "../store/parts.ts";
-import type { SessionDO } from "./do.ts";
+} from "../store/ports.ts";
+import type { SessionDO } from "./session-do.ts";
 import { sessionObjectName } from "./state.ts";
 
 export class DurableSessionState implements SessionStatePort {
@@ -34,7 +33,7 @@ export class DurableSessionState implements SessionStatePort {
     return (await this.stub(ref).load(ref, toolUseIds, toolNames)) as SessionLoad;
   }
 
-  async commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult> {
+  async commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult> {
     return (await this.stub(ref).commit(ref, commit)) as SessionCommitResult;
   }
 

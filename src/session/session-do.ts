@@ -10,22 +10,20 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnCommit } from "../core/ports.ts";
 import type { ProxyTurnNote, ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { Env } from "../env.ts";
-import { purgeBodies } from "../store/edge.ts";
+import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
+import { purgeBodies } from "../store/composed.ts";
 import { KvIndex } from "../store/kv.ts";
 import type {
   LastTurn,
   LoggedTurn,
-  ProxyMemo,
-  ProxyState,
-  ProxyTurn,
-  SessionCommit,
   SessionCommitResult,
   SessionDetail,
   SessionLoad,
   SessionReportData,
-} from "../store/parts.ts";
+} from "../store/ports.ts";
 import { R2Ledger } from "../store/r2.ts";
 import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import {
@@ -213,7 +211,7 @@ export class SessionDO extends DurableObject<Env> {
     );
   }
 
-  async commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult> {
+  async commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult> {
     const now = Date.now();
     this.#tables(true); // outside the transaction: a rollback must not leave #ready true without the tables
     const result = this.ctx.storage.transactionSync(() => {

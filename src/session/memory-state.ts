@@ -3,20 +3,18 @@
  * the way in and out, as RPC would.
  */
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnCommit } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
+import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
 import type {
   LastTurn,
   LoggedTurn,
-  ProxyMemo,
-  ProxyState,
-  ProxyTurn,
-  SessionCommit,
   SessionCommitResult,
   SessionDetail,
   SessionLoad,
   SessionReportData,
   SessionStatePort,
-} from "../store/parts.ts";
+} from "../store/ports.ts";
 import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import {
   applyCommit,
@@ -106,7 +104,7 @@ export class MemorySessionState implements SessionStatePort {
     };
   }
 
-  async commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult> {
+  async commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult> {
     const row = this.#row(ref);
     const { insert, standing } = applyCommit(row.records, commit.records);
     for (const r of insert) row.records.set(r.tool_use_id, structuredClone(r));

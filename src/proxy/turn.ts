@@ -1,0 +1,162 @@
+/**
+ * One proxied call, from the client's request to the answer it reads, with nothing of HTTP routing in it: read
+ * the session's proxy state, pass the request through untouched when compaction is off (or the state cannot
+ * be read), else splice back what the session remembers (recall answers of mixed turns), compact, forward and
+ * answer recalls (loop.ts). The Worker's routes call it with the request's store and the runtime's fetch; it
+ * runs as well in one process, over a `MemoryStore` and any `fetch`.
+ */
+import type { OffloadConfig, OffloadConfigPatch } from "../config.ts";
+import { compact, splice } from "../core/compact.ts";
+import type { AttachmentExtractor } from "../core/ports.ts";
+import type { SessionRef } from "../core/types.ts";
+import { isOffloadError } from "../errors.ts";
+import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
+import type { Dialect } from "./dialect.ts";
+import { clientHeaders } from "./headers.ts";
+import { droppedResponse, proxyCall } from "./loop.ts";
+import type { ProxyMemo, ProxyStore } from "./port.ts";
+import { type RecallResult, runRecalls } from "./recalls.ts";
+import { send } from "./upstream.ts";
+
+/** The client's request body, read once: as it came to pass it through, or as text to compact it. */
+export interface ClientBody {
+  bytes(): Promise<BodyInit>;
+  text(): Promise<string>;
+}
+
+export interface ProxyTurnInput {
+  dialect: Dialect;
+  /** The provider calls. */
+  fetch: typeof fetch;
+  /** Where the call goes (the provider's base URL, the dialect's path, the client's query string). */
+  url: string;
+  /** The headers sent to the provider (the client's, without ours: headers.ts). */
+  headers: Headers;
+  body: ClientBody;
+  ref: SessionRef;
+  /** One instance for this call (its notes and turn line are the call's). */
+  store: ProxyStore;
+  /** The effective config, given the session's stored layer. */
+  config: (sessionLayer: OffloadConfigPatch) => OffloadConfig;
+  /** The secret that keys mem_ids: asked for only when the call compacts. */
+  secret: () => string;
+  /** The attachment policy's extractor (documents stay native without one). */
+  extractor?: AttachmentExtractor | undefined;
+  /** Extra provider calls this call may make to answer recall_tool_result. */
+  maxHops: number;
+  /** Operator log lines (no bodies, no keys). */
+  log: (line: string) => void;
+}
+
+export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
+  const { dialect, store, ref } = input;
+  // Compaction off (or the session unreadable): the request goes out byte for byte, the answer comes back
+  // as sent.
+  const asIs = async (summary: Summary): Promise<Response> => {
+    const sent = await send(input.fetch, input.url, input.headers, await input.body.bytes());
+    if (!sent.ok) return droppedResponse(dialect, sent.reason, summary);
+    const res = sent.response;
+    const out = clientHeaders(res.headers);
+    const stream = (res.headers.get("content-type") ?? "").includes("text/event-stream");
+    out.set("x-offload-summary", summaryHeader({ ...summary, proxy: { stream, spliced: 0 } }));
+    return new Response(res.body, { status: res.status, headers: out });
+  };
+
+  let state: Awaited<ReturnType<ProxyStore["proxyState"]>>;
+  try {
+    state = await store.proxyState(ref);
+  } catch (e) {
+    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+    return asIs({
+      ...passThroughSummary(dialect.format),
+      errors: [
+        { code: "storage_error", message: `${e.message}; request passed through unchanged` },
+      ],
+      errors_total: 1,
+    });
+  }
+  const config = input.config(state.config);
+  if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary(dialect.format));
+
+  const secret = input.secret();
+  const spliced = await spliceMemos(input, await input.body.text(), state.memos);
+  const out = await compact({
+    format: dialect.format,
+    request: spliced.text,
+    session: ref,
+    config,
+    store,
+    secret,
+    extractor: input.extractor,
+  });
+  return proxyCall({
+    dialect,
+    fetcher: input.fetch,
+    url: input.url,
+    headers: input.headers,
+    request: out.request,
+    // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself handles it.
+    intercept: out.report.recall_tool === "added",
+    maxHops: input.maxHops,
+    store,
+    ref,
+    params: {
+      mode: config.tool_result_recall_mode,
+      max_chars: config.tool_result_recall_max_chars,
+      window: config.tool_result_recall_window_chars,
+    },
+    summary: {
+      ...summaryOf(out.report, out.changed, store.notes),
+      proxy: { stream: false, spliced: spliced.spliced },
+    },
+  });
+}
+
+/** Replays the recall answers the session remembers for anchors this request carries, and splices them in. */
+async function spliceMemos(
+  input: ProxyTurnInput,
+  text: string,
+  memos: readonly ProxyMemo[],
+): Promise<{ text: string; spliced: number }> {
+  const { dialect } = input;
+  const mine = memos.filter((m) => m.format === dialect.format);
+  if (mine.length === 0) return { text, spliced: 0 };
+  // One regex pass collects the ids the request names, whatever the number of memos; only a request that
+  // carries an anchor is scanned and spliced.
+  const ids = new Set<string>();
+  for (const m of text.matchAll(
+    /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
+  ))
+    ids.add(m[1]!);
+  const candidates = mine.filter((m) =>
+    (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)),
+  );
+  if (candidates.length === 0) return { text, spliced: 0 };
+  const answers = new Map<string, RecallResult>();
+  for (const memo of candidates) {
+    try {
+      const replayed = await runRecalls(memo.calls, {
+        store: input.store,
+        ref: input.ref,
+        params: memo.params,
+        count: false,
+      });
+      for (const r of replayed) answers.set(r.id, r);
+    } catch (e) {
+      // Left out, the turn is still valid as the client holds it; only the model's recall answer is missing.
+      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+      input.log(
+        "[edge-offload] a remembered recall could not be replayed; the request goes without it",
+      );
+    }
+  }
+  try {
+    const { edits, spliced } = dialect.splice(text, candidates, answers);
+    return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };
+  } catch (e) {
+    // Malformed JSON: compaction reports it with its path.
+    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request"))
+      return { text, spliced: 0 };
+    throw e;
+  }
+}

@@ -1,0 +1,44 @@
+// Session records and turn log lines for the store and session-state tests: every field set, any overridden.
+import type { ResultRecord, TurnLog } from "../../src/core/types.ts";
+
+/** An offloaded result's sticky record. */
+export function record(id: string, overrides: Partial<ResultRecord> = {}): ResultRecord {
+  return {
+    tool_use_id: id,
+    tool_name: "bash",
+    tier: "large",
+    action: "offloaded",
+    mem_id: `trm_${"a".repeat(24)}`,
+    chars: 70_000,
+    tokens: 20_000,
+    kind: "text",
+    raw_chars: 70_002,
+    fingerprint: "f".repeat(64),
+    rendered: "[stub]",
+    rendered_tokens: 3,
+    turn: 2,
+    reason: "large: test",
+    gate: null,
+    ...overrides,
+  };
+}
+
+/** A turn log line that counted nothing, but for the overrides. */
+export function turnLog(turn: number, over: Partial<TurnLog> = {}): TurnLog {
+  return {
+    turn,
+    results: 0,
+    kept: 0,
+    compacted: 0,
+    offloaded: 0,
+    new_decisions: 0,
+    tokens_before: 0,
+    tokens_after: 0,
+    saved_usd: 0,
+    errors: 0,
+    shadow: false,
+    gate_fired: 0,
+    gate_declined: 0,
+    ...over,
+  };
+}
