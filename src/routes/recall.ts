@@ -9,7 +9,7 @@ import { recall } from "../core/recall.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import { RecallRequestSchema } from "./schemas.ts";
+import { RecallRequestSchema } from "./schemas/session.ts";
 import { refOf } from "./session-param.ts";
 
 export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => {

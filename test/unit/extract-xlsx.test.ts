@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { columnOf, dateStyleOf, excelSerialToIso, formatNumber } from "../../src/extract/xlsx.ts";
+import {
+  columnOf,
+  dateStyleOf,
+  excelSerialToIso,
+  formatNumber,
+} from "../../src/extract/xlsx-workbook.ts";
 import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { loadFixture } from "../fixtures/load.ts";
 import { gridXlsx, xlsx } from "../fixtures/office-writer.ts";

@@ -304,7 +304,8 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(1);
-  });
+    // Seven Node processes, one after the other: room for a machine shared with other test runs.
+  }, 60_000);
 
   it("prints the documented JSON", () => {
     const dir = mkdtempSync(`${tmpdir()}/replay-`);

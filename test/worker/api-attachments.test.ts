@@ -6,7 +6,7 @@ import { type AppDeps, createApp, defaultStore } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import type { Extractor } from "../../src/extract/cache.ts";
 import { extractText } from "../../src/extract/extract.ts";
-import { SessionResponseSchema } from "../../src/routes/schemas.ts";
+import { SessionResponseSchema } from "../../src/routes/schemas/session.ts";
 import { fixture } from "../fixtures/build.ts";
 import { png } from "../fixtures/image-writer.ts";
 import { textPdf } from "../fixtures/pdf-writer.ts";

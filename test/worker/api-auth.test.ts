@@ -2,7 +2,7 @@ import { createExecutionContext, env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createApp } from "../../src/app.ts";
-import { RecallRequestSchema } from "../../src/routes/schemas.ts";
+import { RecallRequestSchema } from "../../src/routes/schemas/session.ts";
 import { BASE, call, expectError, KEYS, request, sid } from "./helpers.ts";
 
 const quiet = () => {};

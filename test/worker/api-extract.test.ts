@@ -10,7 +10,7 @@ import {
   ExtractBatchSchema,
   ExtractFailureSchema,
   ExtractSuccessSchema,
-} from "../../src/routes/schemas.ts";
+} from "../../src/routes/schemas/extract.ts";
 import { fixture } from "../fixtures/build.ts";
 import { textPdf } from "../fixtures/pdf-writer.ts";
 import { BASE, call, expectError, KEYS } from "./helpers.ts";

@@ -1,7 +1,7 @@
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp, defaultParts } from "../../src/app.ts";
-import { MemorySchema, RecallResponseSchema } from "../../src/routes/schemas.ts";
+import { MemorySchema, RecallResponseSchema } from "../../src/routes/schemas/session.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import {

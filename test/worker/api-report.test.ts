@@ -2,7 +2,7 @@
 import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
-import { SessionReportSchema, TenantReportSchema } from "../../src/routes/schemas.ts";
+import { SessionReportSchema, TenantReportSchema } from "../../src/routes/schemas/report.ts";
 import { sessionObjectName } from "../../src/session/state.ts";
 import { indexSessionKey } from "../../src/store/keys.ts";
 import {

@@ -1,6 +1,6 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas.ts";
+import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas/session.ts";
 import { sessionObjectName } from "../../src/session/state.ts";
 import { indexBodyKey, indexSessionKey, ledgerPrefix } from "../../src/store/keys.ts";
 import {

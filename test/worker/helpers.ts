@@ -1,7 +1,7 @@
 // Shared by the HTTP tests: calling the Worker, and Anthropic conversations with one large tool result.
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
-import { SummarySchema } from "../../src/routes/schemas.ts";
+import { SummarySchema } from "../../src/routes/schemas/summary.ts";
 import type { SessionStatePort } from "../../src/store/ports.ts";
 
 export const BASE = "https://edge-offload.test";

@@ -1,0 +1,150 @@
+/**
+ * The savings reports' shapes, in zod: a session's report and the tenant's.
+ * The routes validate with these, the tests check responses against them, and /openapi.json is generated
+ * from them (openapi.ts), so the three cannot disagree.
+ */
+import { z } from "zod";
+import { Action, Tier } from "./session.ts";
+
+const GateBreakdownSchema = z
+  .looseObject({
+    fire: z.boolean(),
+    net_usd: z.number(),
+    reprefill_saving_usd: z.number(),
+    stub_carry_cost_usd: z.number(),
+    invalidation_cost_usd: z.number(),
+    expected_recall_hop_cost_usd: z.number(),
+    tool_declaration_cost_usd: z.number(),
+    reason: z.string(),
+    model: z.string().nullable(),
+  })
+  .describe("The net-saving gate's breakdown in dollars (and, in `inputs`, what it priced).");
+
+export const ReportTurnSchema = z.object({
+  turn: z.int().describe("Assistant turns in the request."),
+  at: z.iso.datetime().describe("When the turn was committed."),
+  shadow: z
+    .boolean()
+    .describe("Shadow turn: decided and recorded, the request returned unchanged."),
+  results: z.int(),
+  kept: z.int(),
+  compacted: z.int(),
+  offloaded: z.int(),
+  new_decisions: z.int(),
+  tokens_before: z.int().describe("Estimated prompt tokens without offload (every result full)."),
+  tokens_after: z
+    .int()
+    .describe(
+      "Estimated prompt tokens with offload: as sent, or for a shadow turn as it would have been sent.",
+    ),
+  saved_tokens: z.int().describe("Live turn: tokens saved (0 for a shadow turn)."),
+  saved_usd: z.number().describe("Live turn: estimated dollars saved (0 for a shadow turn)."),
+  would_save_tokens: z
+    .int()
+    .describe("Shadow turn: tokens offload would have saved (0 for a live turn)."),
+  would_save_usd: z
+    .number()
+    .describe("Shadow turn: dollars offload would have saved (0 for a live turn)."),
+  recalls: z.int().describe("Successful recalls after this turn, before the next."),
+  gate_fired: z.int(),
+  gate_declined: z.int(),
+  errors: z.int(),
+});
+
+export const ReportTotalsSchema = z.object({
+  calls: z.int().describe("Compact calls that saved a turn."),
+  turns_logged: z
+    .int()
+    .describe("Turns in the log (the last 1,000): the sums below are over them."),
+  shadow_turns: z.int(),
+  tokens_before: z.int(),
+  tokens_after: z.int(),
+  saved_tokens: z.int(),
+  saved_usd: z.number(),
+  would_save_tokens: z.int(),
+  would_save_usd: z.number(),
+  kept: z.int().describe("Sticky decisions by action (every decided result of the session)."),
+  compacted: z.int(),
+  offloaded: z.int(),
+  offloaded_recalled: z.int().describe("Offloaded results read back at least once."),
+  recalls: z.int().describe("Successful recalls in the session."),
+  recall_rate: z
+    .number()
+    .nullable()
+    .describe("offloaded_recalled / offloaded; null before the first offload."),
+  gate_fired: z.int(),
+  gate_declined: z.int(),
+});
+
+const ModeSchema = z
+  .enum(["live", "shadow"])
+  .nullable()
+  .describe(
+    "How the latest logged turn ran: live, or shadow (decided and recorded, request unchanged); null before the first.",
+  );
+
+export const DecisionReportSchema = z.object({
+  tool_use_id: z.string(),
+  tool_name: z.string(),
+  path: z.string().describe("Where the result sits in the request."),
+  tier: Tier,
+  action: Action,
+  mem_id: z.string().nullable(),
+  chars: z.int(),
+  tokens: z.int(),
+  sent_tokens: z
+    .int()
+    .describe("Tokens as rendered (in a shadow turn: as it would have been rendered)."),
+  sticky: z.boolean().describe("Taken on an earlier turn and replayed."),
+  reason: z.string(),
+  gate: GateBreakdownSchema.nullable(),
+});
+
+export const SessionReportSchema = z.object({
+  tenant: z.string(),
+  session: z.string(),
+  created_at: z.iso.datetime(),
+  last_active: z.iso.datetime(),
+  mode: ModeSchema,
+  last_turn_at: z.iso.datetime().nullable().describe("When the latest logged turn was committed."),
+  totals: ReportTotalsSchema,
+  turns: z.array(ReportTurnSchema).describe("The last 1,000 turns, oldest first."),
+  last_turn: z
+    .object({
+      turn: z.int(),
+      at: z.iso.datetime(),
+      shadow: z.boolean(),
+      decisions: z
+        .array(DecisionReportSchema)
+        .describe("At most 200: the last ones in request order."),
+      decisions_total: z.int(),
+    })
+    .nullable()
+    .describe("The decisions of the latest turn, with their gate breakdown."),
+});
+
+export const TenantReportSessionSchema = ReportTotalsSchema.extend({
+  session: z.string(),
+  created_at: z.iso.datetime(),
+  last_active: z.iso.datetime(),
+  mode: ModeSchema,
+});
+
+export const TenantReportSchema = z.object({
+  tenant: z.string(),
+  sessions: z
+    .array(TenantReportSessionSchema)
+    .describe("This page's sessions, in the index's order."),
+  totals: ReportTotalsSchema.omit({ calls: true })
+    .extend({ sessions: z.int(), calls: z.int() })
+    .describe("Sums over this page's sessions (follow the cursor for the rest)."),
+  missing: z
+    .int()
+    .describe(
+      "Sessions the index listed that have no state (deleted or purged since; the index lags).",
+    ),
+  cursor: z.string().nullable().describe("Pass as ?cursor= for the next page."),
+  consistency: z
+    .literal("eventual")
+    .describe("Sessions are listed from KV: one created in the last minute may be missing."),
+});

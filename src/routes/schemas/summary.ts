@@ -1,0 +1,96 @@
+/**
+ * The `x-offload-summary` header of a compact or proxied call, in zod.
+ * The routes validate with these, the tests check responses against them, and /openapi.json is generated
+ * from them (openapi.ts), so the three cannot disagree.
+ */
+import { z } from "zod";
+import { ExtractionProblemSchema, ProblemSchema } from "./errors.ts";
+
+export const SummarySchema = z.object({
+  enabled: z.boolean(),
+  offload: z.boolean(),
+  changed: z.boolean().describe("The returned request differs from the one sent."),
+  format: z.string(),
+  model: z.string().nullable(),
+  priced_as: z.string().nullable(),
+  turn: z.int(),
+  results: z.int(),
+  kept: z.int(),
+  compacted: z.int(),
+  offloaded: z.int(),
+  new_decisions: z.int(),
+  tokens_before: z.int(),
+  tokens_after: z.int(),
+  saved_tokens: z.int(),
+  saved_usd: z
+    .number()
+    .describe(
+      "Estimated dollars this request saves against sending every result full (0 in shadow mode).",
+    ),
+  shadow: z
+    .boolean()
+    .describe(
+      "Shadow mode: decided and recorded, but the request was returned unchanged; the counts are the decisions taken.",
+    ),
+  would_save_tokens: z
+    .int()
+    .describe("Shadow mode: the tokens offload would have saved (0 otherwise)."),
+  would_save_usd: z
+    .number()
+    .describe("Shadow mode: the dollars offload would have saved (0 otherwise)."),
+  recall_tool: z.enum(["added", "present", "none"]),
+  attachments: z
+    .object({
+      policy: z.enum(["extract", "extract_after_first"]),
+      blocks: z.int(),
+      replaced: z.int(),
+      native: z.int(),
+      failed: z
+        .int()
+        .describe("Blocks left native because their extraction failed (why: failures)."),
+      extracted: z.int().describe("Files parsed this turn (not read from the extraction cache)."),
+      native_tokens: z
+        .int()
+        .describe(
+          "Estimated tokens of the counted blocks sent natively (images ≈ w×h/750, PDFs ≈ 1,600 per page + text).",
+        ),
+      sent_tokens: z.int(),
+      saved_tokens: z.int(),
+      saved_usd: z.number(),
+      failures: z
+        .array(ExtractionProblemSchema)
+        .describe("Why blocks stayed native (at most 8), each with the block's path."),
+    })
+    .nullable()
+    .describe(
+      "The attachment policy's effect on this request (null when attachment_policy is native).",
+    ),
+  errors: z
+    .array(ProblemSchema)
+    .describe(
+      "What went wrong without failing the call (at most 8; errors_total counts them all).",
+    ),
+  errors_total: z.int(),
+  proxy: z
+    .object({
+      stream: z
+        .boolean()
+        .describe(
+          "The answer is an event stream: hops are reported in its last comment line and the turn log.",
+        ),
+      spliced: z
+        .int()
+        .describe("Remembered recall calls (of mixed turns) spliced back into this request."),
+      hops: z.int().optional().describe("Extra provider calls made to answer recall_tool_result."),
+      recalls: z.int().optional().describe("recall_tool_result calls the proxy executed."),
+      ending: z.enum(["done", "mixed", "exhausted"]).optional(),
+      memos: z
+        .int()
+        .optional()
+        .describe(
+          "Records kept for later requests of the session (mixed turns, response aliases).",
+        ),
+    })
+    .optional()
+    .describe("Proxy routes only."),
+});
