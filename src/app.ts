@@ -1,14 +1,14 @@
 /**
- * The HTTP service: `createApp(deps?)` builds the Hono app the Worker serves (src/index.ts). Routes are one
- * sub-app per resource (src/routes); everything under /v1 needs `Authorization: Bearer <key>`, and the key
- * names the tenant that scopes every object the request touches. The dashboard at / takes the same keys in a
- * login form (src/routes/dashboard.ts). One error handler turns every failure into
- * `{"error":{"type","message","path?"}}`.
+ * The HTTP service: `createApp(deps?)` builds the Hono app the Worker serves (src/index.ts). Routes
+ * are one sub-app per resource (src/routes); everything under /v1 needs `Authorization: Bearer
+ * <key>`, and the key names the tenant that scopes every object the request touches. The dashboard
+ * at / takes the same keys in a login form (src/routes/dashboard.ts). One error handler turns every
+ * failure into `{"error":{"type","message","path?"}}`.
  *
- * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap a binding
- * to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives operator log lines,
- * `extract` replaces the attachment extractor (a test's spy, or an extractor with OCR plugged in).
- * `fetch` makes the proxy routes' provider calls.
+ * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap
+ * a binding to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives
+ * operator log lines, `extract` replaces the attachment extractor (a test's spy, or an extractor
+ * with OCR plugged in). `fetch` makes the proxy routes' provider calls.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -40,7 +40,8 @@ import type { ServiceStore } from "./store/ports.ts";
 import { R2Ledger } from "./store/r2.ts";
 import { R2ExtractionCache } from "./store/r2-extractions.ts";
 
-// Production Workers forbid `new Function`; zod would only probe for it, but the probe is not worth a failure.
+// Production Workers forbid `new Function`; zod would only probe for it, but the probe is not worth
+// a failure.
 z.config({ jitless: true });
 
 export interface AppDeps {
@@ -53,8 +54,8 @@ export interface AppDeps {
 }
 
 /**
- * The production backends: session state in the SessionDO, bodies and cached extractions in R2, the index in
- * KV, learning statistics in the TenantDO.
+ * The production backends: session state in the SessionDO, bodies and cached extractions in R2, the
+ * index in KV, learning statistics in the TenantDO.
  */
 export function defaultParts(env: Env, settings: Settings, log: (line: string) => void) {
   return {
@@ -93,7 +94,8 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/", healthRoutes);
   app.route("/", openApiRoutes);
   app.route("/", dashboardRoutes(log));
-  // The proxy authenticates with x-offload-key: Authorization belongs to the provider and travels on untouched.
+  // The proxy authenticates with x-offload-key: Authorization belongs to the provider and travels
+  // on untouched.
   app.route(
     "/",
     proxyRoutes({

@@ -1,7 +1,7 @@
 /**
- * The one config schema. Field names and defaults follow the seed (snake_case), so a deployment's vars, a
- * session's stored config and a per-request `x-offload-config` header all read the same. Unknown fields are
- * rejected: a misspelt switch must not silently leave a feature off.
+ * The one config schema, with every default. Field names are snake_case `tool_result_*` settings,
+ * the same in a deployment's vars, a session's stored config and a per-request `x-offload-config`
+ * header. Unknown fields are rejected: a misspelt switch must not silently leave a feature off.
  */
 import { z } from "zod";
 import { formatPath, OffloadError, zodError } from "./errors.ts";
@@ -145,12 +145,18 @@ export const OffloadConfigSchema = z.strictObject(fields);
 export type OffloadConfig = z.infer<typeof OffloadConfigSchema>;
 export type OffloadConfigInput = z.input<typeof OffloadConfigSchema> & { keep_last_n?: number };
 
-/** Accepted alternative names (the seed's own `keep_last_n`). */
+/**
+ * Accepted alternative names: `keep_last_n` is the short name clients already use for the hot
+ * window.
+ */
 const ALIASES: Record<string, keyof OffloadConfig> = {
   keep_last_n: "tool_result_compaction_keep_last_n",
 };
 
-/** Every field optional and without defaults: for partial overrides (session, request) that are merged. */
+/**
+ * Every field optional and without defaults: for partial overrides (session, request) that are
+ * merged.
+ */
 export const OffloadConfigPatchSchema = z.strictObject(
   Object.fromEntries(
     Object.entries(fields).map(([k, v]) => [k, (v as z.ZodDefault<z.ZodType>).unwrap().optional()]),
@@ -163,8 +169,9 @@ export type OffloadConfigPatch = z.infer<typeof OffloadConfigPatchSchema>;
 export const DEFAULT_CONFIG: OffloadConfig = OffloadConfigSchema.parse({});
 
 /**
- * Validate a config patch (aliases folded in), throwing an `invalid_config` OffloadError that names the field.
- * `where` prefixes the path so the caller can tell which layer (header, session, vars) was wrong.
+ * Validate a config patch (aliases folded in), throwing an `invalid_config` OffloadError that names
+ * the field. `where` prefixes the path so the caller can tell which layer (header, session, vars)
+ * was wrong.
  */
 export function parseConfigPatch(input: unknown, where = "config"): OffloadConfigPatch {
   if (input === undefined || input === null) return {};

@@ -1,6 +1,6 @@
 /**
- * The Worker's bindings and vars (wrangler.toml, `.dev.vars` locally, `wrangler secret put` in production),
- * and the service settings read from them.
+ * The Worker's bindings and vars (wrangler.toml, `.dev.vars` locally, `wrangler secret put` in
+ * production), and the service settings read from them.
  */
 import type { SessionDO } from "./session/session-do.ts";
 import type { TenantDO } from "./session/tenant-do.ts";
@@ -21,7 +21,10 @@ export interface Env {
   OFFLOAD_MAX_BODY_BYTES?: string;
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
-  /** Proxy upstreams, as the official SDKs mean them (defaults: https://api.anthropic.com, https://api.openai.com/v1). */
+  /**
+   * Proxy upstreams, as the official SDKs mean them (defaults: https://api.anthropic.com,
+   * https://api.openai.com/v1).
+   */
   ANTHROPIC_BASE_URL?: string;
   OPENAI_BASE_URL?: string;
   /** Extra provider calls one proxied call may make to answer recall_tool_result (default 3). */

@@ -1,7 +1,7 @@
 /**
- * The one typed error path. Every failure the service or library reports is an OffloadError with a stable
- * `type`, an HTTP status, a message written for the caller, and where it helps, the path of the problem in
- * the caller's input. Nothing else (no stack, no internals) reaches a client.
+ * The one typed error path. Every failure the service or library reports is an OffloadError with a
+ * stable `type`, an HTTP status, a message written for the caller, and where it helps, the path of
+ * the problem in the caller's input. Nothing else (no stack, no internals) reaches a client.
  */
 export type OffloadErrorType =
   | "invalid_json"
@@ -30,7 +30,8 @@ const STATUS: Record<OffloadErrorType, number> = {
   unprocessable: 422,
   storage_error: 503,
   upstream_error: 502,
-  // Attachment errors are answers, not faults: the caller sends the file natively instead (src/extract/errors.ts).
+  // Attachment errors are answers, not faults: the caller sends the file natively instead
+  // (src/extract/errors.ts).
   unsupported_attachment: 422,
   extraction_dependency_missing: 422,
   extraction_failed: 422,
@@ -41,12 +42,17 @@ const STATUS: Record<OffloadErrorType, number> = {
 export interface ErrorIssue {
   /** zod's issue code (invalid_type, too_small, unrecognized_keys…). */
   code: string;
-  /** Where it is, formatted by `formatPath` (`messages[3].content[1]`, `x-offload-config.tool_result_x`). */
+  /**
+   * Where it is, formatted by `formatPath` (`messages[3].content[1]`,
+   * `x-offload-config.tool_result_x`).
+   */
   path: string;
   message: string;
 }
 
-/** The wire shape of every error: `issues` only when there are several (the one issue is `message`). */
+/**
+ * The wire shape of every error: `issues` only when there are several (the one issue is `message`).
+ */
 export interface ErrorBody {
   error: {
     type: OffloadErrorType;
@@ -56,6 +62,18 @@ export interface ErrorBody {
   };
 }
 
+/**
+ * Every failure the library or the service reports: a stable `type`, its HTTP `status`, a message
+ * written for the caller and, where it helps, the `path` of the problem in the caller's input (and
+ * every `issues`).
+ *
+ * @example
+ * try {
+ *   await compact({ request, session: "s", store });
+ * } catch (e) {
+ *   if (isOffloadError(e) && e.type === "invalid_request") console.error(e.path, e.message);
+ * }
+ */
 export class OffloadError extends Error {
   readonly type: OffloadErrorType;
   readonly status: number;
@@ -89,6 +107,7 @@ export class OffloadError extends Error {
   }
 }
 
+/** True for an OffloadError (of this copy of the library or another: the check is by class). */
 export function isOffloadError(value: unknown): value is OffloadError {
   return value instanceof OffloadError;
 }
@@ -96,9 +115,10 @@ export function isOffloadError(value: unknown): value is OffloadError {
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 /**
- * How errors and reports name a place in the caller's input: `messages[3].content[0].tool_use_id`, odd keys
- * quoted (`headers["x-key"]`). `root` names where the input came from and prefixes the path
- * (`x-offload-config.tool_result_recall_mode`); the empty path is the root itself, `$` when there is none.
+ * How errors and reports name a place in the caller's input: `messages[3].content[0].tool_use_id`,
+ * odd keys quoted (`headers["x-key"]`). `root` names where the input came from and prefixes the
+ * path (`x-offload-config.tool_result_recall_mode`); the empty path is the root itself, `$` when
+ * there is none.
  */
 export function formatPath(path: readonly PropertyKey[], root = ""): string {
   let out = root;
@@ -123,9 +143,10 @@ interface ZodIssueLike {
 const MESSAGE_ISSUES = 8;
 
 /**
- * The one translation of a zod error into an OffloadError: every issue kept as `{code, path, message}`, the
- * message naming each (`path: problem; …`), `path` the first one's. `root` prefixes the paths (where the value
- * came from), `label` the message; with `input`, a missing field reads "required" rather than a type mismatch.
+ * The one translation of a zod error into an OffloadError: every issue kept as `{code, path,
+ * message}`, the message naming each (`path: problem; …`), `path` the first one's. `root` prefixes
+ * the paths (where the value came from), `label` the message; with `input`, a missing field reads
+ * "required" rather than a type mismatch.
  */
 export function zodError(
   type: OffloadErrorType,

@@ -1,6 +1,6 @@
 /**
- * Worker entry: the HTTP service (src/app.ts) as the default fetch handler, and the Durable Object class
- * named in wrangler.toml.
+ * Worker entry: the HTTP service (src/app.ts) as the default fetch handler, and the Durable Object
+ * class named in wrangler.toml.
  */
 import { createApp } from "./app.ts";
 import type { Env } from "./env.ts";

@@ -1,7 +1,102 @@
 /**
- * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 22+, Deno, Bun or
- * a Worker. The Worker entry (src/index.ts) builds the HTTP service on top of the same functions.
+ * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 22+,
+ * Deno, Bun or a Worker. The Worker entry (src/index.ts) builds the HTTP service on the same
+ * functions.
+ *
+ * - The turn: `compact` a provider request, `recall` a slice of what was offloaded, over an
+ *   `OffloadStore` (`MemoryStore` keeps everything in the process).
+ * - The price of a decision: `offloadGate`, `resolveModel`, the price table, token estimates.
+ * - Attachments: `extractText` and friends turn a file into text once; the typed errors all say
+ *   "send it natively" (`fallback: "native"`).
+ * - The tool-author kit: `defineTool`, `definePagedTool`, `paginate`, `previewOf` keep a tool's own
+ *   output bounded on first delivery. The Hono helper for tool endpoints is a separate entry,
+ *   `edge-offload/hono`.
  */
+import {
+  type CompactOutput,
+  compact as compactTurn,
+  type CompactInput as TurnInput,
+} from "./core/compact.ts";
+import { offloadGate as gate } from "./core/gate.ts";
+import { recall as recallSlice } from "./core/recall.ts";
+import { structureOf as structure } from "./core/structure.ts";
+import { renderStub as stub } from "./core/stub.ts";
+import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
+import { htmlToText as htmlText } from "./extract/html.ts";
+
+export interface CompactInput<R extends string | object> extends TurnInput<R> {
+  /** OCR and the extractor for the attachment policy, when `extractor` is not given. */
+  attachments?: AttachmentOptions | undefined;
+}
+
+/**
+ * Compacts one turn of a provider request: settled tool results the size tiers and the net-saving
+ * gate select are replaced by stubs (their bodies first made durable in the store), earlier
+ * decisions are replayed byte for byte, and with nothing to change (or compaction off, the default)
+ * the very same value comes back. Attachments are extracted with the default extractor when
+ * `attachment_policy` asks for it.
+ *
+ * @example
+ * const store = new MemoryStore();
+ * const out = await compact({
+ *   request, // an Anthropic Messages request, parsed or as JSON text
+ *   session: "chat-42",
+ *   store,
+ *   config: { tool_result_compaction_enabled: true, tool_result_offload_enabled: true },
+ * });
+ * await anthropic.messages.create(out.request); // out.report says what was saved, and why
+ */
+export function compact<R extends string | object>(
+  input: CompactInput<R>,
+): Promise<CompactOutput<R>> {
+  const { attachments, ...turn } = input;
+  return compactTurn({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
+}
+
+/**
+ * Answers the model's `recall_tool_result` call: a slice of an offloaded body (a query's matches
+ * with context, an offset and length, or a JSONPath), capped and deterministic. A model's mistake
+ * (an unknown mem_id, a bad path) is an answer with `is_error: true` that says what to do, never an
+ * exception.
+ *
+ * @example
+ * const answer = await recall({ store, session: "chat-42", mem_id: "trm_…", query: "timeout" });
+ * const { content, is_error } = answer;
+ * results.push({ type: "tool_result", tool_use_id: call.id, content, is_error });
+ */
+export const recall: typeof recallSlice = recallSlice;
+
+/**
+ * The net-saving gate: whether replacing a result of `result_tokens` by a stub of `stub_tokens`
+ * pays off over the horizon at the model's prices, against the prompt cache it would invalidate and
+ * the recall hops it may cost. Pure; the answer carries its breakdown in dollars.
+ *
+ * @example
+ * const verdict = offloadGate({
+ *   model: "claude-sonnet-4-6", result_tokens: 40_000, stub_tokens: 300, horizon: 5,
+ *   recall_probability: 0.5, cached_side: false, context_tokens: 60_000,
+ * });
+ * if (verdict.fire) console.log(`saves ≈ $${verdict.net_usd}`);
+ */
+export const offloadGate: typeof gate = gate;
+
+/**
+ * The structural index of a body (JSON keys and array lengths, CSV columns, line counts) shown in a
+ * stub.
+ */
+export const structureOf: typeof structure = structure;
+
+/**
+ * The stub that replaces an offloaded result: size, structural index, head preview and how to
+ * recall.
+ */
+export const renderStub: typeof stub = stub;
+
+/**
+ * The readable text of an HTML document (scripts, styles and markup dropped, blocks on their own
+ * lines).
+ */
+export const htmlToText: typeof htmlText = htmlText;
 
 export type {
   OffloadConfig,
@@ -18,17 +113,14 @@ export {
   resolveConfig,
 } from "./config.ts";
 export { documentTokens, imageTokens, NATIVE_ESTIMATE } from "./core/attachments/text.ts";
-export type {
-  AttachmentDecision,
-  AttachmentReport,
-} from "./core/attachments/types.ts";
+export type { AttachmentDecision, AttachmentReport } from "./core/attachments/types.ts";
 export { decodeBase64 } from "./core/bytes/base64.ts";
 export type { ImageInfo } from "./core/bytes/image.ts";
 export { imageInfo } from "./core/bytes/image.ts";
 export type { CompactOutput } from "./core/compact.ts";
 export { splice } from "./core/compact.ts";
 export type { GateInput } from "./core/gate.ts";
-export { offloadGate, RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
+export { RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
 export { MEM_ID_PATTERN } from "./core/memid.ts";
 export type {
   AttachmentExtractor,
@@ -55,22 +147,20 @@ export type {
   RecallArguments,
   RecallInput,
 } from "./core/recall.ts";
-export { normalizeJsonPath, recall } from "./core/recall.ts";
+export { normalizeJsonPath } from "./core/recall.ts";
 export type { RecallToolDefinitions, ToolFormat } from "./core/recall-tool.ts";
 export { RECALL_TOOL_NAME, recallInputSchema, recallToolDefinition } from "./core/recall-tool.ts";
 export type { SessionInput } from "./core/session.ts";
 export { DEFAULT_TENANT, sessionRef } from "./core/session.ts";
 export type { StructureIndex } from "./core/structure.ts";
-export { structureOf } from "./core/structure.ts";
-export { renderStub } from "./core/stub.ts";
 export type { ContentKind } from "./core/tokens.ts";
 export { CHARS_PER_TOKEN, detectKind, estimateTextTokens, estimateTokens } from "./core/tokens.ts";
 export type { AnchorReport } from "./core/turn/anchor.ts";
 export type { Decision } from "./core/turn/context.ts";
 export type { CompactReport } from "./core/turn/report.ts";
 export type * from "./core/types.ts";
-export type { OffloadErrorType } from "./errors.ts";
-export { isOffloadError, OffloadError } from "./errors.ts";
+export type { ErrorBody, ErrorIssue, OffloadErrorType } from "./errors.ts";
+export { formatPath, isOffloadError, OffloadError, zodError } from "./errors.ts";
 export type { AttachmentOptions } from "./extract/attachment-extractor.ts";
 export { attachmentExtractor } from "./extract/attachment-extractor.ts";
 export type {
@@ -83,6 +173,7 @@ export { extractCached, extractionCacheKey, isCacheableFailure } from "./extract
 export type {
   AttachmentErrorBody,
   AttachmentErrorType,
+  AttachmentErrorWire,
   ExtractionFailureReason,
   MissingDependency,
 } from "./extract/errors.ts";
@@ -94,9 +185,7 @@ export {
   UnsupportedAttachmentError,
 } from "./extract/errors.ts";
 export type { ExtractTextsItem, ExtractTextsOptions } from "./extract/extract.ts";
-// Attachments (seed 002 §3): extract text once, fall back to sending natively.
 export { extractText, extractTexts, isExtractable, probeAttachment } from "./extract/extract.ts";
-export { htmlToText } from "./extract/html.ts";
 export type { NormalizedAttachment } from "./extract/input.ts";
 export { attachmentDigest, normalizeAttachment } from "./extract/input.ts";
 export type {
@@ -121,6 +210,7 @@ export {
   resolveExtractOptions,
 } from "./extract/options.ts";
 export type * from "./extract/types.ts";
+export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MemoryStore } from "./store/memory.ts";
 export type {
   PagedInput,
@@ -131,8 +221,6 @@ export type {
 } from "./toolkit/paged.ts";
 export { definePagedTool, pageShape } from "./toolkit/paged.ts";
 export type { Page, PaginateOptions } from "./toolkit/paginate.ts";
-// Tool-author kit (seed 002 §2): bounded pages and previews so a tool does not flood the context on first delivery.
-// The Hono helper for tool endpoints is a separate entry, `edge-offload/hono` (src/toolkit/hono.ts).
 export { PAGE_DEFAULTS, paginate } from "./toolkit/paginate.ts";
 export type { PreviewOptions } from "./toolkit/preview.ts";
 export { previewOf, serializeValue } from "./toolkit/preview.ts";
@@ -150,22 +238,3 @@ export type {
   ToolSpec,
 } from "./toolkit/tool.ts";
 export { defineTool, toolResult } from "./toolkit/tool.ts";
-
-import {
-  type CompactOutput,
-  compact as compactTurn,
-  type CompactInput as TurnInput,
-} from "./core/compact.ts";
-import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
-
-export interface CompactInput<R extends string | object> extends TurnInput<R> {
-  /** OCR and the extractor for the attachment policy; the default extractor when neither `extractor` nor this is given. */
-  attachments?: AttachmentOptions | undefined;
-}
-
-export function compact<R extends string | object>(
-  input: CompactInput<R>,
-): Promise<CompactOutput<R>> {
-  const { attachments, ...turn } = input;
-  return compactTurn({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
-}

@@ -19,7 +19,7 @@ export interface Product {
 export const PRODUCTS: readonly Product[] = products;
 const CATEGORIES = ["kitchen", "outdoor", "office", "garden", "audio"] as const;
 
-/** The seed's `search_products`: a page of matches plus the total, never the whole table. */
+/** `search_products`: a page of matches plus the total, never the whole table. */
 export const searchProducts = definePagedTool({
   name: "search_products",
   description:

@@ -1,9 +1,10 @@
 /**
- * The turn transform's entry. Given a provider request, the session's sticky decisions and a config, it
- * returns the request to send instead: settled, non-hot tool results that the size tiers and the net-saving
- * gate select are replaced by stubs (offload) or head previews (size-only path), each body first made durable
- * in the ledger. The output is spliced into the original text, so untouched bytes stay untouched, and with
- * nothing to change the very same string (or object) comes back. The steps of a turn live in turn/.
+ * The turn transform's entry. Given a provider request, the session's sticky decisions and a
+ * config, it returns the request to send instead: settled, non-hot tool results that the size tiers
+ * and the net-saving gate select are replaced by stubs (offload) or head previews (size-only path),
+ * each body first made durable in the ledger. The output is spliced into the original text, so
+ * untouched bytes stay untouched, and with nothing to change the very same string (or object) comes
+ * back. The steps of a turn live in turn/.
  */
 import { resolveConfig } from "../config.ts";
 import { OffloadError } from "../errors.ts";
@@ -33,8 +34,9 @@ export interface CompactInput<R extends string | object> {
   /** Deployment secret that keys mem_ids. */
   secret?: string;
   /**
-   * The attachment policy's extractor (config `attachment_policy`). Without one, documents stay native and
-   * are tried again on a later turn; the library's `compact` plugs in the default extractor.
+   * The attachment policy's extractor (config `attachment_policy`). Without one, documents stay
+   * native and are tried again on a later turn; the library's `compact` plugs in the default
+   * extractor.
    */
   extractor?: AttachmentExtractor | undefined;
 }
@@ -103,10 +105,11 @@ export async function compact<R extends string | object>(
     loaded: { records: new Map(), recall_declared: false },
     toolDeclared: false,
   });
-  // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked shadow), but
-  // the caller gets its own request back, the very same value, and no recall tool is declared. Decisions taken
-  // in shadow stay sticky: once shadow is off, they are rendered (stubs and all) like any earlier decision, and
-  // the recall tool, recorded as declared where a live turn would have declared it, is added with them.
+  // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked
+  // shadow), but the caller gets its own request back, the very same value, and no recall tool is
+  // declared. Decisions taken in shadow stay sticky: once shadow is off, they are rendered (stubs
+  // and all) like any earlier decision, and the recall tool, recorded as declared where a live turn
+  // would have declared it, is added with them.
   if (config.tool_result_offload_shadow)
     return {
       request: input.request,

@@ -1,12 +1,16 @@
 /**
- * The ports of the core: every interface the turn transform and recall need from the outside. The core does
- * all its I/O through these; adapters (src/store, src/session, src/extract) import them and implement them,
- * never the other way round (test/unit/dependencies.test.ts keeps the direction).
+ * The ports of the core: every interface the turn transform and recall need from the outside. The
+ * core does all its I/O through these; adapters (src/store, src/session, src/extract) import them
+ * and implement them, never the other way round (test/unit/dependencies.test.ts keeps the
+ * direction).
  *
- * - `OffloadStore`: sticky decisions, the body ledger, the session's report. Adapters hold their binding (Maps,
- *   an R2 bucket, a Durable Object stub…) and pass the contract suite in test/contract.
- * - `ExtractionCache`: attachment extractions per tenant, keyed by content hash (optional on a store).
- * - `AttachmentExtractor`: turns an attachment into text; the core never loads an extraction engine itself.
+ * - `OffloadStore`: sticky decisions, the body ledger, the session's report. Adapters hold their
+ *   binding (Maps, an R2 bucket, a Durable Object stub…) and pass the contract suite in
+ *   test/contract.
+ * - `ExtractionCache`: attachment extractions per tenant, keyed by content hash (optional on a
+ *   store).
+ * - `AttachmentExtractor`: turns an attachment into text; the core never loads an extraction engine
+ *   itself.
  */
 import type {
   BodyMeta,
@@ -17,7 +21,9 @@ import type {
   TurnLog,
 } from "./types.ts";
 
-/** Offloads and recalls of one tool's results: what the adaptive gate learns its recall rate from. */
+/**
+ * Offloads and recalls of one tool's results: what the adaptive gate learns its recall rate from.
+ */
 export interface ToolStats {
   offloaded: number;
   recalls: number;
@@ -28,11 +34,16 @@ export interface LoadedState {
   records: Map<string, ResultRecord>;
   /** Whether the recall tool has been declared in this session (sticky once true). */
   recall_declared: boolean;
-  /** Per tool name (of those asked for), across the tenant's sessions. Optional: not every store learns. */
+  /**
+   * Per tool name (of those asked for), across the tenant's sessions. Optional: not every store
+   * learns.
+   */
   tool_stats?: Record<string, ToolStats>;
   /** Per tool name, this session only. */
   session_tool_stats?: Record<string, ToolStats>;
-  /** Typical seconds between this session's turns (median of recent gaps), null before two turns. */
+  /**
+   * Typical seconds between this session's turns (median of recent gaps), null before two turns.
+   */
   gap_seconds?: number | null;
 }
 
@@ -41,14 +52,17 @@ export interface TurnCommit {
   recall_declared: boolean;
   log: TurnLog;
   /**
-   * Every result's decision on this turn, for the session report's "last turn" (a store may keep only the
-   * latest turn's, or none: nothing reads them back to decide).
+   * Every result's decision on this turn, for the session report's "last turn" (a store may keep
+   * only the latest turn's, or none: nothing reads them back to decide).
    */
   decisions?: readonly TurnDecision[];
 }
 
 export interface CommitResult {
-  /** The standing record for every committed tool_use_id (the earlier one where a record already existed). */
+  /**
+   * The standing record for every committed tool_use_id (the earlier one where a record already
+   * existed).
+   */
   records: Map<string, ResultRecord>;
 }
 
@@ -65,8 +79,8 @@ export interface SessionSummary {
 }
 
 /**
- * What an extraction produced, as far as the core reads it (an extractor's result may carry more). Cached per
- * tenant, so it is plain JSON.
+ * What an extraction produced, as far as the core reads it (an extractor's result may carry more).
+ * Cached per tenant, so it is plain JSON.
  */
 export interface ExtractedText {
   text: string;
@@ -97,8 +111,9 @@ export type CachedExtraction =
   | { ok: false; error: ExtractionFailure };
 
 /**
- * Where cached extractions live, per tenant (the service: R2 under `extracts/<tenant>/`). Keys are content
- * hashes, not session-scoped: entries outlive sessions. Strongly consistent, like the ledger.
+ * Where cached extractions live, per tenant (the service: R2 under `extracts/<tenant>/`). Keys are
+ * content hashes, not session-scoped: entries outlive sessions. Strongly consistent, like the
+ * ledger.
  */
 export interface ExtractionCache {
   getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;
@@ -108,19 +123,20 @@ export interface ExtractionCache {
 /**
  * The storage port. Guarantees an adapter gives:
  * - `putBody` resolves only once the body is durable (nothing is stubbed before its body is safe);
- * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two turns of
- *   one session racing each other render the same bytes;
- * - everything is scoped by tenant and session: another scope's mem_id reads exactly like an unknown one;
+ * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two
+ *   turns of one session racing each other render the same bytes;
+ * - everything is scoped by tenant and session: another scope's mem_id reads exactly like an
+ *   unknown one;
  * - values come back as copies: a caller mutating what it got changes nothing stored;
- * - a shadow turn's offloads (`log.shadow`) do not count in the tenant's learning statistics: the model saw
- *   those results full, so it could not recall them, and counting them would teach live sessions that nobody
- *   recalls.
+ * - a shadow turn's offloads (`log.shadow`) do not count in the tenant's learning statistics: the
+ *   model saw those results full, so it could not recall them, and counting them would teach live
+ *   sessions that nobody recalls.
  */
 export interface OffloadStore extends Partial<ExtractionCache> {
   /**
-   * The sticky records of `toolUseIds`, the session flags, and (for the adaptive gate) the recall statistics
-   * of `toolNames`. A commit's newly stored offloaded records count as offloads of their tool; `noteRecall`
-   * counts a recall of the mem_id's tool.
+   * The sticky records of `toolUseIds`, the session flags, and (for the adaptive gate) the recall
+   * statistics of `toolNames`. A commit's newly stored offloaded records count as offloads of their
+   * tool; `noteRecall` counts a recall of the mem_id's tool.
    */
   load(
     ref: SessionRef,
@@ -134,12 +150,16 @@ export interface OffloadStore extends Partial<ExtractionCache> {
   describeSession(ref: SessionRef): Promise<SessionSummary | null>;
   /** Removes the session's state and bodies; deleting an unknown session is not an error. */
   deleteSession(ref: SessionRef): Promise<void>;
-  // getExtraction / putExtraction (optional, from ExtractionCache): the tenant's extraction cache, so a file
-  // is extracted once per tenant whatever the session. Not scoped by session and not removed with one. A store
-  // without it makes the attachment policy extract again whenever a decision needs the text.
+  // getExtraction / putExtraction (optional, from ExtractionCache): the tenant's extraction cache,
+  // so a file is extracted once per tenant whatever the session. Not scoped by session and not
+  // removed with one. A store without it makes the attachment policy extract again whenever a
+  // decision needs the text.
 }
 
-/** The bytes of an attachment as the core hands them over: a base64 or text source, or decoded bytes. */
+/**
+ * The bytes of an attachment as the core hands them over: a base64 or text source, or decoded
+ * bytes.
+ */
 export type ExtractionInput =
   | { type: "base64"; media_type: string; data: string; filename?: string | undefined }
   | { type: "text"; media_type?: string | undefined; data: string; filename?: string | undefined }
@@ -147,7 +167,10 @@ export type ExtractionInput =
 
 export interface ExtractionRequest {
   attachment: ExtractionInput;
-  /** "document": read its text within the limits; "image": its OCR text (asked only when `ocr` is on). */
+  /**
+   * "document": read its text within the limits; "image": its OCR text (asked only when `ocr` is
+   * on).
+   */
   kind: "document" | "image";
   /** Documents: pages read, and the cap on the text. */
   max_pages?: number;
@@ -168,9 +191,9 @@ export interface Extraction {
 }
 
 /**
- * The attachment policy's extractor (config `attachment_policy`), given to `compact` in its input: the library
- * entry and the service wire the default one (src/extract/attachment-extractor.ts). Without one, documents
- * stay native and are tried again on a later turn.
+ * The attachment policy's extractor (config `attachment_policy`), given to `compact` in its input:
+ * the library entry and the service wire the default one (src/extract/attachment-extractor.ts).
+ * Without one, documents stay native and are tried again on a later turn.
  */
 export interface AttachmentExtractor {
   /** Images get OCR text in their placeholder; off, the extractor is never asked about an image. */

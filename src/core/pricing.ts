@@ -1,15 +1,19 @@
 /**
- * The price table: USD per million tokens, per model (not global multipliers: several models read the cache
- * at 0.05× or 0.025× of input, and OpenAI's newer models charge for writes). Transcribed from the providers'
- * pricing pages as of 2026-12 (sources in the README). Unknown models resolve to null and the gate never fires
- * for them: guessing a price is how a cost optimiser ends up costing money.
+ * The price table: USD per million tokens, per model (not global multipliers: several models read
+ * the cache at 0.05× or 0.025× of input, and OpenAI's newer models charge for writes). Transcribed
+ * from the providers' pricing pages as of 2026-12 (sources in the README). Unknown models resolve
+ * to null and the gate never fires for them: guessing a price is how a cost optimiser ends up
+ * costing money.
  */
 
 export type Provider = "anthropic" | "openai";
 
 export interface Rates {
   input: number;
-  /** Anthropic: 5-minute write. OpenAI ≥ 5.6: 30-minute write. Older OpenAI: equal to input (no surcharge). */
+  /**
+   * Anthropic: 5-minute write. OpenAI ≥ 5.6: 30-minute write. Older OpenAI: equal to input (no
+   * surcharge).
+   */
   cache_write_5m: number;
   /** Anthropic: 1-hour write. OpenAI ≥ 6.1: 12-hour write; otherwise equal to the short write. */
   cache_write_1h: number;
@@ -37,7 +41,8 @@ type Row = [
   minCache: number,
 ];
 
-// Anthropic: ids from 4.6 on are dateless snapshots; earlier ones have dated ids and aliases (handled below).
+// Anthropic: ids from 4.6 on are dateless snapshots; earlier ones have dated ids and aliases
+// (handled below).
 const ROWS: Row[] = [
   ["claude-fable-5-2", "anthropic", 8, 10, 16, 0.2, 40, 512],
   ["claude-mythos-5-2", "anthropic", 8, 10, 16, 0.2, 40, 512],
@@ -63,7 +68,8 @@ const ROWS: Row[] = [
   ["claude-3-7-sonnet", "anthropic", 3, 3.75, 6, 0.3, 15, 1024],
   ["claude-3-5-haiku", "anthropic", 0.8, 1, 1.6, 0.08, 4, 2048],
   ["claude-3-haiku", "anthropic", 0.25, 0.3, 0.5, 0.03, 1.25, 2048],
-  // OpenAI: writes cost input before 5.6 (no surcharge), 1.25× from 5.6, 2.5× for 12-hour writes on 6.1+.
+  // OpenAI: writes cost input before 5.6 (no surcharge), 1.25× from 5.6, 2.5× for 12-hour writes on
+  // 6.1+.
   ["gpt-6.2-sol", "openai", 2, 2.5, 5, 0.1, 10, 1024],
   ["gpt-6.1-sol", "openai", 2, 2.5, 5, 0.1, 10, 1024],
   ["gpt-6.1-terra", "openai", 1, 1.25, 2.5, 0.05, 5, 1024],
@@ -98,7 +104,10 @@ const ROWS: Row[] = [
   ["o4-mini", "openai", 1.1, 1.1, 1.1, 0.275, 4.4, 1024],
 ];
 
-/** Whole-request long-context pricing: [ids, above prompt tokens, factor on input and cache rates, factor on output]. */
+/**
+ * Whole-request long-context pricing: [ids, above prompt tokens, factor on input and cache rates,
+ * factor on output].
+ */
 const LONG_CONTEXT: [ids: string[], above: number, inputFactor: number, outputFactor: number][] = [
   [["claude-sonnet-4-5", "claude-sonnet-4"], 200_000, 2, 1.5],
   [["claude-haiku-5-5"], 100_000, 5, 5],
@@ -168,8 +177,9 @@ export const PRICE_TABLE: ReadonlyMap<string, ModelPrice> = new Map(
 );
 
 /**
- * Normalise the ways clients spell a model: provider prefixes (`anthropic/`, Bedrock's `us.anthropic.…-v1:0`,
- * Vertex's `@20250929`), Claude Code's `[1m]` context marker, dated snapshots (`-20251101`, `-2025-04-14`).
+ * Normalise the ways clients spell a model: provider prefixes (`anthropic/`, Bedrock's
+ * `us.anthropic.…-v1:0`, Vertex's `@20250929`), Claude Code's `[1m]` context marker, dated
+ * snapshots (`-20251101`, `-2025-04-14`).
  */
 export function normalizeModelId(model: string): string {
   let id = model.trim().toLowerCase();
@@ -181,12 +191,19 @@ export function normalizeModelId(model: string): string {
   return ALIASES[id] ?? id;
 }
 
+/**
+ * The price-table entry of a model id as a client sends it (dated ids and aliases resolve), or null
+ * for an unknown model: nothing is offloaded for it, since no saving can be priced.
+ */
 export function resolveModel(model: string | null | undefined): ModelPrice | null {
   if (typeof model !== "string" || model === "") return null;
   return PRICE_TABLE.get(normalizeModelId(model)) ?? null;
 }
 
-/** The rates that apply to a request of `promptTokens` (long-context pricing bills the whole request). */
+/**
+ * The rates that apply to a request of `promptTokens` (long-context pricing bills the whole
+ * request).
+ */
 export function ratesFor(price: ModelPrice, promptTokens: number): Rates {
   return price.long_context !== undefined && promptTokens > price.long_context.above_tokens
     ? price.long_context

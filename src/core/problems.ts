@@ -1,8 +1,9 @@
 /**
- * Non-fatal problems: what a call could not do while it still succeeded (a ledger write that failed, so a
- * result stayed full; an attachment that could not be read, so it went natively). One union on `code`, as
- * zod's issues are, carried by the core's report, the store's notes, the summary header and the attachment
- * decisions, so a client reads one shape whatever went wrong. Fatal errors are OffloadErrors (src/errors.ts).
+ * Non-fatal problems: what a call could not do while it still succeeded (a ledger write that
+ * failed, so a result stayed full; an attachment that could not be read, so it went natively). One
+ * union on `code`, as zod's issues are, carried by the core's report, the store's notes, the
+ * summary header and the attachment decisions, so a client reads one shape whatever went wrong.
+ * Fatal errors are OffloadErrors (src/errors.ts).
  */
 import type { ExtractionFailure } from "./ports.ts";
 
@@ -21,14 +22,19 @@ export interface ConflictProblem {
   tool_use_id: string;
 }
 
-/** The store's lookup index could not be written: the body is safe, lookups fall back to the ledger. */
+/**
+ * The store's lookup index could not be written: the body is safe, lookups fall back to the ledger.
+ */
 export interface IndexProblem {
   code: "index_error";
   message: string;
   mem_id?: string;
 }
 
-/** The tenant's learning statistics could not be read or written: only the gate's learning is slowed. */
+/**
+ * The tenant's learning statistics could not be read or written: only the gate's learning is
+ * slowed.
+ */
 export interface StatsProblem {
   code: "stats_error";
   message: string;
@@ -40,7 +46,10 @@ export interface ExtractionProblem {
   message: string;
   /** extraction_failed: corrupt, encrypted, empty or too_large. */
   reason?: string;
-  /** Where the attachment is in the request (set where a list of them needs it, e.g. the summary header). */
+  /**
+   * Where the attachment is in the request (set where a list of them needs it, e.g. the summary
+   * header).
+   */
   path?: string;
 }
 
@@ -51,7 +60,10 @@ export type Problem =
   | StatsProblem
   | ExtractionProblem;
 
-/** An extraction failure as a problem (`type` becomes `code`; records of older versions stored it so). */
+/**
+ * An extraction failure as a problem (`type` becomes `code`; records of older versions stored it
+ * so).
+ */
 export function extractionProblem(
   failure:
     | ExtractionFailure
@@ -66,7 +78,10 @@ export function extractionProblem(
   };
 }
 
-/** The first words of what a backend threw, for a problem's message (never a stack, at most 200 chars). */
+/**
+ * The first words of what a backend threw, for a problem's message (never a stack, at most 200
+ * chars).
+ */
 export function describeCause(cause: unknown): string {
   return cause instanceof Error ? cause.message.slice(0, 200) : "unknown error";
 }

@@ -1,6 +1,6 @@
 /**
- * The recall tool's declaration. It heads the cache hierarchy (tools come first), so its bytes must never
- * change within a session: fixed key order, no interpolated values but the mode.
+ * The recall tool's declaration. It heads the cache hierarchy (tools come first), so its bytes must
+ * never change within a session: fixed key order, no interpolated values but the mode.
  */
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
 import { formatInt } from "./text.ts";
@@ -16,14 +16,18 @@ type JsonSchema = {
   additionalProperties: false;
 };
 
-/** The declaration's shape per format (type aliases, so each is also a `Record<string, unknown>`; test/types checks them against the SDKs). */
+/**
+ * The declaration's shape per format (type aliases, so each is also a `Record<string, unknown>`;
+ * test/types checks them against the SDKs).
+ */
 export type RecallToolDefinitions = {
   anthropic: { name: string; description: string; input_schema: JsonSchema };
   "openai-chat": {
     type: "function";
     function: { name: string; description: string; parameters: JsonSchema };
   };
-  // strict: false because the schema's arguments are optional (strict mode requires every property).
+  // strict: false because the schema's arguments are optional (strict mode requires every
+  // property).
   "openai-responses": {
     type: "function";
     name: string;
@@ -33,8 +37,11 @@ export type RecallToolDefinitions = {
   };
 };
 
-// Kept short on purpose: the declaration rides in every request of the session, while each stub already
-// explains how to call it for that result.
+/**
+ * The JSON Schema of recall_tool_result's arguments for a recall mode. Kept short on purpose: the
+ * declaration rides in every request of the session, while each stub already explains how to call
+ * it for that result.
+ */
 export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
   const properties: Record<string, unknown> = { mem_id: { type: "string" } };
   if (mode !== "structural") {

@@ -1,4 +1,7 @@
-/** How callers name a session: a string id (tenant "default") or `{ tenant, id }` / `{ tenant, session }`. */
+/**
+ * How callers name a session: a string id (tenant "default") or `{ tenant, id }` / `{ tenant,
+ * session }`.
+ */
 import { OffloadError } from "../errors.ts";
 import type { SessionRef } from "./types.ts";
 
@@ -7,6 +10,7 @@ export type SessionInput = string | { tenant?: string; id: string } | SessionRef
 export const DEFAULT_TENANT = "default";
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The session a caller names, validated: ids are 1-128 chars of letters, digits and . _ : - */
 export function sessionRef(input: SessionInput): SessionRef {
   const tenant = typeof input === "string" ? DEFAULT_TENANT : (input.tenant ?? DEFAULT_TENANT);
   const session = typeof input === "string" ? input : "session" in input ? input.session : input.id;

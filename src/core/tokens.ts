@@ -1,9 +1,9 @@
 /**
- * Token estimates without a tokenizer. Tokenizers are megabytes of tables (too heavy for a Worker bundle)
- * and differ per provider; the gate only needs the right order of magnitude, and what it needs most is
- * that dense content (JSON, CSV, logs) is not priced like prose. Ratios are chars per token, measured on
- * typical content of each kind with provider tokenizers: dense punctuation and short numbers tokenize
- * worst, English prose best.
+ * Token estimates without a tokenizer. Tokenizers are megabytes of tables (too heavy for a Worker
+ * bundle) and differ per provider; the gate only needs the right order of magnitude, and what it
+ * needs most is that dense content (JSON, CSV, logs) is not priced like prose. Ratios are chars per
+ * token, measured on typical content of each kind with provider tokenizers: dense punctuation and
+ * short numbers tokenize worst, English prose best.
  */
 export type ContentKind = "json" | "csv" | "tsv" | "log" | "code" | "prose" | "text";
 
@@ -17,13 +17,21 @@ export const CHARS_PER_TOKEN: Readonly<Record<ContentKind, number>> = {
   prose: 4.2,
 };
 
-/** Raw request JSON (escapes, keys, mixed content) averages here; used for context and distance estimates. */
+/**
+ * Raw request JSON (escapes, keys, mixed content) averages here; used for context and distance
+ * estimates.
+ */
 export const REQUEST_CHARS_PER_TOKEN = 3.3;
 
+/**
+ * Estimated tokens of `chars` characters of content of `kind` (JSON packs fewer chars per token
+ * than prose).
+ */
 export function estimateTokens(chars: number, kind: ContentKind = "text"): number {
   return chars <= 0 ? 0 : Math.ceil(chars / CHARS_PER_TOKEN[kind]);
 }
 
+/** Estimated tokens of a text, its kind detected when not given. */
 export function estimateTextTokens(text: string, kind: ContentKind = detectKind(text)): number {
   return estimateTokens(text.length, kind);
 }
@@ -35,8 +43,8 @@ const CODE_LINE =
   /(?:[;{}]\s*$|^\s*(?:import|export|from|def|class|function|const|let|var|return|if|for|while|#include|package|public|private|fn|use)\b)/;
 
 /**
- * Classify a body from its head (at most 4 KB looked at, whatever its size). JSON is recognised by shape
- * here; `structureOf` confirms it by parsing when it needs the structure.
+ * Classify a body from its head (at most 4 KB looked at, whatever its size). JSON is recognised by
+ * shape here; `structureOf` confirms it by parsing when it needs the structure.
  */
 export function detectKind(text: string): ContentKind {
   const head = text.length > SAMPLE ? text.slice(0, SAMPLE) : text;

@@ -11,7 +11,10 @@ export interface SessionRef {
   readonly session: string;
 }
 
-/** "attachment": a record of the attachment policy (a document or image block), not of a tool result. */
+/**
+ * "attachment": a record of the attachment policy (a document or image block), not of a tool
+ * result.
+ */
 export type Tier = "hot" | "small" | "medium" | "large" | "attachment";
 export type Action = "kept" | "compacted" | "offloaded";
 
@@ -22,7 +25,10 @@ export interface GateResult {
   stub_carry_cost_usd: number;
   invalidation_cost_usd: number;
   expected_recall_hop_cost_usd: number;
-  /** Declaring the recall tool with this offload (lazy declaration): its carry over H turns, plus rewriting the cached head. */
+  /**
+   * Declaring the recall tool with this offload (lazy declaration): its carry over H turns, plus
+   * rewriting the cached head.
+   */
   tool_declaration_cost_usd: number;
   reason: string;
   /** The price-table entry used, or null for an unknown model. */
@@ -46,8 +52,9 @@ export interface GateResult {
 }
 
 /**
- * A sticky decision about one tool result, keyed by its tool_use_id within a session. Once stored it is never
- * revisited: every later turn renders the result from this record (`rendered` is the exact replacement text).
+ * A sticky decision about one tool result, keyed by its tool_use_id within a session. Once stored
+ * it is never revisited: every later turn renders the result from this record (`rendered` is the
+ * exact replacement text).
  */
 export interface ResultRecord {
   tool_use_id: string;
@@ -59,9 +66,15 @@ export interface ResultRecord {
   chars: number;
   tokens: number;
   kind: ContentKind;
-  /** Raw JSON length of the result's content when decided: the O(1) "same body?" check on later turns. */
+  /**
+   * Raw JSON length of the result's content when decided: the O(1) "same body?" check on later
+   * turns.
+   */
   raw_chars: number;
-  /** Keyed digest of the original text (stubbed results), to tell the same body from another under a reused id. */
+  /**
+   * Keyed digest of the original text (stubbed results), to tell the same body from another under a
+   * reused id.
+   */
   fingerprint: string;
   rendered: string | null;
   rendered_tokens: number;
@@ -69,14 +82,17 @@ export interface ResultRecord {
   turn: number;
   reason: string;
   gate: GateResult | null;
-  /** Set on attachment records (tier "attachment"): what the block was and what it costs natively. */
+  /**
+   * Set on attachment records (tier "attachment"): what the block was and what it costs natively.
+   */
   attachment?: AttachmentInfo;
 }
 
 /**
- * An attachment record is keyed by the block's id (`att_…`, from its place and its bytes), `action` is
- * "compacted" when the block is replaced and "kept" when it stays native for good (a failed extraction, no
- * saving); `rendered` holds a short replacement, or `mem_id` names the ledger body holding a long one.
+ * An attachment record is keyed by the block's id (`att_…`, from its place and its bytes), `action`
+ * is "compacted" when the block is replaced and "kept" when it stays native for good (a failed
+ * extraction, no saving); `rendered` holds a short replacement, or `mem_id` names the ledger body
+ * holding a long one.
  */
 export interface AttachmentInfo {
   kind: "document" | "image";
@@ -88,9 +104,15 @@ export interface AttachmentInfo {
   pages?: number;
   width?: number;
   height?: number;
-  /** Estimated tokens of the block sent natively (null when it could not be read, e.g. an encrypted PDF). */
+  /**
+   * Estimated tokens of the block sent natively (null when it could not be read, e.g. an encrypted
+   * PDF).
+   */
   native_tokens: number | null;
-  /** Why a sticky native decision was taken, when extraction failed (records of older versions say `type`). */
+  /**
+   * Why a sticky native decision was taken, when extraction failed (records of older versions say
+   * `type`).
+   */
   failed?: ExtractionProblem;
 }
 
@@ -120,7 +142,10 @@ export interface TurnCounts {
   offloaded: number;
   /** Results decided this turn (not replayed from an earlier one). */
   new_decisions: number;
-  /** Estimated prompt tokens with every result (and attachment) sent as the client sent it, and as returned. */
+  /**
+   * Estimated prompt tokens with every result (and attachment) sent as the client sent it, and as
+   * returned.
+   */
   tokens_before: number;
   tokens_after: number;
   /** Estimated dollars this request saves against sending everything as the client sent it. */
@@ -133,11 +158,14 @@ export interface TurnLog extends TurnCounts {
   /** Non-fatal problems of the turn (their count). */
   errors: number;
   /**
-   * Shadow mode (`tool_result_offload_shadow`): the decisions were taken and recorded, but the request went out
-   * unchanged, so `tokens_after` and `saved_usd` are what offload would have sent and saved.
+   * Shadow mode (`tool_result_offload_shadow`): the decisions were taken and recorded, but the
+   * request went out unchanged, so `tokens_after` and `saved_usd` are what offload would have sent
+   * and saved.
    */
   shadow: boolean;
-  /** The net-saving gate's verdicts this turn: how often it was consulted and fired, or declined. */
+  /**
+   * The net-saving gate's verdicts this turn: how often it was consulted and fired, or declined.
+   */
   gate_fired: number;
   gate_declined: number;
   /** Set by the proxy routes once the provider has answered: recall hops it ran for this call. */

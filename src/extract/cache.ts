@@ -1,14 +1,15 @@
 /**
- * Extract once per tenant. An extraction is cached under `<sha256 of the bytes>/<format read as>/<variant of the
- * options that change the text>`: the same bytes read as the same format with the same limits always give the
- * same text, so a file sent again — to the extraction route, or in a later turn or another session — is read
- * from the cache instead of being parsed again. The cache is a port (the service keeps it in the R2 ledger);
- * this module only decides what is cached and how a result is looked up.
+ * Extract once per tenant. An extraction is cached under `<sha256 of the bytes>/<format read
+ * as>/<variant of the options that change the text>`: the same bytes read as the same format with
+ * the same limits always give the same text, so a file sent again — to the extraction route, or in
+ * a later turn or another session — is read from the cache instead of being parsed again. The cache
+ * is a port (the service keeps it in the R2 ledger); this module only decides what is cached and
+ * how a result is looked up.
  *
- * Failures that belong to the bytes (corrupt, encrypted, empty) are cached too: a scanned PDF sent every turn
- * is parsed once. Failures that depend on something else are not: `too_large` (the size limit is not part of
- * the key), a missing dependency (an OCR model may be uploaded later), an unsupported format (the probe says
- * so without parsing anything).
+ * Failures that belong to the bytes (corrupt, encrypted, empty) are cached too: a scanned PDF sent
+ * every turn is parsed once. Failures that depend on something else are not: `too_large` (the size
+ * limit is not part of the key), a missing dependency (an OCR model may be uploaded later), an
+ * unsupported format (the probe says so without parsing anything).
  */
 import type { ExtractionCache } from "../core/ports.ts";
 import { AttachmentError, type AttachmentErrorBody } from "./errors.ts";
@@ -18,7 +19,10 @@ import { type ExtractOptions, extractionVariant, resolveExtractOptions } from ".
 import { sniff } from "./sniff.ts";
 import type { Attachment, DetectedFormat, ExtractResult } from "./types.ts";
 
-/** An extraction's outcome as this engine gives it: the core's CachedExtraction with its full result. */
+/**
+ * An extraction's outcome as this engine gives it: the core's CachedExtraction with its full
+ * result.
+ */
 export type ExtractionOutcome =
   | { ok: true; result: ExtractResult }
   | { ok: false; error: AttachmentErrorBody };
@@ -59,7 +63,10 @@ async function sha256Hex(bytes: Uint8Array): Promise<string> {
   return hex;
 }
 
-/** The cache key of an already normalised attachment: digest, detected format (+ charset), options variant. */
+/**
+ * The cache key of an already normalised attachment: digest, detected format (+ charset), options
+ * variant.
+ */
 export function extractionCacheKey(
   digest: string,
   format: DetectedFormat,
@@ -77,7 +84,9 @@ export function isCacheableFailure(error: AttachmentErrorBody): boolean {
   );
 }
 
-/** A cached value of the right shape (a cache is storage: what comes back is checked, not trusted). */
+/**
+ * A cached value of the right shape (a cache is storage: what comes back is checked, not trusted).
+ */
 function isCachedExtraction(value: unknown): value is ExtractionOutcome {
   if (typeof value !== "object" || value === null) return false;
   const v = value as Record<string, unknown>;
@@ -108,8 +117,9 @@ function decodedAttachment(original: Attachment, a: NormalizedAttachment): Attac
 }
 
 /**
- * Extract an attachment through the tenant's cache. Attachment errors become `{ok:false}` outcomes (never
- * thrown); invalid options or a malformed attachment object are the caller's bug and are thrown.
+ * Extract an attachment through the tenant's cache. Attachment errors become `{ok:false}` outcomes
+ * (never thrown); invalid options or a malformed attachment object are the caller's bug and are
+ * thrown.
  */
 export async function extractCached(input: CachedExtractInput): Promise<CachedExtractOutput> {
   const options = input.options ?? {};

@@ -1,11 +1,12 @@
 /**
- * Typed extraction errors. Each says "send this attachment natively instead" (`fallback: "native"`): none of
- * them is a fault of the service, so they are OffloadErrors (one typed error path, status 422) and a route's
- * onError can answer them without knowing about extraction.
+ * Typed extraction errors. Each says "send this attachment natively instead" (`fallback:
+ * "native"`): none of them is a fault of the service, so they are OffloadErrors (one typed error
+ * path, status 422) and a route's onError can answer them without knowing about extraction.
  *
- * Which one is thrown follows one rule: UnsupportedAttachmentError ⟺ the probe (isExtractable) already says
- * no from magic bytes, declared type and options; ExtractionDependencyMissingError ⟺ the format is handled
- * but a configured part is absent; ExtractionFailedError ⟺ this particular file could not be read.
+ * Which one is thrown follows one rule: UnsupportedAttachmentError ⟺ the probe (isExtractable)
+ * already says no from magic bytes, declared type and options; ExtractionDependencyMissingError ⟺
+ * the format is handled but a configured part is absent; ExtractionFailedError ⟺ this particular
+ * file could not be read.
  */
 import { OffloadError } from "../errors.ts";
 import type { DetectedFormat } from "./types.ts";
@@ -28,6 +29,9 @@ export interface AttachmentErrorBody {
   index?: number;
 }
 
+/**
+ * Any extraction failure: an OffloadError (status 422) that says to send the attachment natively.
+ */
 export abstract class AttachmentError extends OffloadError {
   override readonly type: AttachmentErrorType;
   readonly fallback = "native" as const;
@@ -62,7 +66,10 @@ export abstract class AttachmentError extends OffloadError {
   }
 }
 
-/** A format we do not handle (legacy .doc/.xls, WebP, encrypted OOXML, images while OCR is off, a URL source…). */
+/**
+ * A format we do not handle (legacy .doc/.xls, WebP, encrypted OOXML, images while OCR is off, a
+ * URL source…).
+ */
 export class UnsupportedAttachmentError extends AttachmentError {
   constructor(format: DetectedFormat, message: string) {
     super("unsupported_attachment", format, message);
@@ -70,7 +77,10 @@ export class UnsupportedAttachmentError extends AttachmentError {
   }
 }
 
-/** The format is handled, but a part it needs is not configured (OCR on but its engine or model absent). */
+/**
+ * The format is handled, but a part it needs is not configured (OCR on but its engine or model
+ * absent).
+ */
 export class ExtractionDependencyMissingError extends AttachmentError {
   readonly dependency: MissingDependency;
 
@@ -90,7 +100,10 @@ export class ExtractionDependencyMissingError extends AttachmentError {
   }
 }
 
-/** This file could not be read: `corrupt`, `encrypted`, `empty` (no text, e.g. a scanned PDF) or `too_large`. */
+/**
+ * This file could not be read: `corrupt`, `encrypted`, `empty` (no text, e.g. a scanned PDF) or
+ * `too_large`.
+ */
 export class ExtractionFailedError extends AttachmentError {
   readonly reason: ExtractionFailureReason;
 
@@ -110,13 +123,16 @@ export class ExtractionFailedError extends AttachmentError {
   }
 }
 
-/** An extraction failure as clients get it: the body with what to do instead (`fallback: "native"`). */
+/**
+ * An extraction failure as clients get it: the body with what to do instead (`fallback: "native"`).
+ */
 export type AttachmentErrorWire = AttachmentErrorBody & { fallback: "native" };
 
 export function attachmentErrorWire(body: AttachmentErrorBody): AttachmentErrorWire {
   return { ...body, fallback: "native" };
 }
 
+/** True for the three typed extraction failures (catch one, send the file natively). */
 export function isAttachmentError(value: unknown): value is AttachmentError {
   return value instanceof AttachmentError;
 }

@@ -1,6 +1,7 @@
 /**
- * Normalises every accepted attachment shape (raw bytes, Anthropic base64/text sources, whole document/image
- * blocks) into bytes + declared type + file name, without copying the caller's bytes and without mutating them.
+ * Normalises every accepted attachment shape (raw bytes, Anthropic base64/text sources, whole
+ * document/image blocks) into bytes + declared type + file name, without copying the caller's bytes
+ * and without mutating them.
  */
 import { base64DecodedLength, decodeBase64 } from "../core/bytes/base64.ts";
 import { OffloadError } from "../errors.ts";
@@ -9,7 +10,9 @@ import type { Attachment } from "./types.ts";
 
 export interface NormalizedAttachment {
   bytes: Uint8Array;
-  /** Declared media type, lower-cased, parameters dropped ("text/csv; charset=utf-8" → "text/csv"). */
+  /**
+   * Declared media type, lower-cased, parameters dropped ("text/csv; charset=utf-8" → "text/csv").
+   */
   media_type: string | undefined;
   /** Declared charset parameter, if any. */
   charset: string | undefined;
@@ -46,9 +49,9 @@ function optionalString(value: unknown, field: string): string | undefined {
 const encoder = new TextEncoder();
 
 /**
- * Normalise an attachment. Shape errors (not an object, no data) are `invalid_argument` OffloadErrors: the
- * caller's bug, not the file's. Bad base64 is a corrupt file; a URL/file source is unsupported (nothing to
- * read here). `maxBytes` refuses a base64 payload before decoding it.
+ * Normalise an attachment. Shape errors (not an object, no data) are `invalid_argument`
+ * OffloadErrors: the caller's bug, not the file's. Bad base64 is a corrupt file; a URL/file source
+ * is unsupported (nothing to read here). `maxBytes` refuses a base64 payload before decoding it.
  */
 export function normalizeAttachment(input: Attachment, maxBytes = Infinity): NormalizedAttachment {
   if (typeof input !== "object" || input === null)
@@ -145,7 +148,10 @@ export function extensionOf(filename: string | undefined): string | undefined {
   return dot > 0 ? base.slice(dot + 1).toLowerCase() : undefined;
 }
 
-/** SHA-256 of the bytes as lower-case hex: the key under which an extraction is stored once per tenant. */
+/**
+ * SHA-256 of the bytes as lower-case hex: the key under which an extraction is stored once per
+ * tenant.
+ */
 export async function attachmentDigest(input: Attachment): Promise<string> {
   const { bytes } = normalizeAttachment(input);
   const digest = new Uint8Array(

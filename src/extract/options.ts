@@ -1,7 +1,8 @@
 /**
- * Extraction limits: one zod schema with every default, snake_case like the service config, so a route can
- * validate `?max_pages=20` and a caller's options with the same rules. The limits are sized for one Worker
- * isolate (128 MB, several requests at once) and for text that is carried forward into a prompt.
+ * Extraction limits: one zod schema with every default, snake_case like the service config, so a
+ * route can validate `?max_pages=20` and a caller's options with the same rules. The limits are
+ * sized for one Worker isolate (128 MB, several requests at once) and for text that is carried
+ * forward into a prompt.
  */
 import { z } from "zod";
 import { OffloadError, zodError } from "../errors.ts";
@@ -63,7 +64,9 @@ export interface ResolvedExtractOptions extends ExtractLimits {
   ocr: OcrOptions | undefined;
 }
 
-/** Validate and fill in defaults; an invalid limit is an `invalid_argument` OffloadError naming it. */
+/**
+ * Validate and fill in defaults; an invalid limit is an `invalid_argument` OffloadError naming it.
+ */
 export function resolveExtractOptions(options: ExtractOptions = {}): ResolvedExtractOptions {
   if (typeof options !== "object" || options === null)
     throw new OffloadError("invalid_argument", "extract options must be an object");
@@ -78,8 +81,9 @@ export function resolveExtractOptions(options: ExtractOptions = {}): ResolvedExt
 const NUMERIC = Object.keys(fields).filter((k) => k !== "sheet_format") as (keyof ExtractLimits)[];
 
 /**
- * Limits from a query string (`?max_pages=20&sheet_format=tsv`), validated like any other options: a value
- * that is not a number fails as invalid_argument. Parameters that are not limits (on_error, …) are ignored.
+ * Limits from a query string (`?max_pages=20&sheet_format=tsv`), validated like any other options:
+ * a value that is not a number fails as invalid_argument. Parameters that are not limits (on_error,
+ * …) are ignored.
  */
 export function extractOptionsFromQuery(params: URLSearchParams): Partial<ExtractLimits> {
   const out: Record<string, unknown> = {};
@@ -94,9 +98,10 @@ export function extractOptionsFromQuery(params: URLSearchParams): Partial<Extrac
 }
 
 /**
- * A stable name for the options that change an extraction's text, for caching the text of one file once
- * per variant (`<sha256>/<variant>`): the same bytes with the same variant always extract to the same text.
- * Size and zip caps are left out: they only decide whether extraction runs, not what it writes.
+ * A stable name for the options that change an extraction's text, for caching the text of one file
+ * once per variant (`<sha256>/<variant>`): the same bytes with the same variant always extract to
+ * the same text. Size and zip caps are left out: they only decide whether extraction runs, not what
+ * it writes.
  */
 export function extractionVariant(options: ExtractOptions = {}): string {
   const o = resolveExtractOptions(options);

@@ -3,7 +3,10 @@ import type { ImageFormat } from "../core/bytes/image.ts";
 
 export type { ImageFormat };
 
-/** Raw bytes with what the sender declared about them. The declared type may be wrong: magic bytes win. */
+/**
+ * Raw bytes with what the sender declared about them. The declared type may be wrong: magic bytes
+ * win.
+ */
 export interface BytesAttachment {
   data: Uint8Array | ArrayBuffer;
   media_type?: string | undefined;
@@ -26,7 +29,10 @@ export interface TextSource {
   filename?: string | undefined;
 }
 
-/** Sources that carry no bytes here (a URL, a Files API id, inline content blocks): never extractable. */
+/**
+ * Sources that carry no bytes here (a URL, a Files API id, inline content blocks): never
+ * extractable.
+ */
 export interface RemoteSource {
   type: "url" | "file" | "content";
   [key: string]: unknown;
@@ -45,7 +51,9 @@ export type Attachment = BytesAttachment | Base64Source | TextSource | MediaBloc
 /** What the bytes are, independent of whether we can read them. */
 export type DocumentFormat = "pdf" | "docx" | "xlsx";
 export type TextFormat = "text" | "csv" | "tsv" | "json" | "html" | "markdown" | "xml";
-/** Recognised but never extracted here (legacy binary Office, encrypted OOXML, other containers). */
+/**
+ * Recognised but never extracted here (legacy binary Office, encrypted OOXML, other containers).
+ */
 export type ForeignFormat =
   | "doc"
   | "xls"
@@ -68,13 +76,21 @@ export type AttachmentKind = "document" | "text" | "image" | "other";
 export interface AttachmentProbe {
   format: DetectedFormat;
   kind: AttachmentKind;
-  /** True when extractText is expected to succeed on a well-formed file of this format with these options. */
+  /**
+   * True when extractText is expected to succeed on a well-formed file of this format with these
+   * options.
+   */
   extractable: boolean;
-  /** Why not, when `extractable` is false (the same wording the UnsupportedAttachmentError would carry). */
+  /**
+   * Why not, when `extractable` is false (the same wording the UnsupportedAttachmentError would
+   * carry).
+   */
   reason?: string;
   /** Size of the decoded bytes. */
   bytes: number;
-  /** Images: pixel dimensions, when the header gives them (for a placeholder that names the image). */
+  /**
+   * Images: pixel dimensions, when the header gives them (for a placeholder that names the image).
+   */
   width?: number;
   height?: number;
 }

@@ -1,6 +1,6 @@
 /**
- * The parts of an XLSX workbook a sheet is read with: the sheet list, the shared strings, which cell styles
- * show dates or times, and how Excel writes a cell's number, date or column reference.
+ * The parts of an XLSX workbook a sheet is read with: the sheet list, the shared strings, which
+ * cell styles show dates or times, and how Excel writes a cell's number, date or column reference.
  */
 import { attr, scanXml } from "./xml.ts";
 

@@ -1,9 +1,10 @@
 /**
- * XLSX → text: each worksheet, in workbook order, as "# Sheet: name" followed by CSV (or TSV) rows. Cached
- * formula values are used (formulas are not evaluated); shared strings, inline strings, booleans, errors and
- * numbers are written as Excel shows them, and numbers in a date or time format become ISO dates and times.
- * Rows, cells, sheets and characters are capped; scanning a sheet stops at the cap instead of finishing it.
- * Empty rows are left out; empty cells inside a row keep their column.
+ * XLSX → text: each worksheet, in workbook order, as "# Sheet: name" followed by CSV (or TSV) rows.
+ * Cached formula values are used (formulas are not evaluated); shared strings, inline strings,
+ * booleans, errors and numbers are written as Excel shows them, and numbers in a date or time
+ * format become ISO dates and times. Rows, cells, sheets and characters are capped; scanning a
+ * sheet stops at the cap instead of finishing it. Empty rows are left out; empty cells inside a row
+ * keep their column.
  */
 import { type OoxmlPackage, officeDocumentPath } from "./ooxml.ts";
 import type { ResolvedExtractOptions } from "./options.ts";

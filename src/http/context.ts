@@ -1,4 +1,7 @@
-/** What every route sees: the bindings, the authenticated tenant, the request's store and the settings. */
+/**
+ * What every route sees: the bindings, the authenticated tenant, the request's store and the
+ * settings.
+ */
 import {
   type OffloadConfig,
   type OffloadConfigPatch,
@@ -30,7 +33,9 @@ export type AppEnv = {
     tenant: string;
     store: ServiceStore;
     settings: Settings;
-    /** The extraction engine (extractText unless createApp was given another, e.g. a test's spy). */
+    /**
+     * The extraction engine (extractText unless createApp was given another, e.g. a test's spy).
+     */
     extract: Extractor;
     /** The attachment policy's extractor over `extract`, for compaction. */
     extractor: AttachmentExtractor;
@@ -96,7 +101,10 @@ export function headerConfig(value: string | undefined): OffloadConfigPatch {
   return parseConfigPatch(parsed, "x-offload-config");
 }
 
-/** Defaults ← deployment (OFFLOAD_DEFAULT_CONFIG) ← session (PUT …/config) ← request (x-offload-config). */
+/**
+ * Defaults ← deployment (OFFLOAD_DEFAULT_CONFIG) ← session (PUT …/config) ← request
+ * (x-offload-config).
+ */
 export function effectiveConfig(
   settings: Settings,
   session: OffloadConfigPatch,

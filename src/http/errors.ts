@@ -1,7 +1,7 @@
 /**
- * The one error response: `{"error":{"type","message","path?"}}` with the OffloadError's status. Anything that
- * is not an OffloadError is a 500 whose body says nothing about internals; operators get the error's name and
- * message in the log (no bodies, keys or stacks go out).
+ * The one error response: `{"error":{"type","message","path?"}}` with the OffloadError's status.
+ * Anything that is not an OffloadError is a 500 whose body says nothing about internals; operators
+ * get the error's name and message in the log (no bodies, keys or stacks go out).
  */
 import { HTTPException } from "hono/http-exception";
 import type { z } from "zod";

@@ -1,7 +1,7 @@
 /**
- * Reading a Messages API answer: our recall calls and the client's own in it, the one answer the client gets
- * from the hops (their blocks without ours, the first id, the last stop reason, the usage summed), and the
- * API's error shape.
+ * Reading a Messages API answer: our recall calls and the client's own in it, the one answer the
+ * client gets from the hops (their blocks without ours, the first id, the last stop reason, the
+ * usage summed), and the API's error shape.
  */
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { type Answer, type Ending, type Inspection, noticeText } from "./dialect.ts";

@@ -1,8 +1,9 @@
 /**
- * The Messages API's event stream, merged over the hops: events pass as they come, except our `tool_use` block (its index is left out and later
- * indices close up) and, once our block was seen, the message's closing events (held until the proxy knows
- * whether a hop follows). A hop's stream continues the same message: its message_start is dropped, its
- * blocks take the next indices, and the final message_delta carries the usage summed over every hop.
+ * The Messages API's event stream, merged over the hops: events pass as they come, except our
+ * `tool_use` block (its index is left out and later indices close up) and, once our block was seen,
+ * the message's closing events (held until the proxy knows whether a hop follows). A hop's stream
+ * continues the same message: its message_start is dropped, its blocks take the next indices, and
+ * the final message_delta carries the usage summed over every hop.
  */
 import { type Block, errorBody, inspect, isRecallUse } from "./anthropic-answer.ts";
 import type { Answer, Ending, StreamMerger, StreamResult } from "./dialect.ts";

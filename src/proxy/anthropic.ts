@@ -1,9 +1,9 @@
 /**
- * The Messages API (`POST /v1/messages`). Our call is a `tool_use` block named recall_tool_result; a hop
- * appends the assistant message as answered (thinking blocks and signatures included, as tool use with
- * thinking requires) and a user message with one `tool_result` per call. The client gets one message: the
- * hops' content blocks in order without our `tool_use` blocks, the first hop's id, the last hop's stop
- * reason, and the usage summed over the hops.
+ * The Messages API (`POST /v1/messages`). Our call is a `tool_use` block named recall_tool_result;
+ * a hop appends the assistant message as answered (thinking blocks and signatures included, as tool
+ * use with thinking requires) and a user message with one `tool_result` per call. The client gets
+ * one message: the hops' content blocks in order without our `tool_use` blocks, the first hop's id,
+ * the last hop's stop reason, and the usage summed over the hops.
  */
 import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
@@ -81,8 +81,8 @@ function splice(
     const memo = mine.find((m) => m.anchors.some((a) => uses.includes(a)));
     if (memo === undefined || memo.calls.some((c) => uses.includes(c.id) || !answers.has(c.id)))
       return;
-    // The user message right after must answer the client's calls; ours go after its last tool_result
-    // (tool_result blocks come first in a user message).
+    // The user message right after must answer the client's calls; ours go after its last
+    // tool_result (tool_result blocks come first in a user message).
     const next = messages.items[i + 1];
     const nextContent =
       next?.kind === "object" && memberString(raw, next, "role") === "user"

@@ -1,8 +1,8 @@
 /**
- * What the proxy needs from one provider API: read an answer (our recall calls, the client's calls), build
- * the next hop's request, merge the hops into the one answer the client sees, do the same on an event stream,
- * splice remembered recalls into a later request, and speak the provider's error shape. One dialect per
- * format; the loop in loop.ts is format-blind.
+ * What the proxy needs from one provider API: read an answer (our recall calls, the client's
+ * calls), build the next hop's request, merge the hops into the one answer the client sees, do the
+ * same on an event stream, splice remembered recalls into a later request, and speak the provider's
+ * error shape. One dialect per format; the loop in loop.ts is format-blind.
  */
 import type { Format } from "../core/types.ts";
 import type { ProxyMemo, RecallParams, RememberedCall } from "./port.ts";
@@ -18,7 +18,10 @@ export interface Inspection {
   recalls: RememberedCall[];
   /** Ids of the client's own tool calls in the same answer. */
   client_calls: string[];
-  /** The answer stopped to have its tools run (so a hop can continue it), rather than for length or a refusal. */
+  /**
+   * The answer stopped to have its tools run (so a hop can continue it), rather than for length or
+   * a refusal.
+   */
   tool_turn: boolean;
 }
 
@@ -31,14 +34,16 @@ export interface Hop {
 /**
  * How the client's answer ends:
  * - "done": no recall call is left (or one was cut short, e.g. by max_tokens: it is dropped);
- * - "mixed": the model called our tool and the client's tools together; the client gets its own calls, and
- *   our calls and their answers are remembered for the next request;
+ * - "mixed": the model called our tool and the client's tools together; the client gets its own
+ *   calls, and our calls and their answers are remembered for the next request;
  * - "exhausted": the hop limit was reached while the model still asked for recalls only.
  */
 export type Ending = "done" | "mixed" | "exhausted";
 
 export interface StreamResult {
-  /** The hop's answer as a non-streamed one would read (for the next hop's request and the memos). */
+  /**
+   * The hop's answer as a non-streamed one would read (for the next hop's request and the memos).
+   */
   answer: Answer;
   inspection: Inspection;
   /** The stream reached its end event (message_stop, [DONE], response.completed…). */
@@ -56,7 +61,10 @@ export interface StreamMerger {
   result(): StreamResult;
   /** The closing events (held until the proxy knew no hop follows). */
   finish(ending: Ending): string;
-  /** An error event in the provider's stream shape; `body` is a provider error body when there is one. */
+  /**
+   * An error event in the provider's stream shape; `body` is a provider error body when there is
+   * one.
+   */
   error(message: string, body?: string): string;
 }
 
@@ -86,8 +94,9 @@ export interface Dialect {
   memos(input: MemoInput): ProxyMemo[];
   stream(maxHops: number): StreamMerger;
   /**
-   * Edits that splice remembered recalls (and for Responses, aliases) into a client request. `answers` holds
-   * the replayed answer of every remembered call id; a memo whose answers are missing is left out.
+   * Edits that splice remembered recalls (and for Responses, aliases) into a client request.
+   * `answers` holds the replayed answer of every remembered call id; a memo whose answers are
+   * missing is left out.
    */
   splice(
     raw: string,
@@ -96,7 +105,9 @@ export interface Dialect {
   ): { edits: { start: number; end: number; text: string }[]; spliced: number };
 }
 
-/** What the client reads when the proxy had to stop and the model's answer has no text of its own. */
+/**
+ * What the client reads when the proxy had to stop and the model's answer has no text of its own.
+ */
 export function noticeText(ending: Ending, maxHops: number): string {
   return ending === "exhausted"
     ? `[edge-offload] The model asked to read offloaded tool results more than ${maxHops} times in a row, so the proxy stopped here. Ask again to continue.`

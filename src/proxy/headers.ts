@@ -1,10 +1,11 @@
 /**
  * Which headers cross the proxy. Towards the provider: everything the client sent (its API key,
- * `Authorization`, `anthropic-version`, `anthropic-beta`, `openai-organization`, `openai-project`, the SDK's
- * own headers, idempotency keys…) except hop-by-hop headers, our `x-offload-*` headers, and what belongs to
- * this hop (host, length, encoding, cookies, the edge's forwarding headers). Towards the client: the
- * provider's headers (request ids, rate limits, retry-after, content type…) except hop-by-hop ones and those
- * the runtime recomputes for the body it actually sends. Nothing here is stored or logged.
+ * `Authorization`, `anthropic-version`, `anthropic-beta`, `openai-organization`, `openai-project`,
+ * the SDK's own headers, idempotency keys…) except hop-by-hop headers, our `x-offload-*` headers,
+ * and what belongs to this hop (host, length, encoding, cookies, the edge's forwarding headers).
+ * Towards the client: the provider's headers (request ids, rate limits, retry-after, content type…)
+ * except hop-by-hop ones and those the runtime recomputes for the body it actually sends. Nothing
+ * here is stored or logged.
  */
 
 const HOP_BY_HOP = new Set([

@@ -1,6 +1,7 @@
 /**
- * Small edits over a request's raw JSON text (spans from the core's scanner), so the proxy continues or
- * splices a request without re-serializing what it does not touch (the bytes the provider has cached).
+ * Small edits over a request's raw JSON text (spans from the core's scanner), so the proxy
+ * continues or splices a request without re-serializing what it does not touch (the bytes the
+ * provider has cached).
  */
 import type { Edit } from "../core/formats/types.ts";
 import {
@@ -39,7 +40,10 @@ export function replaceNode(node: JsonNode, text: string): Edit {
   return { start: node.start, end: node.end, text };
 }
 
-/** Set `key` to `value` (JSON text): replace the member's value, or add the member at the end of the object. */
+/**
+ * Set `key` to `value` (JSON text): replace the member's value, or add the member at the end of the
+ * object.
+ */
 export function setMember(obj: JsonObject, key: string, value: string): Edit {
   const node = getMember(obj, key);
   if (node !== undefined) return replaceNode(node, value);

@@ -1,8 +1,8 @@
 /**
  * One proxied call, after compaction: send the request, and while the model's answer asks for
- * recall_tool_result alone, answer it here and call the provider again (up to the hop limit); then give the
- * client one answer (or one event stream) in which our tool never appears. Usage is summed over the hops;
- * the hop count goes into the summary and onto the session's turn log line.
+ * recall_tool_result alone, answer it here and call the provider again (up to the hop limit); then
+ * give the client one answer (or one event stream) in which our tool never appears. Usage is summed
+ * over the hops; the hop count goes into the summary and onto the session's turn log line.
  */
 import type { SessionRef } from "../core/types.ts";
 import { type Summary, summaryHeader } from "../http/summary.ts";
@@ -20,7 +20,10 @@ export interface ProxyCall {
   headers: Headers;
   /** The request as forwarded (compacted, spliced). */
   request: string;
-  /** Our recall tool is in the request (declared by the proxy): only then is an answer watched for it. */
+  /**
+   * Our recall tool is in the request (declared by the proxy): only then is an answer watched for
+   * it.
+   */
   intercept: boolean;
   maxHops: number;
   store: ProxyStore;
@@ -81,7 +84,10 @@ export async function proxyCall(call: ProxyCall): Promise<Response> {
   return buffered(call, res);
 }
 
-/** A hop is another request: a client's idempotency key would make the provider replay the first answer. */
+/**
+ * A hop is another request: a client's idempotency key would make the provider replay the first
+ * answer.
+ */
 function hopHeaders(headers: Headers, hop: number): Headers {
   const key = headers.get("idempotency-key");
   if (key === null) return headers;
@@ -146,7 +152,8 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     }
     last = sent.response;
     const body = await last.text();
-    // A hop the provider refuses (a 429, a 500…) is the client's answer: retrying the call retries it all.
+    // A hop the provider refuses (a 429, a 500…) is the client's answer: retrying the call retries
+    // it all.
     if (!last.ok) {
       const summary = withProxy(call.summary, failed, false);
       await finishTurn(call, failed, summary);
@@ -234,7 +241,8 @@ async function* hopStream(
     }
     const result = merger.result();
     if (!result.complete) {
-      // The provider's own error event already reached the client; otherwise say that the stream stopped short.
+      // The provider's own error event already reached the client; otherwise say that the stream
+      // stopped short.
       if (!result.errored) yield merger.error("the provider's stream ended before its last event");
       return;
     }
@@ -250,8 +258,8 @@ async function* hopStream(
       });
       state.outcome = { hops: state.hops.length, recalls: state.recalls, ending: next, memos };
       yield merger.finish(next);
-      // A mixed turn's recalls run after the client has its answer: here they are only counted (the answer is
-      // replayed when the next request is spliced).
+      // A mixed turn's recalls run after the client has its answer: here they are only counted (the
+      // answer is replayed when the next request is spliced).
       if (next === "mixed")
         state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
       return;
@@ -292,7 +300,10 @@ function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolea
   return { ...summary, proxy };
 }
 
-/** Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and said in the summary). */
+/**
+ * Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and
+ * said in the summary).
+ */
 async function finishTurn(
   call: ProxyCall,
   outcome: TurnOutcome,
@@ -310,7 +321,8 @@ async function finishTurn(
       memos: outcome.memos,
     });
   } catch {
-    // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as the client holds it.
+    // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as
+    // the client holds it.
     if (summary !== null) {
       summary.errors.push({
         code: "storage_error",

@@ -1,7 +1,8 @@
 /**
- * Reading a Chat Completions answer (its first choice): our recall calls and the client's own, the one
- * completion the client gets from the hops (the first id and `created`, the text joined, the last hop's client
- * calls and finish reason, the usage summed), and the OpenAI error shapes, which the Responses API shares.
+ * Reading a Chat Completions answer (its first choice): our recall calls and the client's own, the
+ * one completion the client gets from the hops (the first id and `created`, the text joined, the
+ * last hop's client calls and finish reason, the usage summed), and the OpenAI error shapes, which
+ * the Responses API shares.
  */
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { type Answer, type Ending, type Inspection, noticeText } from "./dialect.ts";

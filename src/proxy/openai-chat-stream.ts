@@ -16,10 +16,11 @@ interface StreamCall {
 }
 
 /**
- * The stream: chunks pass as they come, with our tool calls taken out of their deltas (later calls' indices
- * close up, and a chunk left empty is dropped). Once our call was seen, the finish chunk, the usage chunk and
- * [DONE] are held until the proxy knows whether a hop follows. A hop's chunks continue the same completion:
- * the first id and `created`, no second role, and the usage chunk (when the client asked for usage) summed.
+ * The stream: chunks pass as they come, with our tool calls taken out of their deltas (later calls'
+ * indices close up, and a chunk left empty is dropped). Once our call was seen, the finish chunk,
+ * the usage chunk and [DONE] are held until the proxy knows whether a hop follows. A hop's chunks
+ * continue the same completion: the first id and `created`, no second role, and the usage chunk
+ * (when the client asked for usage) summed.
  */
 export class ChatStream implements StreamMerger {
   readonly maxHops: number;

@@ -1,9 +1,10 @@
 /**
  * Chat Completions (`POST /chat/completions`). Our call is a `tool_calls[]` entry of function
  * recall_tool_result; a hop appends the assistant message (its content and every tool call) and one
- * `role:"tool"` message per call right after it, as the API requires. The client gets one completion: the
- * first hop's id and `created`, the hops' text joined, the last hop's client tool calls and finish reason, and
- * the usage summed. Only the first choice is handled (`n` > 1 is not supported: other choices pass as they are).
+ * `role:"tool"` message per call right after it, as the API requires. The client gets one
+ * completion: the first hop's id and `created`, the hops' text joined, the last hop's client tool
+ * calls and finish reason, and the usage summed. Only the first choice is handled (`n` > 1 is not
+ * supported: other choices pass as they are).
  */
 import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
@@ -26,7 +27,9 @@ function toolMessage(r: RecallResult): string {
   return JSON.stringify({ role: "tool", tool_call_id: r.id, content: r.content });
 }
 
-/** The assistant message as a request takes it (a response's message carries output-only fields). */
+/**
+ * The assistant message as a request takes it (a response's message carries output-only fields).
+ */
 function assistantMessage(answer: Answer): string {
   const m = messageOf(answer);
   const content = typeof m.content === "string" && m.content !== "" ? m.content : null;
@@ -77,7 +80,8 @@ function splice(
     const memo = mine.find((m) => m.anchors.some((a) => ids.includes(a)));
     if (memo === undefined || memo.calls.some((c) => ids.includes(c.id) || !answers.has(c.id)))
       return;
-    // Tool messages must follow the assistant message directly: ours go after the last one of that run.
+    // Tool messages must follow the assistant message directly: ours go after the last one of that
+    // run.
     let lastTool: JsonNode | undefined;
     for (let j = i + 1; j < messages.items.length; j++) {
       const m = messages.items[j]!;

@@ -1,7 +1,7 @@
 /**
- * Reading a Responses answer: our recall calls and the client's own among its output items, and the one
- * response the client gets from the hops (the first id, the output items in order without ours, a notice
- * when the hop limit ended the turn, the usage summed).
+ * Reading a Responses answer: our recall calls and the client's own among its output items, and the
+ * one response the client gets from the hops (the first id, the output items in order without ours,
+ * a notice when the hop limit ended the turn, the usage summed).
  */
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { type Answer, type Ending, type Inspection, noticeText } from "./dialect.ts";
@@ -17,7 +17,9 @@ export function outputOf(answer: Answer): Item[] {
   return Array.isArray(answer.output) ? (answer.output.filter(isRecord) as Item[]) : [];
 }
 
-/** The answer's items the client sees: without our calls, nor a reasoning item directly before one. */
+/**
+ * The answer's items the client sees: without our calls, nor a reasoning item directly before one.
+ */
 export function visibleItems(items: readonly Item[]): Item[] {
   return items.filter(
     (item, i) => !isRecallItem(item) && !(item.type === "reasoning" && isRecallItem(items[i + 1])),

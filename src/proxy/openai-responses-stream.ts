@@ -1,3 +1,4 @@
+/** The Responses event stream, merged over the hops into the one stream the client reads. */
 import type { Answer, Ending, StreamMerger, StreamResult } from "./dialect.ts";
 import { openaiStreamError } from "./openai-chat-answer.ts";
 import {
@@ -12,11 +13,12 @@ import { type SseEvent, sseEvent } from "./sse.ts";
 import { addUsage, isRecord } from "./usage.ts";
 
 /**
- * The stream: events pass as they come, except our call's item (its events are dropped and later output
- * indices close up). A reasoning item is held until the next item starts, since it is dropped when our call
- * follows it. Once our call was seen, response.completed is held until the proxy knows whether a hop follows.
- * A hop's events continue the same response: its lifecycle start events are dropped, sequence numbers go on
- * from the last one sent, and response.completed carries the first id, every visible item and the summed usage.
+ * The stream: events pass as they come, except our call's item (its events are dropped and later
+ * output indices close up). A reasoning item is held until the next item starts, since it is
+ * dropped when our call follows it. Once our call was seen, response.completed is held until the
+ * proxy knows whether a hop follows. A hop's events continue the same response: its lifecycle start
+ * events are dropped, sequence numbers go on from the last one sent, and response.completed carries
+ * the first id, every visible item and the summed usage.
  */
 export class ResponsesStream implements StreamMerger {
   readonly maxHops: number;
@@ -58,7 +60,10 @@ export class ResponsesStream implements StreamMerger {
     );
   }
 
-  /** Send an event: as it came when nothing changes, else re-serialized (hops renumber the sequence). */
+  /**
+   * Send an event: as it came when nothing changes, else re-serialized (hops renumber the
+   * sequence).
+   */
   send(ev: SseEvent, d: Record<string, unknown>, patch: Record<string, unknown> = {}): string {
     const upstreamSeq = typeof d.sequence_number === "number" ? d.sequence_number : undefined;
     if (this.hop === 0 && Object.keys(patch).length === 0) {
@@ -169,7 +174,8 @@ export class ResponsesStream implements StreamMerger {
       if (to === undefined) return this.send(ev, d);
       return this.itemEvent(ev, d, to);
     }
-    // Anything else (an error, a keep-alive): the held reasoning goes first, so sequence numbers stay in order.
+    // Anything else (an error, a keep-alive): the held reasoning goes first, so sequence numbers
+    // stay in order.
     if (type === "error") this.errored = true;
     return this.flush() + this.send(ev, d);
   }

@@ -1,16 +1,18 @@
 /**
- * Responses (`POST /responses`). Our call is a `function_call` output item named recall_tool_result. How a
- * hop continues depends on where the history lives:
- * - `conversation`: the provider appended the answer to it; the hop sends only our `function_call_output`s;
- * - stored (the default, `store` not false): the hop chains off the answer (`previous_response_id`) with our
- *   outputs as its input;
- * - `store: false`: the hop resends the whole input, the answer's output items and our outputs (reasoning
- *   items without `encrypted_content` cannot be resent without storage and are left out).
- * The client gets one response under the FIRST hop's id (an event stream cannot change ids), with the hops'
- * output items in order minus our calls, and the usage summed. With stored history, the session remembers
- * that this id stands for the last hop's response, and rewrites `previous_response_id` when the client chains
- * off it. A reasoning item right before one of our calls is left out with it: resent alone, the API refuses
- * a reasoning item without the item that followed it.
+ * Responses (`POST /responses`). Our call is a `function_call` output item named
+ * recall_tool_result. How a hop continues depends on where the history lives:
+ * - `conversation`: the provider appended the answer to it; the hop sends only our
+ *   `function_call_output`s;
+ * - stored (the default, `store` not false): the hop chains off the answer (`previous_response_id`)
+ *   with our outputs as its input;
+ * - `store: false`: the hop resends the whole input, the answer's output items and our outputs
+ *   (reasoning items without `encrypted_content` cannot be resent without storage and are left
+ *   out). The client gets one response under the FIRST hop's id (an event stream cannot change
+ *   ids), with the hops' output items in order minus our calls, and the usage summed. With stored
+ *   history, the session remembers that this id stands for the last hop's response, and rewrites
+ *   `previous_response_id` when the client chains off it. A reasoning item right before one of our
+ *   calls is left out with it: resent alone, the API refuses a reasoning item without the item that
+ *   followed it.
  */
 import { splice as applyEdits } from "../core/compact.ts";
 import { getMember, type JsonArray, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
@@ -107,7 +109,8 @@ function memos(input: MemoInput): ProxyMemo[] {
   if (modeOf(root) !== "stored") return out;
   const first = input.answers[0]!;
   const last = input.answers[input.answers.length - 1]!;
-  // The provider holds the last hop's response, possibly with recall calls the hop limit left unanswered.
+  // The provider holds the last hop's response, possibly with recall calls the hop limit left
+  // unanswered.
   const open = input.ending === "exhausted" ? input.inspection.recalls : [];
   if (input.answers.length > 1 || open.length > 0)
     out.push({
@@ -162,8 +165,8 @@ function splice(
     }
     const anchor = memo.anchors.find((a) => outputs.has(a));
     if (anchor === undefined || memo.calls.some((c) => present.has(c.id))) continue;
-    // With the client's call in input (whole history), ours goes right after it; with stored history the
-    // provider already has it and only the outputs are sent.
+    // With the client's call in input (whole history), ours goes right after it; with stored
+    // history the provider already has it and only the outputs are sent.
     const anchorCall = memo.anchors.map((a) => calls.get(a)).find((n) => n !== undefined);
     if (anchorCall !== undefined) edits.push(insertAfter(anchorCall, memo.calls.map(call)));
     edits.push(

@@ -1,7 +1,7 @@
 /**
- * What the proxy loop needs of a store, and what it remembers there. The proxy depends on this interface
- * only (never on a concrete store), so it runs wherever a store implements it: in the Worker over the
- * Durable Objects, or in one process over a `MemoryStore`.
+ * What the proxy loop needs of a store, and what it remembers there. The proxy depends on this
+ * interface only (never on a concrete store), so it runs wherever a store implements it: in the
+ * Worker over the Durable Objects, or in one process over a `MemoryStore`.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
 import type { OffloadStore } from "../core/ports.ts";
@@ -9,13 +9,16 @@ import type { Problem } from "../core/problems.ts";
 import type { Format, ProxyTurnNote, SessionRef } from "../core/types.ts";
 
 /**
- * A store for one proxied call: the core's port (compaction, recall), the session's proxy state, and what
- * this call's commit left (its turn line, its non-fatal problems). One instance per call.
+ * A store for one proxied call: the core's port (compaction, recall), the session's proxy state,
+ * and what this call's commit left (its turn line, its non-fatal problems). One instance per call.
  */
 export interface ProxyStore extends OffloadStore {
   /** The config layer and the memos in one read (made before compacting). */
   proxyState(ref: SessionRef): Promise<ProxyState>;
-  /** After the call: notes its hops on its turn log line and keeps its memos (the oldest beyond the limit go). */
+  /**
+   * After the call: notes its hops on its turn log line and keeps its memos (the oldest beyond the
+   * limit go).
+   */
   finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
   /** The turn log line of this call's commit, null when compaction logged no turn. */
   readonly lastTurnSeq: number | null;
@@ -23,7 +26,10 @@ export interface ProxyStore extends OffloadStore {
   readonly notes: readonly Problem[];
 }
 
-/** A recall_tool_result call the model made, as the proxy replays it: the call's id and its arguments' JSON text. */
+/**
+ * A recall_tool_result call the model made, as the proxy replays it: the call's id and its
+ * arguments' JSON text.
+ */
 export interface RememberedCall {
   id: string;
   arguments: string;
@@ -38,11 +44,12 @@ export interface RecallParams {
 
 /**
  * What the proxy remembers about a session so the client never has to see its tool (docs/proxy.md):
- * - "recall": a mixed answer's recall calls, spliced back (call and answer) next to the client's own calls
- *   (`anchors`, their ids) whenever a later request carries them;
- * - "alias" (Responses with stored history): the response id the client saw stands for the last hop's
- *   response, and `calls` are answers the provider still expects there (the hop limit left them open).
- * Only small records: the answers are recomputed from the ledger with the stored params, never stored.
+ * - "recall": a mixed answer's recall calls, spliced back (call and answer) next to the client's
+ *   own calls (`anchors`, their ids) whenever a later request carries them;
+ * - "alias" (Responses with stored history): the response id the client saw stands for the last
+ *   hop's response, and `calls` are answers the provider still expects there (the hop limit left
+ *   them open). Only small records: the answers are recomputed from the ledger with the stored
+ *   params, never stored.
  */
 export type ProxyMemo =
   | {
@@ -69,7 +76,10 @@ export interface ProxyState {
 }
 
 export interface ProxyTurn {
-  /** The turn log line to note the hops on (from the call's commit), or null when compaction logged no turn. */
+  /**
+   * The turn log line to note the hops on (from the call's commit), or null when compaction logged
+   * no turn.
+   */
   turn_seq: number | null;
   note: ProxyTurnNote;
   memos: readonly ProxyMemo[];

@@ -1,7 +1,8 @@
 /**
- * Server-sent events as the providers send them: `event:` / `data:` lines, a blank line after each event.
- * The reader yields one event at a time as bytes arrive (nothing waits for the whole answer), keeping each
- * event's raw text so an event the proxy does not change goes out exactly as it came.
+ * Server-sent events as the providers send them: `event:` / `data:` lines, a blank line after each
+ * event. The reader yields one event at a time as bytes arrive (nothing waits for the whole
+ * answer), keeping each event's raw text so an event the proxy does not change goes out exactly as
+ * it came.
  */
 
 export interface SseEvent {
@@ -9,7 +10,9 @@ export interface SseEvent {
   event: string | null;
   /** The `data:` lines joined with "\n" ("" when there were none, e.g. a comment). */
   data: string;
-  /** The event's text including its terminating blank line, with line endings normalized to "\n". */
+  /**
+   * The event's text including its terminating blank line, with line endings normalized to "\n".
+   */
   raw: string;
 }
 
@@ -41,7 +44,8 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
         done = true;
         text += decoder.decode();
       } else text += decoder.decode(next.value, { stream: true });
-      // A trailing "\r" may be the first half of "\r\n": wait for the next chunk before normalizing it.
+      // A trailing "\r" may be the first half of "\r\n": wait for the next chunk before normalizing
+      // it.
       const cut = !done && text.endsWith("\r") ? text.length - 1 : text.length;
       let pending = text.slice(0, cut).replace(/\r\n?/g, "\n");
       const rest = text.slice(cut);
@@ -70,7 +74,10 @@ export function sseComment(text: string): string {
   return `: ${text.replace(/[\r\n]+/g, " ")}\n\n`;
 }
 
-/** A ReadableStream of the generator's text; cancelling it (the client went away) stops the generator. */
+/**
+ * A ReadableStream of the generator's text; cancelling it (the client went away) stops the
+ * generator.
+ */
 export function textStream(gen: AsyncGenerator<string>): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({

@@ -1,9 +1,10 @@
 /**
- * One proxied call, from the client's request to the answer it reads, with nothing of HTTP routing in it: read
- * the session's proxy state, pass the request through untouched when compaction is off (or the state cannot
- * be read), else splice back what the session remembers (recall answers of mixed turns), compact, forward and
- * answer recalls (loop.ts). The Worker's routes call it with the request's store and the runtime's fetch; it
- * runs as well in one process, over a `MemoryStore` and any `fetch`.
+ * One proxied call, from the client's request to the answer it reads, with nothing of HTTP routing
+ * in it: read the session's proxy state, pass the request through untouched when compaction is off
+ * (or the state cannot be read), else splice back what the session remembers (recall answers of
+ * mixed turns), compact, forward and answer recalls (loop.ts). The Worker's routes call it with the
+ * request's store and the runtime's fetch; it runs as well in one process, over a `MemoryStore` and
+ * any `fetch`.
  */
 import type { OffloadConfig, OffloadConfigPatch } from "../config.ts";
 import { compact, splice } from "../core/compact.ts";
@@ -18,7 +19,9 @@ import type { ProxyMemo, ProxyStore } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { send } from "./upstream.ts";
 
-/** The client's request body, read once: as it came to pass it through, or as text to compact it. */
+/**
+ * The client's request body, read once: as it came to pass it through, or as text to compact it.
+ */
 export interface ClientBody {
   bytes(): Promise<BodyInit>;
   text(): Promise<string>;
@@ -28,7 +31,9 @@ export interface ProxyTurnInput {
   dialect: Dialect;
   /** The provider calls. */
   fetch: typeof fetch;
-  /** Where the call goes (the provider's base URL, the dialect's path, the client's query string). */
+  /**
+   * Where the call goes (the provider's base URL, the dialect's path, the client's query string).
+   */
   url: string;
   /** The headers sent to the provider (the client's, without ours: headers.ts). */
   headers: Headers;
@@ -50,8 +55,8 @@ export interface ProxyTurnInput {
 
 export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
   const { dialect, store, ref } = input;
-  // Compaction off (or the session unreadable): the request goes out byte for byte, the answer comes back
-  // as sent.
+  // Compaction off (or the session unreadable): the request goes out byte for byte, the answer
+  // comes back as sent.
   const asIs = async (summary: Summary): Promise<Response> => {
     const sent = await send(input.fetch, input.url, input.headers, await input.body.bytes());
     if (!sent.ok) return droppedResponse(dialect, sent.reason, summary);
@@ -95,7 +100,8 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     url: input.url,
     headers: input.headers,
     request: out.request,
-    // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself handles it.
+    // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself
+    // handles it.
     intercept: out.report.recall_tool === "added",
     maxHops: input.maxHops,
     store,
@@ -112,7 +118,10 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
   });
 }
 
-/** Replays the recall answers the session remembers for anchors this request carries, and splices them in. */
+/**
+ * Replays the recall answers the session remembers for anchors this request carries, and splices
+ * them in.
+ */
 async function spliceMemos(
   input: ProxyTurnInput,
   text: string,
@@ -121,8 +130,8 @@ async function spliceMemos(
   const { dialect } = input;
   const mine = memos.filter((m) => m.format === dialect.format);
   if (mine.length === 0) return { text, spliced: 0 };
-  // One regex pass collects the ids the request names, whatever the number of memos; only a request that
-  // carries an anchor is scanned and spliced.
+  // One regex pass collects the ids the request names, whatever the number of memos; only a request
+  // that carries an anchor is scanned and spliced.
   const ids = new Set<string>();
   for (const m of text.matchAll(
     /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
@@ -143,7 +152,8 @@ async function spliceMemos(
       });
       for (const r of replayed) answers.set(r.id, r);
     } catch (e) {
-      // Left out, the turn is still valid as the client holds it; only the model's recall answer is missing.
+      // Left out, the turn is still valid as the client holds it; only the model's recall answer is
+      // missing.
       if (!isOffloadError(e) || e.type !== "storage_error") throw e;
       input.log(
         "[edge-offload] a remembered recall could not be replayed; the request goes without it",

@@ -1,7 +1,8 @@
 /**
- * Where the proxy sends a call, read from the vars: `ANTHROPIC_BASE_URL` (default https://api.anthropic.com)
- * and `OPENAI_BASE_URL` (default https://api.openai.com/v1), meaning what they mean to the official SDKs, and
- * `OFFLOAD_PROXY_MAX_HOPS` (default 3), the extra provider calls one client call may make to answer recalls.
+ * Where the proxy sends a call, read from the vars: `ANTHROPIC_BASE_URL` (default
+ * https://api.anthropic.com) and `OPENAI_BASE_URL` (default https://api.openai.com/v1), meaning
+ * what they mean to the official SDKs, and `OFFLOAD_PROXY_MAX_HOPS` (default 3), the extra provider
+ * calls one client call may make to answer recalls.
  */
 import { OffloadError } from "../errors.ts";
 
@@ -61,14 +62,20 @@ export function proxySettingsOf(env: ProxyVars): ProxySettings {
   };
 }
 
-/** `${base}${path}` plus the client's query string (the Anthropic SDK adds `?beta=true` to beta calls). */
+/**
+ * `${base}${path}` plus the client's query string (the Anthropic SDK adds `?beta=true` to beta
+ * calls).
+ */
 export function upstreamUrl(base: string, path: string, search: string): string {
   return `${base}${path}${search}`;
 }
 
 export type Sent = { ok: true; response: Response } | { ok: false; reason: string };
 
-/** One provider call. A connection that cannot be made (refused, reset, DNS) is a value, not a throw. */
+/**
+ * One provider call. A connection that cannot be made (refused, reset, DNS) is a value, not a
+ * throw.
+ */
 export async function send(
   fetcher: typeof fetch,
   url: string,

@@ -1,7 +1,8 @@
 /**
- * Summing the providers' usage objects across recall hops. Every numeric field adds up, nested objects
- * (`cache_creation`, `input_tokens_details`, `prompt_tokens_details`, `server_tool_use`…) add field by field,
- * and anything else (a `service_tier` string) is the later call's. A field one side lacks counts as 0.
+ * Summing the providers' usage objects across recall hops. Every numeric field adds up, nested
+ * objects (`cache_creation`, `input_tokens_details`, `prompt_tokens_details`, `server_tool_use`…)
+ * add field by field, and anything else (a `service_tier` string) is the later call's. A field one
+ * side lacks counts as 0.
  */
 export function addUsage(a: unknown, b: unknown): unknown {
   if (a === undefined || a === null) return b;
@@ -16,7 +17,10 @@ export function addUsage(a: unknown, b: unknown): unknown {
   return b;
 }
 
-/** `later` overrides `earlier` field by field where it is set (a stream's final counters over its first ones). */
+/**
+ * `later` overrides `earlier` field by field where it is set (a stream's final counters over its
+ * first ones).
+ */
 export function overlayUsage(earlier: unknown, later: unknown): unknown {
   if (!isRecord(earlier)) return later ?? earlier;
   if (!isRecord(later)) return earlier;

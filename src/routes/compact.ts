@@ -1,7 +1,7 @@
 /**
- * POST /v1/sessions/:id/compact?format=anthropic — body: the provider request exactly as the client would send
- * it; answer: the request to send instead (everything off: the very same bytes, not even decoded), with the
- * turn's summary in `x-offload-summary`.
+ * POST /v1/sessions/:id/compact?format=anthropic — body: the provider request exactly as the client
+ * would send it; answer: the request to send instead (everything off: the very same bytes, not even
+ * decoded), with the turn's summary in `x-offload-summary`.
  */
 import { Hono } from "hono";
 import { compact } from "../core/compact.ts";
@@ -28,7 +28,10 @@ export function formatOf(value: string | undefined): Format {
   );
 }
 
-/** Deployments must key mem_ids with their own secret; a shared default would make them guessable across deployments. */
+/**
+ * Deployments must key mem_ids with their own secret; a shared default would make them guessable
+ * across deployments.
+ */
 export function secretOf(secret: string | undefined): string {
   if (secret === undefined || secret.length < 16)
     throw new OffloadError(
@@ -54,7 +57,8 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     sessionLayer = await store.getConfig(ref);
   } catch (e) {
     if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-    // Like the core when it cannot load the session: fail open, the request goes out exactly as sent.
+    // Like the core when it cannot load the session: fail open, the request goes out exactly as
+    // sent.
     return passThrough({
       ...passThroughSummary(format),
       errors: [

@@ -1,6 +1,6 @@
 /**
- * PUT /v1/sessions/:id/config — the session's own config layer, validated by the one config schema. It
- * replaces the previous layer (`{}` clears it); the deployment's layer below it and a request's
+ * PUT /v1/sessions/:id/config — the session's own config layer, validated by the one config schema.
+ * It replaces the previous layer (`{}` clears it); the deployment's layer below it and a request's
  * `x-offload-config` above it still apply.
  */
 import { Hono } from "hono";

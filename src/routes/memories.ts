@@ -1,6 +1,7 @@
 /**
- * GET /v1/sessions/:id/memories/:mem_id — what the ledger holds under a mem_id (size, kind, structural
- * index), without the body. Read from the KV index; a miss (KV lags) falls back to the R2 object's metadata.
+ * GET /v1/sessions/:id/memories/:mem_id — what the ledger holds under a mem_id (size, kind,
+ * structural index), without the body. Read from the KV index; a miss (KV lags) falls back to the
+ * R2 object's metadata.
  */
 import { Hono } from "hono";
 import { OffloadError } from "../errors.ts";

@@ -1,4 +1,7 @@
-/** The pieces every path of /openapi.json is built from: JSON Schema from zod, references, error answers. */
+/**
+ * The pieces every path of /openapi.json is built from: JSON Schema from zod, references, error
+ * answers.
+ */
 import { z } from "zod";
 import { ExtractLimitsSchema } from "../extract/options.ts";
 

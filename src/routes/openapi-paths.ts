@@ -1,6 +1,6 @@
 /**
- * The service's paths in /openapi.json: every route with its parameters, bodies, answers and errors, built
- * from the zod schemas the routes use (components are named in openapi.ts).
+ * The service's paths in /openapi.json: every route with its parameters, bodies, answers and
+ * errors, built from the zod schemas the routes use (components are named in openapi.ts).
  */
 import { configHeader, errors, extractQuery, json, ref, sessionId } from "./openapi-parts.ts";
 

@@ -1,6 +1,10 @@
+/**
+ * The proxy routes in /openapi.json (docs/proxy.md): the provider's request and answer, our two
+ * headers.
+ */
 import { configHeader, ref } from "./openapi-parts.ts";
 
-/** The drop-in proxy (docs/proxy.md): the provider's request and answer, our two headers. */
+/** One path per provider API, all alike. */
 export function proxyPaths(): Record<string, unknown> {
   const session = {
     name: "x-offload-session",

@@ -1,4 +1,7 @@
-/** GET /openapi.json — OpenAPI 3.1, generated from the zod schemas the routes validate with (no auth). */
+/**
+ * GET /openapi.json — OpenAPI 3.1, generated from the zod schemas the routes validate with (no
+ * auth).
+ */
 import { Hono } from "hono";
 import pkg from "../../package.json" with { type: "json" };
 import { OffloadConfigPatchSchema, OffloadConfigSchema } from "../config.ts";

@@ -3,11 +3,11 @@
  *   POST /anthropic/v1/messages        → ${ANTHROPIC_BASE_URL}/v1/messages
  *   POST /openai/v1/chat/completions   → ${OPENAI_BASE_URL}/chat/completions
  *   POST /openai/v1/responses          → ${OPENAI_BASE_URL}/responses
- * The client authenticates to us with `x-offload-key` and names its conversation with `x-offload-session`;
- * its provider credentials travel on untouched. These routes authenticate, read the settings and hand the
- * call to the proxy loop (src/proxy/turn.ts), which runs the same outside the Worker.
- * Every error, ours or the provider's, reaches the client in the provider's error shape; ours say
- * `edge-offload:` and carry an `x-offload-error` header with our error type.
+ * The client authenticates to us with `x-offload-key` and names its conversation with
+ * `x-offload-session`; its provider credentials travel on untouched. These routes authenticate,
+ * read the settings and hand the call to the proxy loop (src/proxy/turn.ts), which runs the same
+ * outside the Worker. Every error, ours or the provider's, reaches the client in the provider's
+ * error shape; ours say `edge-offload:` and carry an `x-offload-error` header with our error type.
  */
 import { type Context, Hono } from "hono";
 import type { AttachmentExtractor } from "../core/ports.ts";
@@ -39,7 +39,9 @@ export interface ProxyDeps {
   store: (env: Env, settings: Settings, log: (line: string) => void) => ProxyStore;
   log: (line: string) => void;
   maxBodyBytes?: number;
-  /** The provider calls (tests inject one); by default the runtime's fetch, looked up at call time. */
+  /**
+   * The provider calls (tests inject one); by default the runtime's fetch, looked up at call time.
+   */
   fetch?: typeof fetch;
   /** The attachment policy's extractor. */
   extractor: AttachmentExtractor;

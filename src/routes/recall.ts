@@ -1,8 +1,8 @@
 /**
- * POST /v1/sessions/:id/recall — the model's recall_tool_result arguments → the text to put in the tool
- * result. Wrong types or unknown fields are the client's bug (400); a model's mistake (unknown mem_id, a path
- * that does not parse, an argument the session's recall mode does not offer) is an `is_error` answer the
- * client passes on to the model.
+ * POST /v1/sessions/:id/recall — the model's recall_tool_result arguments → the text to put in the
+ * tool result. Wrong types or unknown fields are the client's bug (400); a model's mistake (unknown
+ * mem_id, a path that does not parse, an argument the session's recall mode does not offer) is an
+ * `is_error` answer the client passes on to the model.
  */
 import { Hono } from "hono";
 import { recall } from "../core/recall.ts";

@@ -1,9 +1,10 @@
 /**
- * The savings report. GET /v1/sessions/:id/report: per turn, the tokens with and without offload, the dollars
- * saved (or, for a shadow turn, that would have been saved), the recalls that followed, the gate's verdicts, and
- * the last turn's decisions with their gate breakdown. GET /v1/report: the same totals for a page of the
- * tenant's sessions. Sessions are listed from KV (it may lag by about a minute); each one's numbers come from its
- * Durable Object, a page at a time and a few objects at once.
+ * The savings report. GET /v1/sessions/:id/report: per turn, the tokens with and without offload,
+ * the dollars saved (or, for a shadow turn, that would have been saved), the recalls that followed,
+ * the gate's verdicts, and the last turn's decisions with their gate breakdown. GET /v1/report: the
+ * same totals for a page of the tenant's sessions. Sessions are listed from KV (it may lag by about
+ * a minute); each one's numbers come from its Durable Object, a page at a time and a few objects at
+ * once.
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -13,10 +14,16 @@ import { validate } from "../http/errors.ts";
 import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 
-/** At most this many sessions per summary page: each is one Durable Object call (1,000 operations per invocation). */
+/**
+ * At most this many sessions per summary page: each is one Durable Object call (1,000 operations
+ * per invocation).
+ */
 export const REPORT_PAGE_MAX = 50;
 const REPORT_PAGE_DEFAULT = 20;
-/** Durable Object calls in flight at once for a summary page (a Worker has 6 simultaneous connections). */
+/**
+ * Durable Object calls in flight at once for a summary page (a Worker has 6 simultaneous
+ * connections).
+ */
 const FAN_OUT = 6;
 
 const PageQuery = z.strictObject({
@@ -27,7 +34,10 @@ const PageQuery = z.strictObject({
 const iso = (ms: number) => new Date(ms).toISOString();
 const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
 
-/** How the latest logged turn ran (a request's x-offload-config may differ from the session's layer, so not the config). */
+/**
+ * How the latest logged turn ran (a request's x-offload-config may differ from the session's layer,
+ * so not the config).
+ */
 function modeOf(data: SessionReportData): "live" | "shadow" | null {
   return data.latest === null ? null : data.latest.shadow ? "shadow" : "live";
 }

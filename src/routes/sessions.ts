@@ -1,6 +1,7 @@
 /**
- * GET /v1/sessions (the tenant's sessions, from the KV index), GET /v1/sessions/:id (turns, tool results,
- * totals, from the session's Durable Object), DELETE /v1/sessions/:id (state, bodies and index entries).
+ * GET /v1/sessions (the tenant's sessions, from the KV index), GET /v1/sessions/:id (turns, tool
+ * results, totals, from the session's Durable Object), DELETE /v1/sessions/:id (state, bodies and
+ * index entries).
  */
 import { Hono } from "hono";
 import { z } from "zod";

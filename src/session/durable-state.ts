@@ -1,4 +1,6 @@
-/** The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC. */
+/**
+ * The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC.
+ */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
@@ -20,7 +22,9 @@ export class DurableSessionState implements SessionStatePort {
     this.#ns = ns;
   }
 
-  /** The tenant is part of the name: another tenant's session with the same id is another object. */
+  /**
+   * The tenant is part of the name: another tenant's session with the same id is another object.
+   */
   stub(ref: SessionRef): DurableObjectStub<SessionDO> {
     return this.#ns.get(this.#ns.idFromName(sessionObjectName(ref)));
   }

@@ -1,4 +1,6 @@
-/** The TenantStatsPort over the TenantDO namespace (the in-memory twin is memory-tenant-stats.ts). */
+/**
+ * The TenantStatsPort over the TenantDO namespace (the in-memory twin is memory-tenant-stats.ts).
+ */
 
 import type { ToolStats } from "../core/ports.ts";
 import type { TenantStatsPort } from "../store/ports.ts";

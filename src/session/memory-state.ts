@@ -1,6 +1,6 @@
 /**
- * The in-memory twin of the SessionDO: the same rules (state.ts), Maps instead of SQLite. Values are cloned on
- * the way in and out, as RPC would.
+ * The in-memory twin of the SessionDO: the same rules (state.ts), Maps instead of SQLite. Values
+ * are cloned on the way in and out, as RPC would.
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnCommit } from "../core/ports.ts";
@@ -29,7 +29,10 @@ import {
 
 interface Row {
   records: Map<string, ResultRecord>;
-  /** Turn log lines with the sequence number their commit returned (the proxy notes its hops on one later). */
+  /**
+   * Turn log lines with the sequence number their commit returned (the proxy notes its hops on one
+   * later).
+   */
   turns: { seq: number; line: LoggedTurn }[];
   seq: number;
   last_turn: LastTurn | null;

@@ -1,23 +1,23 @@
 /**
- * The savings report's rules, free of storage and clocks: the SessionDO and its in-memory twin both build their
- * report with these, so the two agree on what a turn saved, what counts as a shadow saving and what the last
- * turn keeps.
+ * The savings report's rules, free of storage and clocks: the SessionDO and its in-memory twin both
+ * build their report with these, so the two agree on what a turn saved, what counts as a shadow
+ * saving and what the last turn keeps.
  */
 import type { ResultRecord, TurnDecision, TurnLog } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
 
 /**
- * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a decision with its
- * gate breakdown is under 1 KB, so this stays far below; a turn with more results keeps the last ones in request
- * order (the freshest, where new decisions are taken).
+ * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a
+ * decision with its gate breakdown is under 1 KB, so this stays far below; a turn with more results
+ * keeps the last ones in request order (the freshest, where new decisions are taken).
  */
 export const LAST_DECISIONS_LIMIT = 200;
 
 const roundUsd = (x: number): number => Math.round(x * 1e9) / 1e9;
 
 /**
- * A stored turn line with its commit time and recall count. Lines logged before shadow mode and gate counts
- * existed lack those fields: they read as live turns whose gate was not counted.
+ * A stored turn line with its commit time and recall count. Lines logged before shadow mode and
+ * gate counts existed lack those fields: they read as live turns whose gate was not counted.
  */
 export function loggedTurn(
   log: Partial<TurnLog> & Omit<TurnLog, "shadow" | "gate_fired" | "gate_declined">,

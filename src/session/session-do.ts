@@ -1,12 +1,13 @@
 /**
- * SessionDO: one per tenant+session (`idFromName("<tenant>/<session>")`), SQLite storage, RPC methods. It is
- * the authority for the session's sticky decisions, and it serializes the session's turns: each method runs
- * its SQL synchronously inside the object's input gate, so two commits never interleave, and the second sees
- * the first's records (first writer wins, state.ts). Bodies never come here: the Worker writes R2 and sends
- * only small records.
+ * SessionDO: one per tenant+session (`idFromName("<tenant>/<session>")`), SQLite storage, RPC
+ * methods. It is the authority for the session's sticky decisions, and it serializes the session's
+ * turns: each method runs its SQL synchronously inside the object's input gate, so two commits
+ * never interleave, and the second sees the first's records (first writer wins, state.ts). Bodies
+ * never come here: the Worker writes R2 and sends only small records.
  *
- * Retention: every write moves `last_active`; an alarm at last_active + OFFLOAD_RETENTION_SECONDS purges an
- * idle session (its state, its R2 bodies, its KV entries). 0 keeps sessions until they are deleted.
+ * Retention: every write moves `last_active`; an alarm at last_active + OFFLOAD_RETENTION_SECONDS
+ * purges an idle session (its state, its R2 bodies, its KV entries). 0 keeps sessions until they
+ * are deleted.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { OffloadConfigPatch } from "../config.ts";
@@ -220,7 +221,9 @@ export class SessionDO extends DurableObject<Env> {
     await this.#schedule();
   }
 
-  /** The config layer and the proxy's memos in one read (a proxied call makes it before compacting). */
+  /**
+   * The config layer and the proxy's memos in one read (a proxied call makes it before compacting).
+   */
   proxyState(ref: SessionRef): ProxyState {
     const row = this.#t.row(ref);
     if (row === null) return { config: {}, memos: [] };
@@ -263,7 +266,9 @@ export class SessionDO extends DurableObject<Env> {
     await this.#schedule();
   }
 
-  /** Forget everything; returns the mem_ids the records named, for the caller to clean the index. */
+  /**
+   * Forget everything; returns the mem_ids the records named, for the caller to clean the index.
+   */
   async destroy(ref: SessionRef): Promise<string[]> {
     const row = this.#t.row(ref);
     const named = row === null ? [] : this.#t.memIds();
@@ -287,7 +292,8 @@ export class SessionDO extends DurableObject<Env> {
       return;
     }
     const ref = { tenant: row.tenant, session: row.session };
-    // No turn may interleave with the purge; if it throws, nothing local is lost and the alarm is retried.
+    // No turn may interleave with the purge; if it throws, nothing local is lost and the alarm is
+    // retried.
     await this.ctx.blockConcurrencyWhile(async () => {
       await purgeBodies(
         ref,

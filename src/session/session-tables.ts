@@ -1,7 +1,8 @@
 /**
- * The SessionDO's tables: created by the first write, migrated in place (columns added to tables an earlier
- * version created), and read back as the session's row, records, recalls, turn lines and mem_ids. Only SQL
- * here; the object (session-do.ts) owns the transactions, the alarm and the RPC surface.
+ * The SessionDO's tables: created by the first write, migrated in place (columns added to tables an
+ * earlier version created), and read back as the session's row, records, recalls, turn lines and
+ * mem_ids. Only SQL here; the object (session-do.ts) owns the transactions, the alarm and the RPC
+ * surface.
  */
 import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { LoggedTurn } from "../store/ports.ts";
@@ -24,13 +25,15 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0, recalls INTEGER NOT NULL DEFAULT 0)`,
   `CREATE TABLE IF NOT EXISTS recalls (mem_id TEXT PRIMARY KEY, count INTEGER NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS memos (seq INTEGER PRIMARY KEY AUTOINCREMENT, memo TEXT NOT NULL)`,
-  // The latest turn's decisions with their gate breakdown (one row, replaced by each commit that sends them).
+  // The latest turn's decisions with their gate breakdown (one row, replaced by each commit that
+  // sends them).
   `CREATE TABLE IF NOT EXISTS last_turn (id INTEGER PRIMARY KEY CHECK (id = 1), turn TEXT NOT NULL)`,
 ];
 
 /**
- * Columns added to tables that objects created by an earlier version already have. CREATE TABLE IF NOT EXISTS
- * leaves an existing table as it was, so each column is added when the table's declaration lacks it.
+ * Columns added to tables that objects created by an earlier version already have. CREATE TABLE IF
+ * NOT EXISTS leaves an existing table as it was, so each column is added when the table's
+ * declaration lacks it.
  */
 const ADDED_COLUMNS: { table: string; column: string; ddl: string }[] = [
   {
@@ -65,8 +68,9 @@ export class SessionTables {
   }
 
   /**
-   * Tables are created by the first write only: reading a session nobody wrote (a compact call with everything
-   * off asks for the session's config) must not leave storage behind, which no alarm would ever clean up.
+   * Tables are created by the first write only: reading a session nobody wrote (a compact call with
+   * everything off asks for the session's config) must not leave storage behind, which no alarm
+   * would ever clean up.
    */
   open(create: boolean): SqlStorage | null {
     const sql = this.#storage.sql;

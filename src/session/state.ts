@@ -1,13 +1,16 @@
 /**
- * The session's rules, free of storage and clocks: the SessionDO (SQLite) and its in-memory twin both delegate
- * here, so the two cannot drift apart on what first-writer-wins, retention or the index refresh mean.
+ * The session's rules, free of storage and clocks: the SessionDO (SQLite) and its in-memory twin
+ * both delegate here, so the two cannot drift apart on what first-writer-wins, retention or the
+ * index refresh mean.
  */
 
 import type { ToolStats } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
 
-/** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records). */
+/**
+ * How many per-turn log lines a session keeps (older ones are dropped; totals live in the records).
+ */
 export const TURN_LOG_LIMIT = 1000;
 /** Turn gaps are the median of this many recent ones. */
 export const GAP_WINDOW = 8;
@@ -23,8 +26,8 @@ export function medianGap(times: readonly number[]): number | null {
 }
 
 /**
- * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by their tool,
- * recalls by the tool of the record that names the mem_id.
+ * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by
+ * their tool, recalls by the tool of the record that names the mem_id.
  */
 export function toolStatsOf(
   records: Iterable<ResultRecord>,
@@ -57,13 +60,16 @@ export function offloadsOf(inserted: readonly ResultRecord[]): Record<string, nu
 }
 
 /**
- * How many proxy memos a session keeps. A memo is needed for as long as the client sends back the turn it
- * belongs to; past this many mixed turns the oldest goes (that turn is then sent as the client holds it:
- * still valid, only the recall answer is no longer spliced in).
+ * How many proxy memos a session keeps. A memo is needed for as long as the client sends back the
+ * turn it belongs to; past this many mixed turns the oldest goes (that turn is then sent as the
+ * client holds it: still valid, only the recall answer is no longer spliced in).
  */
 export const MEMO_LIMIT = 1000;
 
-/** The tenant → session index entry is refreshed at most this often (KV allows one write per key per second). */
+/**
+ * The tenant → session index entry is refreshed at most this often (KV allows one write per key per
+ * second).
+ */
 export const INDEX_REFRESH_MS = 24 * 60 * 60 * 1000;
 
 /** Default retention of an idle session: 7 days. */
@@ -75,8 +81,8 @@ export function sessionObjectName(ref: SessionRef): string {
 }
 
 /**
- * First writer wins per tool_use_id, also within one commit. Returns what to insert and, in the order of
- * `incoming`, the record that stands for each id.
+ * First writer wins per tool_use_id, also within one commit. Returns what to insert and, in the
+ * order of `incoming`, the record that stands for each id.
  */
 export function applyCommit(
   existing: ReadonlyMap<string, ResultRecord>,
@@ -123,12 +129,17 @@ export function indexDue(now: number, lastIndexed: number | null): boolean {
   return lastIndexed === null || now - lastIndexed >= INDEX_REFRESH_MS;
 }
 
-/** KV entries outlive the session's retention by a day, so the index never forgets a live session first. */
+/**
+ * KV entries outlive the session's retention by a day, so the index never forgets a live session
+ * first.
+ */
 export function indexTtlSeconds(retentionSeconds: number): number | undefined {
   return retentionSeconds === 0 ? undefined : retentionSeconds + INDEX_REFRESH_MS / 1000;
 }
 
-/** A session object answers only for the session it was created for (guards against a name mix-up). */
+/**
+ * A session object answers only for the session it was created for (guards against a name mix-up).
+ */
 export function checkScope(stored: SessionRef, ref: SessionRef): void {
   if (stored.tenant !== ref.tenant || stored.session !== ref.session) {
     throw new OffloadError("internal", "session state belongs to another session");

@@ -1,6 +1,7 @@
 /**
- * TenantDO: one per tenant (`idFromName(tenant)`), SQLite storage: the learning statistics across the tenant's
- * sessions (offloads and recalls per tool name) that the adaptive gate reads. Counts only, never content.
+ * TenantDO: one per tenant (`idFromName(tenant)`), SQLite storage: the learning statistics across
+ * the tenant's sessions (offloads and recalls per tool name) that the adaptive gate reads. Counts
+ * only, never content.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { ToolStats } from "../core/ports.ts";

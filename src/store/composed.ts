@@ -1,13 +1,16 @@
 /**
- * A store composed of the backend ports (ports.ts): the core's `OffloadStore` plus what the routes and the
- * proxy need (`ServiceStore`). The Worker composes the real bindings (app.ts); `MemoryStore` composes the
- * in-memory twins, so both follow the same rules (first writer wins, the shadow rule for the tenant's
- * statistics, retention and purges of the session state).
+ * A store composed of the backend ports (ports.ts): the core's `OffloadStore` plus what the routes
+ * and the proxy need (`ServiceStore`). The Worker composes the real bindings (app.ts);
+ * `MemoryStore` composes the in-memory twins, so both follow the same rules (first writer wins, the
+ * shadow rule for the tenant's statistics, retention and purges of the session state).
  *
- * - Bodies go to the ledger only; the session state gets small records (heavy bodies never reach the DO).
- * - The index is written best effort after the durable write and read only where a miss can fall back
- *   (KV is eventually consistent); its failures become notes for the call's summary, never a lost result.
- * - Every failure of a backend surfaces as one `storage_error` naming what failed, without internals.
+ * - Bodies go to the ledger only; the session state gets small records (heavy bodies never reach
+ *   the DO).
+ * - The index is written best effort after the durable write and read only where a miss can fall
+ *   back (KV is eventually consistent); its failures become notes for the call's summary, never a
+ *   lost result.
+ * - Every failure of a backend surfaces as one `storage_error` naming what failed, without
+ *   internals.
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
@@ -40,7 +43,10 @@ export interface StoreParts {
   sessions: SessionStatePort;
   ledger: BodyLedgerPort;
   index: IndexPort;
-  /** The tenant's learning statistics (adaptive gate); without it the gate learns from the session alone. */
+  /**
+   * The tenant's learning statistics (adaptive gate); without it the gate learns from the session
+   * alone.
+   */
   tenants?: TenantStatsPort | undefined;
   /** The tenant's extraction cache (attachments); without it every extraction runs. */
   extractions?: ExtractionCache | undefined;
@@ -129,7 +135,9 @@ export class ComposedStore implements ServiceStore {
     };
   }
 
-  /** Learning statistics are best effort: unreadable, the gate learns from the session's own counts. */
+  /**
+   * Learning statistics are best effort: unreadable, the gate learns from the session's own counts.
+   */
   async #tenantStats(
     tenant: string,
     toolNames: readonly string[],
@@ -157,7 +165,8 @@ export class ComposedStore implements ServiceStore {
         this.#index.putSession(ref, { session: ref.session, created_at: this.#now() }),
       );
     const offloads = Object.entries(result.offloads ?? {});
-    // A shadow turn's offloads were never shown to the model as stubs: they would only teach "never recalled".
+    // A shadow turn's offloads were never shown to the model as stubs: they would only teach "never
+    // recalled".
     if (this.#tenants !== undefined && offloads.length > 0 && !commit.log.shadow) {
       const tenants = this.#tenants;
       await this.#soft(
@@ -184,7 +193,8 @@ export class ComposedStore implements ServiceStore {
   }
 
   async getBody(ref: SessionRef, memId: string): Promise<StoredBody | null> {
-    // Recall reads the ledger directly: it is strongly consistent, and the key follows from the scope.
+    // Recall reads the ledger directly: it is strongly consistent, and the key follows from the
+    // scope.
     if (!MEM_ID_PATTERN.test(memId)) return null;
     return this.#guard("the ledger read", () => this.#ledger.get(ref, memId));
   }
@@ -216,7 +226,10 @@ export class ComposedStore implements ServiceStore {
     return this.#guard("reading the session report", () => this.#sessions.report(ref, options));
   }
 
-  /** Session state first (the authority: afterwards the session reads as unknown and no record names a missing body). */
+  /**
+   * Session state first (the authority: afterwards the session reads as unknown and no record names
+   * a missing body).
+   */
   async deleteSession(ref: SessionRef): Promise<void> {
     const named = await this.#guard("deleting the session state", () =>
       this.#sessions.destroy(ref),
@@ -257,7 +270,10 @@ export class ComposedStore implements ServiceStore {
     await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, turn));
   }
 
-  /** Metadata of a body: the index when it has the entry, else the ledger (a miss or an index failure). */
+  /**
+   * Metadata of a body: the index when it has the entry, else the ledger (a miss or an index
+   * failure).
+   */
   async statBody(ref: SessionRef, memId: string): Promise<BodyInfo | null> {
     if (!MEM_ID_PATTERN.test(memId)) return null;
     try {
@@ -283,9 +299,10 @@ export class ComposedStore implements ServiceStore {
 const PURGE_BATCH = 100;
 
 /**
- * Remove a session's bodies and index entries, a batch at a time: each batch's index entries, then its bodies.
- * A body's listing is what names its index entry, so it goes last; and a purge that stops half way (a backend
- * error, the per-invocation operation limit on a huge session) has made progress that a repeat continues.
+ * Remove a session's bodies and index entries, a batch at a time: each batch's index entries, then
+ * its bodies. A body's listing is what names its index entry, so it goes last; and a purge that
+ * stops half way (a backend error, the per-invocation operation limit on a huge session) has made
+ * progress that a repeat continues.
  */
 export async function purgeBodies(
   ref: SessionRef,

@@ -1,4 +1,7 @@
-/** The in-memory twin of the R2 extraction cache (values cloned in and out, as a serializing store would). */
+/**
+ * The in-memory twin of the R2 extraction cache (values cloned in and out, as a serializing store
+ * would).
+ */
 import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
 import { extractionKey } from "./keys.ts";
 

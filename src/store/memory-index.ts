@@ -1,7 +1,8 @@
 /**
- * The in-memory twin of the KV index. `lagging: true` makes it behave like a KV location that has not seen
- * any write yet (every read misses, listings are empty): the composed store must pass its contract that way
- * too, which is what "nothing may depend on reading a KV write back" means in a test.
+ * The in-memory twin of the KV index. `lagging: true` makes it behave like a KV location that has
+ * not seen any write yet (every read misses, listings are empty): the composed store must pass its
+ * contract that way too, which is what "nothing may depend on reading a KV write back" means in a
+ * test.
  */
 import type { SessionRef } from "../core/types.ts";
 import {

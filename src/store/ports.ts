@@ -1,14 +1,18 @@
 /**
  * The service's storage, split by what each backend is good at:
- * - `SessionStatePort`: the authority for a session (sticky records, turn log, config, counters, the proxy's
- *   memos). The Worker's adapter is the SessionDO; it sees only small records, never a body.
- * - `BodyLedgerPort`: full bodies, one object per mem_id (R2). Strongly consistent: recall reads here.
- * - `IndexPort`: lookups that may lag (KV): mem_id → location and structural index, tenant → sessions.
- *   Nothing may depend on reading a write back; a miss falls back to the session state or the ledger.
+ * - `SessionStatePort`: the authority for a session (sticky records, turn log, config, counters,
+ *   the proxy's memos). The Worker's adapter is the SessionDO; it sees only small records, never a
+ *   body.
+ * - `BodyLedgerPort`: full bodies, one object per mem_id (R2). Strongly consistent: recall reads
+ *   here.
+ * - `IndexPort`: lookups that may lag (KV): mem_id → location and structural index, tenant →
+ *   sessions. Nothing may depend on reading a write back; a miss falls back to the session state or
+ *   the ledger.
  * - `TenantStatsPort`: the adaptive gate's learning statistics per tenant (the TenantDO).
- * - the core's `ExtractionCache`: attachment extractions per tenant, keyed by content hash (R2, `extracts/`).
- * Each has an in-memory twin and its own contract suite in test/contract. `ComposedStore` (composed.ts) puts
- * them together into the core's `OffloadStore` plus `ServiceStore`, what the routes and the proxy need.
+ * - the core's `ExtractionCache`: attachment extractions per tenant, keyed by content hash (R2,
+ *   `extracts/`). Each has an in-memory twin and its own contract suite in test/contract.
+ *   `ComposedStore` (composed.ts) puts them together into the core's `OffloadStore` plus
+ *   `ServiceStore`, what the routes and the proxy need.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
 import type {
@@ -32,13 +36,22 @@ import type {
 import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
 
 export interface SessionCommitResult {
-  /** Standing record per committed tool_use_id (an earlier one where it existed: first writer wins). */
+  /**
+   * Standing record per committed tool_use_id (an earlier one where it existed: first writer wins).
+   */
   records: ResultRecord[];
-  /** The tenant → session index entry should be (re)written (first commit, then about once a day). */
+  /**
+   * The tenant → session index entry should be (re)written (first commit, then about once a day).
+   */
   index_due: boolean;
-  /** Offloaded records this commit inserted, per tool name (for the tenant's learning statistics). */
+  /**
+   * Offloaded records this commit inserted, per tool name (for the tenant's learning statistics).
+   */
   offloads: Record<string, number>;
-  /** The turn log line this commit wrote (the proxy notes its hops on it once the provider has answered). */
+  /**
+   * The turn log line this commit wrote (the proxy notes its hops on it once the provider has
+   * answered).
+   */
   turn_seq: number;
 }
 
@@ -61,18 +74,24 @@ export interface SessionDetail extends SessionSummary {
   recalls_by_mem_id: Record<string, number>;
 }
 
-/** A turn as the session logged it: the core's line, when it was committed, and the recalls that followed it. */
+/**
+ * A turn as the session logged it: the core's line, when it was committed, and the recalls that
+ * followed it.
+ */
 export interface LoggedTurn extends TurnLog {
   /** Commit time, epoch milliseconds. */
   at: number;
   /**
-   * Successful recalls counted after this turn's compact call and before the next one's: the model, answering
-   * this turn's prompt, read these back.
+   * Successful recalls counted after this turn's compact call and before the next one's: the model,
+   * answering this turn's prompt, read these back.
    */
   recalls: number;
 }
 
-/** The decisions of the session's latest turn (at most LAST_DECISIONS_LIMIT of them, the last in request order). */
+/**
+ * The decisions of the session's latest turn (at most LAST_DECISIONS_LIMIT of them, the last in
+ * request order).
+ */
 export interface LastTurn {
   at: number;
   turn: number;
@@ -98,7 +117,9 @@ export interface TurnTotals {
   gate_declined: number;
 }
 
-/** What the savings report needs, computed where the state lives (no record bodies or stubs travel). */
+/**
+ * What the savings report needs, computed where the state lives (no record bodies or stubs travel).
+ */
 export interface SessionReportData {
   tenant: string;
   session: string;
@@ -107,12 +128,17 @@ export interface SessionReportData {
   calls: number;
   recall_declared: boolean;
   config: OffloadConfigPatch;
-  /** The sticky decisions by action; `offloaded_recalled`: offloaded results recalled at least once. */
+  /**
+   * The sticky decisions by action; `offloaded_recalled`: offloaded results recalled at least once.
+   */
   records: { kept: number; compacted: number; offloaded: number; offloaded_recalled: number };
   /** Successful recalls in the session (all of them, logged turns or not). */
   recalls: number;
   totals: TurnTotals;
-  /** The latest logged turn (whether or not the per-turn lines were asked for), null before the first. */
+  /**
+   * The latest logged turn (whether or not the per-turn lines were asked for), null before the
+   * first.
+   */
   latest: { turn: number; at: number; shadow: boolean } | null;
   /** Oldest first; empty when not asked for. */
   turns: LoggedTurn[];
@@ -127,25 +153,39 @@ export interface SessionStatePort {
   ): Promise<SessionLoad>;
   /** `decisions` (optional): kept as the session's last turn, replacing the previous one's. */
   commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult>;
-  /** Counts a recall (also for the latest logged turn); returns the tool name of the mem_id's result when a record names it. */
+  /**
+   * Counts a recall (also for the latest logged turn); returns the tool name of the mem_id's result
+   * when a record names it.
+   */
   noteRecall(ref: SessionRef, memId: string): Promise<string | null>;
   describe(ref: SessionRef): Promise<SessionDetail | null>;
-  /** The savings report's data, null for an unknown session; `turns: false` leaves out the per-turn lines. */
+  /**
+   * The savings report's data, null for an unknown session; `turns: false` leaves out the per-turn
+   * lines.
+   */
   report(ref: SessionRef, options?: { turns?: boolean }): Promise<SessionReportData | null>;
   getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
   /** Replaces the session's config layer (`{}` clears it). */
   setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
-  /** Forgets the session; returns the mem_ids its records named (so their index entries can go too). */
+  /**
+   * Forgets the session; returns the mem_ids its records named (so their index entries can go too).
+   */
   destroy(ref: SessionRef): Promise<string[]>;
-  /** The config layer and the proxy's memos in one read (a proxied call makes it before compacting). */
+  /**
+   * The config layer and the proxy's memos in one read (a proxied call makes it before compacting).
+   */
   proxyState(ref: SessionRef): Promise<ProxyState>;
-  /** After a proxied call: notes its hops on its turn log line and keeps its memos (the oldest beyond MEMO_LIMIT go). */
+  /**
+   * After a proxied call: notes its hops on its turn log line and keeps its memos (the oldest
+   * beyond MEMO_LIMIT go).
+   */
   finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
 }
 
 /**
- * Learning statistics across a tenant's sessions (the adaptive gate's recall rate per tool name). Counts only,
- * no content; they outlive deleted sessions as aggregates. Best effort: a lost increment only slows learning.
+ * Learning statistics across a tenant's sessions (the adaptive gate's recall rate per tool name).
+ * Counts only, no content; they outlive deleted sessions as aggregates. Best effort: a lost
+ * increment only slows learning.
  */
 export interface TenantStatsPort {
   load(tenant: string, toolNames: readonly string[]): Promise<Record<string, ToolStats>>;
@@ -195,14 +235,20 @@ export interface BodyInfo {
 }
 
 /**
- * What the routes and the proxy need of a store, beyond the core's port. One instance serves one call: its
- * `notes` and `lastTurnSeq` are that call's (the Worker builds a store per request; `forCall()` gives another
- * instance over the same backends, e.g. for calls running in one process).
+ * What the routes and the proxy need of a store, beyond the core's port. One instance serves one
+ * call: its `notes` and `lastTurnSeq` are that call's (the Worker builds a store per request;
+ * `forCall()` gives another instance over the same backends, e.g. for calls running in one
+ * process).
  */
 export interface ServiceStore extends OffloadStore {
-  /** Non-fatal problems of this call (a lookup-index or statistics write that failed), for its summary. */
+  /**
+   * Non-fatal problems of this call (a lookup-index or statistics write that failed), for its
+   * summary.
+   */
   readonly notes: readonly (IndexProblem | StatsProblem)[];
-  /** The turn log line of this call's last commit (the proxy notes its hops on it), null before one. */
+  /**
+   * The turn log line of this call's last commit (the proxy notes its hops on it), null before one.
+   */
   readonly lastTurnSeq: number | null;
   /** Another instance over the same backends, with notes of its own: one per concurrent call. */
   forCall(): ServiceStore;
@@ -210,7 +256,10 @@ export interface ServiceStore extends OffloadStore {
   /** The tenant's extraction cache (a store without one misses every time and stores nothing). */
   getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;
   putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void>;
-  /** The savings report's data (null: unknown session); `turns: false` leaves out the per-turn lines. */
+  /**
+   * The savings report's data (null: unknown session); `turns: false` leaves out the per-turn
+   * lines.
+   */
   sessionReport(ref: SessionRef, options?: { turns?: boolean }): Promise<SessionReportData | null>;
   getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
   /** Replaces the session's config layer (`{}` clears it). */

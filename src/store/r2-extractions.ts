@@ -1,8 +1,9 @@
 /**
  * The extraction cache on R2, in the ledger's bucket: one object per extraction at
- * `extracts/<tenant>/<sha256>/<format>/<variant>`, the outcome as JSON (JSON escapes lone surrogates, so the
- * text reads back exactly), a few readable fields in the custom metadata for operators browsing the bucket.
- * Entries are not scoped by session and are not removed with one; bound them with a lifecycle rule.
+ * `extracts/<tenant>/<sha256>/<format>/<variant>`, the outcome as JSON (JSON escapes lone
+ * surrogates, so the text reads back exactly), a few readable fields in the custom metadata for
+ * operators browsing the bucket. Entries are not scoped by session and are not removed with one;
+ * bound them with a lifecycle rule.
  */
 import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
 import { extractionKey } from "./keys.ts";

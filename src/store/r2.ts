@@ -1,10 +1,10 @@
 /**
- * The ledger on R2: one object per body at `bodies/<tenant>/<session>/<mem_id>`, the body's metadata in the
- * object's custom metadata (so a recall is one read, and `head` needs no body).
+ * The ledger on R2: one object per body at `bodies/<tenant>/<session>/<mem_id>`, the body's
+ * metadata in the object's custom metadata (so a recall is one read, and `head` needs no body).
  *
- * R2 stores bytes; a JS string becomes UTF-8 on the way in. A body with a lone surrogate (legal in JSON via
- * `\ud800`, not in UTF-8) would come back altered, so such a body is stored as its JSON string literal and
- * flagged, and reads back exactly.
+ * R2 stores bytes; a JS string becomes UTF-8 on the way in. A body with a lone surrogate (legal in
+ * JSON via `\ud800`, not in UTF-8) would come back altered, so such a body is stored as its JSON
+ * string literal and flagged, and reads back exactly.
  */
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { ledgerKey, ledgerPrefix } from "./keys.ts";

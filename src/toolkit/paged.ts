@@ -1,6 +1,7 @@
 /**
- * The seed's `search_products` pattern as one call: the author writes the query, the kit adds `offset` and
- * `limit` to the schema, caps the limit, and returns `paginate`'s page with the total and `next_offset`.
+ * A paged search tool (a `search_products` that returns a page of matches and the total, never the
+ * whole table) as one call: the author writes the query, the kit adds `offset` and `limit` to the
+ * schema, caps the limit, and returns `paginate`'s page with the total and `next_offset`.
  */
 import { z } from "zod";
 import { formatPath, OffloadError } from "../errors.ts";
@@ -15,8 +16,9 @@ export interface PageShapeOptions {
 }
 
 /**
- * `offset` and `limit` as zod fields to spread into a tool's input. No `.max()` on limit: a model asking for
- * too many rows gets the capped page at once, not an error and a second round trip; the description says so.
+ * `offset` and `limit` as zod fields to spread into a tool's input. No `.max()` on limit: a model
+ * asking for too many rows gets the capped page at once, not an error and a second round trip; the
+ * description says so.
  */
 export function pageShape(options: PageShapeOptions = {}) {
   const { default_limit, max_limit } = pageLimits(options);
@@ -54,7 +56,10 @@ function pageLimits(options: PageShapeOptions): { default_limit: number; max_lim
   return { default_limit, max_limit };
 }
 
-/** All matching rows (the kit slices them), or this page of a larger query with its total (a database cursor). */
+/**
+ * All matching rows (the kit slices them), or this page of a larger query with its total (a
+ * database cursor).
+ */
 export type RowsResult<Row> = readonly Row[] | { rows: readonly Row[]; total: number };
 
 export interface PagedToolSpec<S extends z.ZodObject, Row> extends PageShapeOptions {
@@ -63,7 +68,10 @@ export interface PagedToolSpec<S extends z.ZodObject, Row> extends PageShapeOpti
   description: string;
   /** The query's own arguments; `offset` and `limit` are added. */
   input: S;
-  /** The page asked for (limit already capped), for a database to LIMIT/OFFSET; ignore it to return everything. */
+  /**
+   * The page asked for (limit already capped), for a database to LIMIT/OFFSET; ignore it to return
+   * everything.
+   */
   rows: (
     input: z.output<S>,
     page: { offset: number; limit: number },
@@ -75,6 +83,19 @@ export type PagedInput<S extends z.ZodObject> = z.ZodObject<
   S["_zod"]["config"]
 >;
 
+/**
+ * A paged search tool in one call: the author writes the query (`rows`), the kit adds `offset` and
+ * `limit` to the input schema, caps the limit, and answers with one page, its total and
+ * `next_offset`.
+ *
+ * @example
+ * const search = definePagedTool({
+ *   name: "search_products",
+ *   description: "Products matching a query, a page at a time.",
+ *   input: z.object({ query: z.string() }),
+ *   rows: ({ query }) => products.filter((p) => p.name.includes(query)),
+ * });
+ */
 export function definePagedTool<S extends z.ZodObject, Row>(
   spec: PagedToolSpec<S, Row>,
 ): Tool<PagedInput<S>, Page<Row>> {
@@ -113,7 +134,8 @@ export function definePagedTool<S extends z.ZodObject, Row>(
         !Array.isArray(page.rows) ||
         typeof page.total !== "number"
       ) {
-        // The author's bug, not the caller's: "internal", so neither the model nor an HTTP client is blamed.
+        // The author's bug, not the caller's: "internal", so neither the model nor an HTTP client
+        // is blamed.
         throw new OffloadError(
           "internal",
           `${spec.name}: rows() must return an array or {rows, total}`,

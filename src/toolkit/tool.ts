@@ -1,9 +1,9 @@
 /**
- * `defineTool`: one zod schema gives a tool's declaration for each provider and a runner that validates what
- * the model sent. Declarations are rendered once and handed out as fresh copies, so their bytes never change
- * within a process (tools head the cache hierarchy) and a caller adding `cache_control` to one cannot leak
- * into the next request. The runner never throws: a model's mistake, or a failing `run`, becomes an
- * `is_error` answer the model can act on.
+ * `defineTool`: one zod schema gives a tool's declaration for each provider and a runner that
+ * validates what the model sent. Declarations are rendered once and handed out as fresh copies, so
+ * their bytes never change within a process (tools head the cache hierarchy) and a caller adding
+ * `cache_control` to one cannot leak into the next request. The runner never throws: a model's
+ * mistake, or a failing `run`, becomes an `is_error` answer the model can act on.
  */
 import { z } from "zod";
 import type { ToolFormat } from "../core/recall-tool.ts";
@@ -52,12 +52,18 @@ export interface ToolSpec<S extends z.ZodObject, R> {
 }
 
 export interface ToolAnswer<R = unknown> {
-  /** What goes back to the model: a string result as is, anything else as compact JSON; or the error text. */
+  /**
+   * What goes back to the model: a string result as is, anything else as compact JSON; or the error
+   * text.
+   */
   content: string;
   is_error: boolean;
   /** The run's return value (absent on error). */
   value?: R;
-  /** What was thrown, for your logs. Its message reaches `content` only for an OffloadError that is not "internal". */
+  /**
+   * What was thrown, for your logs. Its message reaches `content` only for an OffloadError that is
+   * not "internal".
+   */
   error?: unknown;
 }
 
@@ -67,12 +73,15 @@ export interface Tool<S extends z.ZodObject = z.ZodObject, R = unknown> {
   readonly input: S;
   /** The author's function, unwrapped: no validation, throws what it throws. */
   readonly run: (input: z.output<S>) => R | Promise<R>;
-  /** The declaration for a provider's `tools` array (a fresh object each call, the same bytes every time). */
+  /**
+   * The declaration for a provider's `tools` array (a fresh object each call, the same bytes every
+   * time).
+   */
   definition<F extends ToolFormat = "anthropic">(format?: F): ToolDefinitions[F];
   /**
-   * Validate raw arguments: Anthropic's `input` object or OpenAI's `arguments` JSON string (undefined, null and
-   * "" mean no arguments). Throws an `invalid_argument` OffloadError whose message names every bad field and
-   * whose `path` is the first.
+   * Validate raw arguments: Anthropic's `input` object or OpenAI's `arguments` JSON string
+   * (undefined, null and "" mean no arguments). Throws an `invalid_argument` OffloadError whose
+   * message names every bad field and whose `path` is the first.
    */
   parse(args: unknown): Promise<z.output<S>>;
   /** Validate, run, and answer; never throws. */
@@ -81,6 +90,20 @@ export interface Tool<S extends z.ZodObject = z.ZodObject, R = unknown> {
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * A tool from a name, a description, a zod input schema and a function: its declaration for each
+ * provider format, the validation of the model's arguments (every bad field named), and an answer
+ * that never throws.
+ *
+ * @example
+ * const weather = defineTool({
+ *   name: "weather",
+ *   description: "Current weather in a city.",
+ *   input: z.object({ city: z.string() }),
+ *   run: async ({ city }) => fetchWeather(city),
+ * });
+ * const answer = await weather.call(toolUse.input); // { content, is_error, value? }
+ */
 export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool<S, R> {
   const { name, description, input, run } = spec;
   if (typeof name !== "string" || !NAME.test(name)) {
@@ -108,7 +131,8 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
       type: "function",
       function: { name, description, parameters: schema },
     }),
-    // Not strict: OpenAI's strict mode requires every field required and no defaults, which paging arguments are not.
+    // Not strict: OpenAI's strict mode requires every field required and no defaults, which paging
+    // arguments are not.
     "openai-responses": JSON.stringify({
       type: "function",
       name,
@@ -168,9 +192,9 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
         const value = await run(parsed);
         return { content: serializeValue(value), is_error: false, value };
       } catch (error) {
-        // An OffloadError's message is written for the caller (paginate's own errors are among them); anything
-        // else, or an "internal" one, may carry internals (SQL, paths, secrets): the model gets a generic line,
-        // the log gets `error`.
+        // An OffloadError's message is written for the caller (paginate's own errors are among
+        // them); anything else, or an "internal" one, may carry internals (SQL, paths, secrets):
+        // the model gets a generic line, the log gets `error`.
         const content =
           isOffloadError(error) && error.type !== "internal"
             ? `${name} failed: ${error.message}`
@@ -182,9 +206,9 @@ export function defineTool<S extends z.ZodObject, R>(spec: ToolSpec<S, R>): Tool
 }
 
 /**
- * zod 4's JSON Schema of what the model may send (`io: "input"`: a field with a default is optional), without
- * `$schema` (providers do not want it) and without the ±2^53 bounds zod writes for every `z.int()` (bytes the
- * model reads on every turn, saying nothing).
+ * zod 4's JSON Schema of what the model may send (`io: "input"`: a field with a default is
+ * optional), without `$schema` (providers do not want it) and without the ±2^53 bounds zod writes
+ * for every `z.int()` (bytes the model reads on every turn, saying nothing).
  */
 function inputJsonSchema(input: z.ZodObject): ToolInputSchema {
   let schema: Record<string, unknown>;
@@ -233,7 +257,10 @@ export interface OpenAIResponsesToolResult {
   output: string;
 }
 
-/** The tool's answer as the provider's result item for the call `id`. OpenAI has no error flag: the text says it. */
+/**
+ * The tool's answer as the provider's result item for the call `id`. OpenAI has no error flag: the
+ * text says it.
+ */
 export function toolResult(
   format: "anthropic",
   id: string,

@@ -167,7 +167,7 @@ describe("first-delivery offload (opt-in)", () => {
     expect(stub).toContain("$.items: array(");
   });
 
-  it("keeps the seed's behaviour by default, and never first-delivers a recall answer", async () => {
+  it("keeps the fixed-prior behaviour by default, and never first-delivers a recall answer", async () => {
     const req = conversation([
       { id: "a", result: "x" },
       { id: "fresh", result: huge },

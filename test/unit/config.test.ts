@@ -7,7 +7,7 @@ import {
 } from "../../src/config.ts";
 
 describe("config", () => {
-  it("has the seed's defaults", () => {
+  it("has the documented defaults", () => {
     expect(DEFAULT_CONFIG).toMatchObject({
       tool_result_compaction_enabled: false,
       tool_result_offload_enabled: false,
@@ -21,7 +21,7 @@ describe("config", () => {
     expect(OffloadConfigSchema.parse({})).toEqual(DEFAULT_CONFIG);
   });
 
-  it("accepts the seed's keep_last_n alias", () => {
+  it("accepts the keep_last_n alias", () => {
     expect(resolveConfig({ keep_last_n: 4 }).tool_result_compaction_keep_last_n).toBe(4);
     expect(() => resolveConfig({ keep_last_n: 4, tool_result_compaction_keep_last_n: 2 })).toThrow(
       /either/,

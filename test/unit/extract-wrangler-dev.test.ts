@@ -40,7 +40,8 @@ describe("wrangler dev (production code-generation rules)", () => {
   it("really forbids eval and new Function in this isolate", async () => {
     const res = await worker.fetch("/codegen");
     expect(await res.json()).toEqual({ eval: false, function: false });
-  });
+    // The first request starts the isolate: room for a machine shared with other test runs.
+  }, 60_000);
 
   it("extracts a PDF page by page", async () => {
     const { status, body } = await post("multipage.pdf", "?max_pages=2");

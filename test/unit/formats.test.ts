@@ -1,5 +1,6 @@
 /**
- * One case list, three formats: the invariants of the turn transform (DESIGN.md) run against every adapter
+ * One case list, three formats: the invariants of the turn transform (the describe blocks below name them)
+ * run against every adapter
  * through a per-format request builder (test/support/formats.ts); then what differs per format (OpenAI's
  * automatic caching, server-side history, legacy and custom tools); then the corpus sessions turn by turn,
  * converted to each OpenAI format.

@@ -1,8 +1,9 @@
 /**
- * First decisions about attachment blocks: a document is extracted (through the tenant's cache) and replaced
- * by its text when that saves tokens and drops nothing; an image is replaced by a placeholder once it is no
- * longer hot (with its OCR text when the extractor does OCR). A failure that may pass (a missing dependency)
- * records nothing, so a later turn tries again; any other failure leaves the block native for good.
+ * First decisions about attachment blocks: a document is extracted (through the tenant's cache) and
+ * replaced by its text when that saves tokens and drops nothing; an image is replaced by a
+ * placeholder once it is no longer hot (with its OCR text when the extractor does OCR). A failure
+ * that may pass (a missing dependency) records nothing, so a later turn tries again; any other
+ * failure leaves the block native for good.
  */
 import { decodeBase64 } from "../bytes/base64.ts";
 import { imageInfo } from "../bytes/image.ts";
@@ -166,8 +167,8 @@ async function documentDecision(
     text: r.text,
   });
   const sent = estimateTokens(rendered.length, kind);
-  // The provider reads PDFs and plain text natively; any other document it cannot read, so its text is
-  // always better.
+  // The provider reads PDFs and plain text natively; any other document it cannot read, so its text
+  // is always better.
   const readable =
     r.format === "pdf" || site.source_type === "text" || site.media_type === "text/plain";
   if (readable && sent >= info.native_tokens!)

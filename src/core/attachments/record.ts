@@ -1,7 +1,7 @@
 /**
- * An attachment block's decision and its sticky record: building the report's decision, the record a turn
- * commits, replacing a block (a long text goes to the ledger first), leaving it native, and replaying an
- * earlier turn's record.
+ * An attachment block's decision and its sticky record: building the report's decision, the record
+ * a turn commits, replacing a block (a long text goes to the ledger first), leaving it native, and
+ * replaying an earlier turn's record.
  */
 
 import { base64DecodedLength } from "../bytes/base64.ts";
@@ -160,7 +160,9 @@ function recordOf(
   };
 }
 
-/** Replace the block: a long text goes to the ledger first (no replacement without its text stored). */
+/**
+ * Replace the block: a long text goes to the ledger first (no replacement without its text stored).
+ */
 export async function replace(
   ctx: TurnContext,
   e: MediaEntry,
@@ -216,7 +218,9 @@ export async function replace(
   };
 }
 
-/** Render a block from its sticky record; a replacement whose text is in the ledger is read back. */
+/**
+ * Render a block from its sticky record; a replacement whose text is in the ledger is read back.
+ */
 export async function replayMedia(
   ctx: TurnContext,
   site: MediaSite,

@@ -1,17 +1,19 @@
 /**
- * The texts that replace an attachment block, and what the native block is estimated to cost. Pure functions
- * of their inputs (no clock, no random id), so the same attachment in the same session always renders the
- * same bytes.
+ * The texts that replace an attachment block, and what the native block is estimated to cost. Pure
+ * functions of their inputs (no clock, no random id), so the same attachment in the same session
+ * always renders the same bytes.
  *
- * Every replacement starts with `[attachment att_<24 hex> `: the format adapter recognises its own output by
- * that marker (a replacement inside a tool result is not the tool's text, so it is neither measured nor
- * collapsed into a stub), and the report finds the sticky record of a replacement the client sent back.
+ * Every replacement starts with `[attachment att_<24 hex> `: the format adapter recognises its own
+ * output by that marker (a replacement inside a tool result is not the tool's text, so it is
+ * neither measured nor collapsed into a stub), and the report finds the sticky record of a
+ * replacement the client sent back.
  *
  * Native cost, as Anthropic documents it:
- * - an image costs about width × height / 750 tokens, after it is scaled down to fit a long edge of 1,568 px
- *   and about 1.15 megapixels, so at most about 1,600 tokens; an image whose header states no size is priced
- *   at that cap;
- * - a PDF is read as text plus an image of every page: each page ≈ 1,600 tokens of image plus its text;
+ * - an image costs about width × height / 750 tokens, after it is scaled down to fit a long edge of
+ *   1,568 px and about 1.15 megapixels, so at most about 1,600 tokens; an image whose header states
+ *   no size is priced at that cap;
+ * - a PDF is read as text plus an image of every page: each page ≈ 1,600 tokens of image plus its
+ *   text;
  * - a plain-text document costs its text.
  */
 import { formatInt, plural } from "../text.ts";
@@ -28,7 +30,10 @@ export const PDF_PAGE_IMAGE_TOKENS = 1600;
 export const NATIVE_ESTIMATE =
   "native tokens are estimated: an image ≈ width×height/750 after scaling to a 1,568 px long edge (at most 1,600; 1,600 when its size is unknown); a PDF ≈ 1,600 per page plus its text; a text document = its text";
 
-/** The id in a replacement's marker, read from the raw JSON string (a few chars, no decoding), or null. */
+/**
+ * The id in a replacement's marker, read from the raw JSON string (a few chars, no decoding), or
+ * null.
+ */
 export function attachmentIdIn(raw: string, node: { start: number; end: number }): string | null {
   const at = node.start + 1;
   if (node.end - node.start < MARKER.length + 26 || !raw.startsWith(MARKER, at)) return null;
@@ -36,6 +41,7 @@ export function attachmentIdIn(raw: string, node: { start: number; end: number }
   return ATTACHMENT_ID.test(id) && raw.charCodeAt(at + 40) === 0x20 ? id : null;
 }
 
+/** Estimated tokens of an image sent natively; the cap when its header states no size. */
 export function imageTokens(width: number | undefined, height: number | undefined): number {
   if (width === undefined || height === undefined || width <= 0 || height <= 0)
     return IMAGE_MAX_TOKENS;

@@ -1,25 +1,29 @@
 /**
- * The attachment policy of the turn (config `attachment_policy`). Document and image blocks — in user
- * messages, and inside tool results, whose media blocks are never measured as the result's text — are sent
- * natively ("native", the default: this module then does nothing at all), or replaced:
+ * The attachment policy of the turn (config `attachment_policy`). Document and image blocks — in
+ * user messages, and inside tool results, whose media blocks are never measured as the result's
+ * text — are sent natively ("native", the default: this module then does nothing at all), or
+ * replaced:
  * - "extract": a document by its extracted text from the turn it arrives on;
  * - "extract_after_first": a document natively on the turn it arrives on, by its text once settled;
- * - both: an image stays native while hot (`attachment_image_hot_turns`), then becomes a short deterministic
- *   placeholder (format, pixel size, bytes, the turn it came in, and the OCR text when OCR is plugged in).
+ * - both: an image stays native while hot (`attachment_image_hot_turns`), then becomes a short
+ *   deterministic placeholder (format, pixel size, bytes, the turn it came in, and the OCR text
+ *   when OCR is plugged in).
  *
- * Replacements are sticky like stubs. Every block gets an id from its place and its bytes (`att_` + a keyed
- * digest, see MediaSite.locator), and its decision is a record in the session's store under that id, next to
- * the tool results' records: the same block renders the same bytes every later turn, whether the client sends
- * the full history or the one we returned (whose replacement text names the id), and compacting a compacted
- * request changes nothing. A replacement is rendered only once its decision is saved and, when its text is
- * long, once that text is durably in the ledger (heavy texts never go into the session's records).
+ * Replacements are sticky like stubs. Every block gets an id from its place and its bytes (`att_` +
+ * a keyed digest, see MediaSite.locator), and its decision is a record in the session's store under
+ * that id, next to the tool results' records: the same block renders the same bytes every later
+ * turn, whether the client sends the full history or the one we returned (whose replacement text
+ * names the id), and compacting a compacted request changes nothing. A replacement is rendered only
+ * once its decision is saved and, when its text is long, once that text is durably in the ledger
+ * (heavy texts never go into the session's records).
  *
- * A failed extraction leaves the block native for good (a sticky "kept" record, the reason in the report),
- * unless the failure may pass (a missing dependency): then nothing is recorded and a later turn tries again.
- * A document whose text would be cut by the limits stays native too: replacing it would drop content.
+ * A failed extraction leaves the block native for good (a sticky "kept" record, the reason in the
+ * report), unless the failure may pass (a missing dependency): then nothing is recorded and a later
+ * turn tries again. A document whose text would be cut by the limits stays native too: replacing it
+ * would drop content.
  *
- * Extraction is asynchronous and CPU-heavy; it runs at most once per file and tenant: the store's extraction
- * cache holds its outcome by content hash, and a decided block is never extracted again.
+ * Extraction is asynchronous and CPU-heavy; it runs at most once per file and tenant: the store's
+ * extraction cache holds its outcome by content hash, and a decided block is never extracted again.
  */
 import type { Edit, MediaSite, ReplacedMediaSite } from "../formats/types.ts";
 import { bodyDigest } from "../memid.ts";
@@ -48,7 +52,10 @@ export class AttachmentTurn {
       ((analysis.media?.length ?? 0) > 0 || (analysis.replaced_media?.length ?? 0) > 0);
   }
 
-  /** The ids whose records the turn must load. Hashes each block's bytes once (keyed and scoped, like mem_ids). */
+  /**
+   * The ids whose records the turn must load. Hashes each block's bytes once (keyed and scoped,
+   * like mem_ids).
+   */
   async identify(): Promise<string[]> {
     if (!this.active) return [];
     const { raw, secret, ref } = this.#ctx;
@@ -70,7 +77,10 @@ export class AttachmentTurn {
     ];
   }
 
-  /** Replay what is recorded, decide the rest (extracting where a decision needs the text), one at a time. */
+  /**
+   * Replay what is recorded, decide the rest (extracting where a decision needs the text), one at a
+   * time.
+   */
   async decide(records: ReadonlyMap<string, ResultRecord>): Promise<void> {
     if (!this.active) return;
     const ctx = this.#ctx;
@@ -83,7 +93,8 @@ export class AttachmentTurn {
     }
     for (const r of this.#replaced) {
       const record = records.get(r.site.id);
-      // A marker without a record (a pasted text, a deleted session) is only text: not counted, not touched.
+      // A marker without a record (a pasted text, a deleted session) is only text: not counted, not
+      // touched.
       if (record?.attachment !== undefined && record.action === "compacted")
         r.decision = decisionFrom(ctx, r.site, {
           info: record.attachment,
@@ -100,7 +111,9 @@ export class AttachmentTurn {
     return this.#entries.flatMap((e) => (e.fresh === undefined ? [] : [e.fresh]));
   }
 
-  /** First writer wins: where a concurrent turn decided a block first, render its decision instead. */
+  /**
+   * First writer wins: where a concurrent turn decided a block first, render its decision instead.
+   */
   async settle(standing: ReadonlyMap<string, ResultRecord>): Promise<void> {
     for (const e of this.#entries) {
       if (e.fresh === undefined) continue;
@@ -130,7 +143,10 @@ export class AttachmentTurn {
     }
   }
 
-  /** Replacement blocks inside tool result `result`, by block start (for a tool result rendered anew). */
+  /**
+   * Replacement blocks inside tool result `result`, by block start (for a tool result rendered
+   * anew).
+   */
   overridesIn(result: number): Map<number, string> | undefined {
     let out: Map<number, string> | undefined;
     for (const e of this.#entries) {
@@ -140,7 +156,10 @@ export class AttachmentTurn {
     return out;
   }
 
-  /** Edits for replaced blocks, except inside tool results `rewritten` says are rendered anew (overridesIn). */
+  /**
+   * Edits for replaced blocks, except inside tool results `rewritten` says are rendered anew
+   * (overridesIn).
+   */
   edits(rewritten: (result: number) => boolean): Edit[] {
     const out: Edit[] = [];
     for (const e of this.#entries) {
@@ -165,8 +184,9 @@ export class AttachmentTurn {
   }
 
   /**
-   * An insertion (the cache anchor's marker) that falls inside a replaced block is moved into the replacement;
-   * true when it was absorbed (the caller must not add it). A block that carries its own breakpoint keeps it.
+   * An insertion (the cache anchor's marker) that falls inside a replaced block is moved into the
+   * replacement; true when it was absorbed (the caller must not add it). A block that carries its
+   * own breakpoint keeps it.
    */
   absorb(insertion: Edit): boolean {
     for (const [edit, site] of this.#edits) {

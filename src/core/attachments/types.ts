@@ -4,7 +4,10 @@ import type { MediaSite } from "../formats/types.ts";
 import type { ExtractionProblem } from "../problems.ts";
 import type { ResultRecord } from "../types.ts";
 
-/** Replacements longer than this live in the ledger, not in the session's records (heavy bodies never go to the DO). */
+/**
+ * Replacements longer than this live in the ledger, not in the session's records (heavy bodies
+ * never go to the DO).
+ */
 export const INLINE_REPLACEMENT_CHARS = 4000;
 
 export interface AttachmentDecision {
@@ -12,7 +15,10 @@ export interface AttachmentDecision {
   id: string | null;
   path: string;
   kind: "document" | "image";
-  /** "native": sent as it is; "text": replaced by its extracted text; "placeholder": an image's placeholder. */
+  /**
+   * "native": sent as it is; "text": replaced by its extracted text; "placeholder": an image's
+   * placeholder.
+   */
   action: "native" | "text" | "placeholder";
   /** Replayed from an earlier turn's record. */
   sticky: boolean;
@@ -66,7 +72,10 @@ export interface MediaOutcome {
   rendered?: string;
 }
 
-/** One block of this turn: where it is, its id, what became of it, and the record it decided (to commit). */
+/**
+ * One block of this turn: where it is, its id, what became of it, and the record it decided (to
+ * commit).
+ */
 export interface MediaEntry {
   site: MediaSite;
   id: string | null;

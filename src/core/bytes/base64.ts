@@ -1,6 +1,7 @@
 /**
- * Base64 without a runtime's Buffer or atob: strict enough to refuse what is not base64, lenient enough for
- * what clients send (the url alphabet, missing padding). Pure, so the core can size and read attachment bytes.
+ * Base64 without a runtime's Buffer or atob: strict enough to refuse what is not base64, lenient
+ * enough for what clients send (the url alphabet, missing padding). Pure, so the core can size and
+ * read attachment bytes.
  */
 
 const B64 = new Int16Array(128).fill(-1);
@@ -9,7 +10,10 @@ for (let i = 0; i < 64; i++)
 B64["-".charCodeAt(0)] = 62; // base64url, which some clients send
 B64["_".charCodeAt(0)] = 63;
 
-/** Decoded size of a base64 string, without decoding it (so a too-large file is refused before allocation). */
+/**
+ * Decoded size of a base64 string, without decoding it (so a too-large file is refused before
+ * allocation).
+ */
 export function base64DecodedLength(data: string): number {
   let end = data.length;
   while (end > 0 && data.charCodeAt(end - 1) === 61 /* = */) end--;

@@ -1,6 +1,6 @@
 /**
- * Image signatures and pixel dimensions from headers alone (no decoding): what a deterministic placeholder for
- * an image needs, and what tells a PNG from a WebP.
+ * Image signatures and pixel dimensions from headers alone (no decoding): what a deterministic
+ * placeholder for an image needs, and what tells a PNG from a WebP.
  */
 
 /** The image formats recognised from their magic bytes. */

@@ -1,11 +1,12 @@
 /**
  * A validating JSON scanner that keeps the request as text.
  *
- * Why not JSON.parse: the edge holds requests of up to 32 MB in a 128 MB isolate. Parsing into objects and
- * stringifying back keeps three copies alive; this scanner builds a light tree of spans over the original
- * text, so a transform can splice replacements into the untouched bytes (and return the very same string
- * when nothing changes). Strings are never materialized here: a string node carries its span, its decoded
- * length in UTF-16 units and whether it has escapes; `decodeString` turns one into a JS string on demand.
+ * Why not JSON.parse: the edge holds requests of up to 32 MB in a 128 MB isolate. Parsing into
+ * objects and stringifying back keeps three copies alive; this scanner builds a light tree of spans
+ * over the original text, so a transform can splice replacements into the untouched bytes (and
+ * return the very same string when nothing changes). Strings are never materialized here: a string
+ * node carries its span, its decoded length in UTF-16 units and whether it has escapes;
+ * `decodeString` turns one into a JS string on demand.
  */
 import { formatPath, OffloadError } from "../../errors.ts";
 
@@ -15,7 +16,9 @@ export interface JsonObject {
   readonly kind: "object";
   readonly start: number;
   readonly end: number;
-  /** Decoded keys, in source order (duplicates kept; `getMember` reads the last, like JSON.parse). */
+  /**
+   * Decoded keys, in source order (duplicates kept; `getMember` reads the last, like JSON.parse).
+   */
   readonly keys: string[];
   readonly values: JsonNode[];
 }
@@ -32,7 +35,10 @@ export interface JsonString {
   /** Span includes the quotes. */
   readonly start: number;
   readonly end: number;
-  /** Length of the decoded value in UTF-16 code units; -1 until `stringLength` computes it (escaped only). */
+  /**
+   * Length of the decoded value in UTF-16 code units; -1 until `stringLength` computes it (escaped
+   * only).
+   */
   length: number;
   readonly escaped: boolean;
 }
@@ -57,8 +63,9 @@ export function parseJsonSpans(text: string): JsonNode {
   const root = scanner.value(0, []);
   scanner.skipWs();
   if (scanner.pos < text.length) scanner.fail("unexpected data after the JSON value", []);
-  // Control characters other than tab, LF and CR are invalid anywhere in JSON (tab/LF/CR inside strings were
-  // caught per string), and escapes are checked in one native search each; the path is found afterwards.
+  // Control characters other than tab, LF and CR are invalid anywhere in JSON (tab/LF/CR inside
+  // strings were caught per string), and escapes are checked in one native search each; the path is
+  // found afterwards.
   const bad = FORBIDDEN_CONTROL.exec(text);
   const at = bad !== null ? bad.index : findInvalidEscape(text);
   if (at !== -1) {
@@ -148,9 +155,9 @@ class Scanner {
     return { kind: "number", start, end: this.pos };
   }
 
-  // Positions of the next backslash, raw newline, carriage return and tab at or after some point. Strings are
-  // scanned left to right, so each pointer only moves forward: finding them costs one pass over the text in
-  // all, however many strings there are, instead of one search per string.
+  // Positions of the next backslash, raw newline, carriage return and tab at or after some point.
+  // Strings are scanned left to right, so each pointer only moves forward: finding them costs one
+  // pass over the text in all, however many strings there are, instead of one search per string.
   private nextBackslash = -1;
   private nextLf = -1;
   private nextCr = -1;
@@ -263,9 +270,10 @@ class Scanner {
 }
 
 /**
- * Offset of the first backslash that starts an invalid escape, or -1. Backslashes can only stand inside
- * strings (the scanner rejects them elsewhere), so one native search over the whole text does; a hit that is
- * really the second half of an escaped backslash (`\\x`) is recognised by the odd run before it.
+ * Offset of the first backslash that starts an invalid escape, or -1. Backslashes can only stand
+ * inside strings (the scanner rejects them elsewhere), so one native search over the whole text
+ * does; a hit that is really the second half of an escaped backslash (`\\x`) is recognised by the
+ * odd run before it.
  */
 function findInvalidEscape(text: string): number {
   SUSPECT_ESCAPE.lastIndex = 0;
@@ -294,7 +302,9 @@ export function stringLength(text: string, node: JsonString): number {
   return node.length;
 }
 
-/** The decoded value of a string node. Unescaped strings are a slice of the source (no JSON.parse). */
+/**
+ * The decoded value of a string node. Unescaped strings are a slice of the source (no JSON.parse).
+ */
 export function decodeString(text: string, node: JsonString): string {
   return node.escaped
     ? (JSON.parse(text.slice(node.start, node.end)) as string)

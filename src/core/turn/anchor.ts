@@ -1,10 +1,11 @@
 /**
- * The advancing cache anchor (medium tier "cache_anchor"): one breakpoint at the end of the last block whose
- * bytes are final — the end of the prompt, or just before a fresh result that may still be stubbed once
- * settled — so everything the model has read is billed at cache-read price next turn. The client's own
- * breakpoints and TTLs are kept; nothing is added when the client already advances a breakpoint or uses
- * automatic caching, when 4 breakpoints are set, below the model's minimum cacheable length, or when no TTL
- * is cheaper than not caching at the session's observed gap between turns.
+ * The advancing cache anchor (medium tier "cache_anchor"): one breakpoint at the end of the last
+ * block whose bytes are final — the end of the prompt, or just before a fresh result that may still
+ * be stubbed once settled — so everything the model has read is billed at cache-read price next
+ * turn. The client's own breakpoints and TTLs are kept; nothing is added when the client already
+ * advances a breakpoint or uses automatic caching, when 4 breakpoints are set, below the model's
+ * minimum cacheable length, or when no TTL is cheaper than not caching at the session's observed
+ * gap between turns.
  */
 import type { AnchorSlot, Edit, ToolResultSite } from "../formats/types.ts";
 import { ratesFor } from "../pricing.ts";
@@ -36,7 +37,8 @@ export function placeAnchor(
   if (clientLast !== undefined && clientLast.position > a.last_message_position)
     return skip("the client already advances a breakpoint");
   if (ctx.price === null) return skip("unknown model: no price, no minimum length");
-  // Fresh results that a later turn may still replace would make the cached bytes past them short-lived.
+  // Fresh results that a later turn may still replace would make the cached bytes past them
+  // short-lived.
   const unfinal = (i: number | undefined): boolean => {
     if (i === undefined) return false;
     const site = sites[i]!;
@@ -67,10 +69,11 @@ export function placeAnchor(
 }
 
 /**
- * Steady per-turn cost of the prefix under each choice, at the session's observed gap: a breakpoint whose
- * TTL outlives the gap reads the prefix and writes the new turn; one that expires rewrites everything; no
- * breakpoint pays input for what the client's own breakpoints do not cover. The API wants longer TTLs
- * before shorter ones, so a 1-hour anchor is possible only after 1-hour client breakpoints.
+ * Steady per-turn cost of the prefix under each choice, at the session's observed gap: a breakpoint
+ * whose TTL outlives the gap reads the prefix and writes the new turn; one that expires rewrites
+ * everything; no breakpoint pays input for what the client's own breakpoints do not cover. The API
+ * wants longer TTLs before shorter ones, so a 1-hour anchor is possible only after 1-hour client
+ * breakpoints.
  */
 function chooseTtl(ctx: TurnContext, prefixTokens: number): "5m" | "1h" | null {
   const a = ctx.analysis;

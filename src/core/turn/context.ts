@@ -1,8 +1,9 @@
 /**
- * What every step of a turn shares: the request (its raw text, span tree and the format's analysis), the
- * resolved config, the session and its store, the model's price, and what the steps learn as they go (the
- * loaded state, whether the recall tool is declared, the turn's problems). One context for the results' steps
- * and the attachments' steps alike. Also the small measures every step takes of a result.
+ * What every step of a turn shares: the request (its raw text, span tree and the format's
+ * analysis), the resolved config, the session and its store, the model's price, and what the steps
+ * learn as they go (the loaded state, whether the recall tool is declared, the turn's problems).
+ * One context for the results' steps and the attachments' steps alike. Also the small measures
+ * every step takes of a result.
  */
 import type { OffloadConfig } from "../../config.ts";
 import type { FormatAdapter, RequestAnalysis, ToolResultSite } from "../formats/types.ts";
@@ -14,7 +15,9 @@ import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { type ContentKind, detectKind, estimateTokens } from "../tokens.ts";
 import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
 
-/** One result's decision on this turn (the same shape the session report keeps for the last turn). */
+/**
+ * One result's decision on this turn (the same shape the session report keeps for the last turn).
+ */
 export type Decision = TurnDecision;
 
 export interface TurnContext {
@@ -42,7 +45,10 @@ export interface TurnContext {
   toolDeclared: boolean;
 }
 
-/** A result's decision this turn and, when it differs from what the request holds, its replacement text. */
+/**
+ * A result's decision this turn and, when it differs from what the request holds, its replacement
+ * text.
+ */
 export interface Outcome {
   decision: Decision;
   replacement?: string;
@@ -79,7 +85,9 @@ export function tierOf(config: OffloadConfig, chars: number): Tier {
   return chars >= config.tool_result_large_offload_threshold_chars ? "large" : "medium";
 }
 
-/** A result's decision as its record says it, whether taken now or on an earlier turn (`sticky`). */
+/**
+ * A result's decision as its record says it, whether taken now or on an earlier turn (`sticky`).
+ */
 export function decisionOf(site: ToolResultSite, record: ResultRecord, sticky: boolean): Decision {
   return {
     tool_use_id: site.tool_use_id,
@@ -97,7 +105,10 @@ export function decisionOf(site: ToolResultSite, record: ResultRecord, sticky: b
   };
 }
 
-/** Kept this turn and decided later (no record): hot, not yet settled, or a decision that could not stand. */
+/**
+ * Kept this turn and decided later (no record): hot, not yet settled, or a decision that could not
+ * stand.
+ */
 export function pending(
   ctx: TurnContext,
   site: ToolResultSite,

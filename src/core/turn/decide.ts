@@ -1,8 +1,8 @@
 /**
- * First decisions: a settled, non-hot result seen for the first time (or, opt-in, a fresh large one on first
- * delivery) is tiered, priced by the net-saving gate, and, when it is replaced, its body made durable in the
- * ledger before the stub exists. A decision becomes a record the turn commits; from then on it is replayed
- * (replay.ts), never taken again.
+ * First decisions: a settled, non-hot result seen for the first time (or, opt-in, a fresh large one
+ * on first delivery) is tiered, priced by the net-saving gate, and, when it is replaced, its body
+ * made durable in the ledger before the stub exists. A decision becomes a record the turn commits;
+ * from then on it is replayed (replay.ts), never taken again.
  */
 
 import type { ToolResultSite } from "../formats/types.ts";
@@ -27,13 +27,18 @@ import {
 } from "./context.ts";
 import { priceOffload } from "./price.ts";
 
-/** What a first decision gives: the outcome, and the record to commit (none when nothing may stick yet). */
+/**
+ * What a first decision gives: the outcome, and the record to commit (none when nothing may stick
+ * yet).
+ */
 export interface FirstDecision {
   outcome: Outcome;
   record?: ResultRecord;
 }
 
-/** First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it. */
+/**
+ * First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
+ */
 export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): boolean {
   return (
     ctx.offload &&
@@ -87,7 +92,8 @@ export async function decide(
 
   if (tier === "small") return kept("small: at most the size floor");
   if (isRecallResult(site)) {
-    // A recall answer is never offloaded to a new mem_id (that would chain recalls); once settled, a marker.
+    // A recall answer is never offloaded to a new mem_id (that would chain recalls); once settled,
+    // a marker.
     const args = parseArgs(site.tool_input_source ?? ctx.raw, site.tool_input);
     const rendered = renderRecallMarker(m.chars, args);
     return settle({
@@ -116,14 +122,15 @@ export async function decide(
     });
   let gate: GateResult | null = null;
   if (ctx.offload) {
-    // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its recall
-    // rate is measured, so a session whose model never recalls stops paying for caution.
+    // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its
+    // recall rate is measured, so a session whose model never recalls stops paying for caution.
     if (tier === "medium" && !ctx.config.tool_result_offload_adaptive)
       return kept("medium: below the offload threshold, kept full");
     const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
     gate = offloadGate(priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery));
     if (!gate.fire) {
-      // Declined at first delivery: not recorded, so the usual decision follows once the result is settled.
+      // Declined at first delivery: not recorded, so the usual decision follows once the result is
+      // settled.
       if (firstDelivery) {
         const declined = pending(ctx, site, false, `first delivery declined: ${gate.reason}`);
         return { outcome: { decision: { ...declined.decision, gate } } };

@@ -1,7 +1,8 @@
 /**
- * What the net-saving gate is asked about a result: where it sits against the cache breakpoints, the context
- * a recall hop would re-read, the horizon and recall probability (configured, or learned by the adaptive
- * gate), and what declaring the recall tool would cost when this offload would be the one to declare it.
+ * What the net-saving gate is asked about a result: where it sits against the cache breakpoints,
+ * the context a recall hop would re-read, the horizon and recall probability (configured, or
+ * learned by the adaptive gate), and what declaring the recall tool would cost when this offload
+ * would be the one to declare it.
  */
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "../adaptive.ts";
 import type { ToolResultSite } from "../formats/types.ts";
@@ -25,7 +26,8 @@ export function priceOffload(
     ? undefined
     : {
         tool_tokens: recallToolTokens(ctx.format, ctx.config.tool_result_recall_mode),
-        // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in invalidation).
+        // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in
+        // invalidation).
         prefix_tokens:
           lastBp === undefined
             ? 0

@@ -1,7 +1,8 @@
 /**
- * Earlier decisions: a result with a sticky record renders from it, whether the client sends the full history
- * (the body is replaced by the recorded text) or the one we returned (our text is already there). A body that
- * is neither, under a decided id, is a reused id: kept as sent, and said so.
+ * Earlier decisions: a result with a sticky record renders from it, whether the client sends the
+ * full history (the body is replaced by the recorded text) or the one we returned (our text is
+ * already there). A body that is neither, under a decided id, is a reused id: kept as sent, and
+ * said so.
  */
 import type { ToolResultSite } from "../formats/types.ts";
 import { bodyDigest } from "../memid.ts";

@@ -1,6 +1,7 @@
 /**
- * What a turn reports: its counts (the same for the log line the store keeps and the report the caller gets),
- * the net-saving gate's verdicts, and the shadow-mode view of a report (docs/measure.md).
+ * What a turn reports: its counts (the same for the log line the store keeps and the report the
+ * caller gets), the net-saving gate's verdicts, and the shadow-mode view of a report
+ * (docs/measure.md).
  */
 import type { AttachmentReport, AttachmentTally } from "../attachments/types.ts";
 import type { ToolResultSite } from "../formats/types.ts";
@@ -22,11 +23,20 @@ export interface CompactReport extends TurnCounts {
   turn: number;
   saved_tokens: number;
   recall_tool: "added" | "present" | "none";
-  /** Shadow mode: the request came back unchanged; counts, tokens and saving are what offload would do. */
+  /**
+   * Shadow mode: the request came back unchanged; counts, tokens and saving are what offload would
+   * do.
+   */
   shadow: boolean;
-  /** The advancing cache anchor (tool_result_medium_tier "cache_anchor"): whether one was placed, and why. */
+  /**
+   * The advancing cache anchor (tool_result_medium_tier "cache_anchor"): whether one was placed,
+   * and why.
+   */
   anchor: AnchorReport | null;
-  /** Document and image blocks under the attachment policy (null when "native"); in the totals above. */
+  /**
+   * Document and image blocks under the attachment policy (null when "native"); in the totals
+   * above.
+   */
   attachments: AttachmentReport | null;
   /** What went wrong without failing the call. */
   errors: Problem[];
@@ -59,9 +69,9 @@ export function emptyReport(format: Format, enabled: boolean, offload: boolean):
 }
 
 /**
- * The turn's counts from its outcomes. Tokens outside the results are the request's other chars at the
- * request rate; attachments count at their estimated native cost, not as the chars of their base64; the
- * recall tool's declaration (`toolTokens`) counts in what is sent.
+ * The turn's counts from its outcomes. Tokens outside the results are the request's other chars at
+ * the request rate; attachments count at their estimated native cost, not as the chars of their
+ * base64; the recall tool's declaration (`toolTokens`) counts in what is sent.
  */
 export function countTurn(
   ctx: TurnContext,
@@ -121,8 +131,9 @@ export function turnLog(
 }
 
 /**
- * The gate's verdicts on this turn: every decision taken now (not replayed) that consulted the gate. A declined
- * first delivery is not recorded, so it is consulted (and counted) again on each turn until it settles.
+ * The gate's verdicts on this turn: every decision taken now (not replayed) that consulted the
+ * gate. A declined first delivery is not recorded, so it is consulted (and counted) again on each
+ * turn until it settles.
  */
 export function gateVerdicts(decisions: readonly TurnDecision[]): {
   gate_fired: number;
@@ -139,9 +150,9 @@ export function gateVerdicts(decisions: readonly TurnDecision[]): {
 }
 
 /**
- * A shadow turn's report: the counts, tokens and saving stay what offload decided (what it would have sent and
- * saved), and what describes the returned request is made true of it: no recall tool was added, no cache anchor
- * was placed.
+ * A shadow turn's report: the counts, tokens and saving stay what offload decided (what it would
+ * have sent and saved), and what describes the returned request is made true of it: no recall tool
+ * was added, no cache anchor was placed.
  */
 export function shadowReport(report: CompactReport, clientHasRecallTool: boolean): CompactReport {
   return {

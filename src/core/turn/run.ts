@@ -1,8 +1,9 @@
 /**
- * One turn, step by step: load the session's sticky decisions, replay them and take the first decisions
- * (decide.ts, replay.ts), decide the attachments, commit (first writer wins), then render the edits, declare
- * the recall tool, place the cache anchor (anchor.ts) and count what was done (report.ts). A failure to read
- * or save the session's state is a problem of the turn, never a lost result: the request goes out as sent.
+ * One turn, step by step: load the session's sticky decisions, replay them and take the first
+ * decisions (decide.ts, replay.ts), decide the attachments, commit (first writer wins), then render
+ * the edits, declare the recall tool, place the cache anchor (anchor.ts) and count what was done
+ * (report.ts). A failure to read or save the session's state is a problem of the turn, never a lost
+ * result: the request goes out as sent.
  */
 import { AttachmentTurn } from "../attachments/turn.ts";
 import type { Edit, ToolResultSite } from "../formats/types.ts";
@@ -37,7 +38,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
     ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
   } catch (cause) {
-    // Without the sticky decisions any change could contradict an earlier turn: pass the request through.
+    // Without the sticky decisions any change could contradict an earlier turn: pass the request
+    // through.
     ctx.problems.push({
       code: "storage_error",
       message: `session state unavailable, request passed through (${describeCause(cause)})`,
@@ -53,8 +55,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const { loaded } = ctx;
 
   const hotFrom = sites.length - config.tool_result_compaction_keep_last_n;
-  // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the first
-  // enabled turn.
+  // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the
+  // first enabled turn.
   ctx.toolDeclared =
     loaded.recall_declared ||
     analysis.has_recall_tool ||
@@ -62,12 +64,14 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const outcomes = new Map<ToolResultSite, Outcome>();
   const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
 
-  // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at once.
+  // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at
+  // once.
   for (const site of sites) {
     const record = loaded.records.get(site.tool_use_id);
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
     else if (site.index >= hotFrom || !site.settled) {
-      // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
+      // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
+      // it.
       const decided = firstDeliveryCandidate(ctx, site) ? await decide(ctx, site, true) : null;
       if (decided?.record !== undefined) {
         fresh.push({ site, record: decided.record });
@@ -107,7 +111,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       log,
       decisions: committed,
     });
-    // First writer wins: where a concurrent turn decided a result first, render its decision instead.
+    // First writer wins: where a concurrent turn decided a result first, render its decision
+    // instead.
     for (const f of fresh) {
       const standing = result.records.get(f.record.tool_use_id);
       if (standing !== undefined && !sameDecision(standing, f.record))
@@ -115,7 +120,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     }
     await media.settle(result.records);
   } catch (cause) {
-    // Unsaved decisions would not be sticky: keep those results full this turn (a later turn decides again).
+    // Unsaved decisions would not be sticky: keep those results full this turn (a later turn
+    // decides again).
     ctx.problems.push({
       code: "storage_error",
       message: `decisions could not be saved; new results kept full (${describeCause(cause)})`,

@@ -1,7 +1,7 @@
 /**
- * What goes wrong, in zod: the one error body, and the non-fatal problems a call reports.
- * The routes validate with these, the tests check responses against them, and /openapi.json is generated
- * from them (openapi.ts), so the three cannot disagree.
+ * What goes wrong, in zod: the one error body, and the non-fatal problems a call reports. The
+ * routes validate with these, the tests check responses against them, and /openapi.json is
+ * generated from them (openapi.ts), so the three cannot disagree.
  */
 import { z } from "zod";
 import type { Problem } from "../../core/problems.ts";

@@ -1,7 +1,7 @@
 /**
- * POST /v1/extract's shapes, in zod: a file's text, a failure in the one error shape, a batch.
- * The routes validate with these, the tests check responses against them, and /openapi.json is generated
- * from them (openapi.ts), so the three cannot disagree.
+ * POST /v1/extract's shapes, in zod: a file's text, a failure in the one error shape, a batch. The
+ * routes validate with these, the tests check responses against them, and /openapi.json is
+ * generated from them (openapi.ts), so the three cannot disagree.
  */
 import { z } from "zod";
 

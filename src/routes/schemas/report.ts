@@ -1,7 +1,7 @@
 /**
- * The savings reports' shapes, in zod: a session's report and the tenant's.
- * The routes validate with these, the tests check responses against them, and /openapi.json is generated
- * from them (openapi.ts), so the three cannot disagree.
+ * The savings reports' shapes, in zod: a session's report and the tenant's. The routes validate
+ * with these, the tests check responses against them, and /openapi.json is generated from them
+ * (openapi.ts), so the three cannot disagree.
  */
 import { z } from "zod";
 import { Action, Tier } from "./session.ts";

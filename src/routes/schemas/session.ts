@@ -1,7 +1,7 @@
 /**
  * The session routes' shapes, in zod: recall, the session view and its config, memories, health.
- * The routes validate with these, the tests check responses against them, and /openapi.json is generated
- * from them (openapi.ts), so the three cannot disagree.
+ * The routes validate with these, the tests check responses against them, and /openapi.json is
+ * generated from them (openapi.ts), so the three cannot disagree.
  */
 import { z } from "zod";
 import {

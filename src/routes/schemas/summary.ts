@@ -1,7 +1,7 @@
 /**
- * The `x-offload-summary` header of a compact or proxied call, in zod.
- * The routes validate with these, the tests check responses against them, and /openapi.json is generated
- * from them (openapi.ts), so the three cannot disagree.
+ * The `x-offload-summary` header of a compact or proxied call, in zod. The routes validate with
+ * these, the tests check responses against them, and /openapi.json is generated from them
+ * (openapi.ts), so the three cannot disagree.
  */
 import { z } from "zod";
 import { ExtractionProblemSchema, ProblemSchema } from "./errors.ts";
