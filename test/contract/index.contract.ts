@@ -7,18 +7,14 @@ import { describe, expect, it } from "vitest";
 import type { BodyMeta, SessionRef } from "../../src/core/types.ts";
 import { ledgerKey } from "../../src/store/keys.ts";
 import type { IndexPort } from "../../src/store/ports.ts";
+import { bodyMeta, freshRef } from "../support/records.ts";
 
-let n = 0;
-function ref(tenant = "t1"): SessionRef {
-  n++;
-  return { tenant, session: `index-${Date.now().toString(36)}-${n}` };
-}
+const ref = (tenant = "t1"): SessionRef => freshRef("index", tenant);
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
-function meta(memId: string): BodyMeta {
-  return {
-    mem_id: memId,
+const meta = (memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta =>
+  bodyMeta(memId, {
     tool_use_id: "toolu_9",
     tool_name: "sql",
     chars: 100,
@@ -26,8 +22,8 @@ function meta(memId: string): BodyMeta {
     kind: "csv",
     outline: "CSV: 3 rows × 2 columns",
     turn: 4,
-  };
-}
+    ...overrides,
+  });
 
 export function runIndexContract(name: string, make: () => IndexPort | Promise<IndexPort>): void {
   describe(`index contract: ${name}`, () => {
@@ -45,7 +41,7 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
 
     it("lists a tenant's sessions, and only that tenant's", async () => {
       const x = await make();
-      const tenant = `tenant-${Date.now().toString(36)}-${n}`;
+      const tenant = freshRef("tenant").session;
       const a = { tenant, session: "alpha" };
       const b = { tenant, session: "beta" };
       await x.putSession(a, { session: "alpha", created_at: 1 });

@@ -2,28 +2,14 @@
 import { describe, expect, it } from "vitest";
 import type { BodyMeta, SessionRef } from "../../src/core/types.ts";
 import type { BodyLedgerPort } from "../../src/store/ports.ts";
+import { bodyMeta, freshRef } from "../support/records.ts";
 
-let n = 0;
-function ref(tenant = "t1"): SessionRef {
-  n++;
-  return { tenant, session: `ledger-${Date.now().toString(36)}-${n}` };
-}
+const ref = (tenant = "t1"): SessionRef => freshRef("ledger", tenant);
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
-function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
-  return {
-    mem_id: memId,
-    tool_use_id: "toolu_1",
-    tool_name: "bash",
-    chars: 5,
-    tokens: 2,
-    kind: "json",
-    outline: "JSON object: 2 keys",
-    turn: 3,
-    ...overrides,
-  };
-}
+const meta = (memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta =>
+  bodyMeta(memId, { kind: "json", outline: "JSON object: 2 keys", turn: 3, ...overrides });
 
 export function runLedgerContract(
   name: string,

@@ -7,13 +7,9 @@ import type { GateResult, SessionRef, TurnDecision, TurnLog } from "../../src/co
 import type { ProxyMemo } from "../../src/proxy/port.ts";
 import { LAST_DECISIONS_LIMIT } from "../../src/session/report.ts";
 import type { SessionStatePort } from "../../src/store/ports.ts";
-import { record, turnLog } from "../support/records.ts";
+import { freshRef, record, turnLog } from "../support/records.ts";
 
-let n = 0;
-function ref(tenant = "t1"): SessionRef {
-  n++;
-  return { tenant, session: `state-${Date.now().toString(36)}-${n}` };
-}
+const ref = (tenant = "t1"): SessionRef => freshRef("state", tenant);
 
 /** A turn that kept its one result. */
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {

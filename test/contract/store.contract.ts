@@ -4,14 +4,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { OffloadStore } from "../../src/core/ports.ts";
-import type { BodyMeta, SessionRef, TurnLog } from "../../src/core/types.ts";
-import { record, turnLog } from "../support/records.ts";
+import type { SessionRef, TurnLog } from "../../src/core/types.ts";
+import { bodyMeta, freshRef, record, turnLog } from "../support/records.ts";
 
-let n = 0;
-function ref(tenant = "t1"): SessionRef {
-  n++;
-  return { tenant, session: `contract-${Date.now().toString(36)}-${n}` };
-}
+const ref = (tenant = "t1"): SessionRef => freshRef("contract", tenant);
 
 /** A turn that offloaded one result. */
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
@@ -26,19 +22,7 @@ function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
   });
 }
 
-function meta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
-  return {
-    mem_id: memId,
-    tool_use_id: "toolu_1",
-    tool_name: "bash",
-    chars: 5,
-    tokens: 2,
-    kind: "text",
-    outline: "text: 1 line",
-    turn: 1,
-    ...overrides,
-  };
-}
+const meta = bodyMeta;
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 

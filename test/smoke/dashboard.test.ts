@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { catalogMessages } from "../support/providers.ts";
 import { type DevServer, startDevServer } from "./dev-server.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -62,28 +63,10 @@ afterAll(async () => {
 type Message = { role: string; content: unknown };
 
 function turn1(): { model: string; max_tokens: number; messages: Message[] } {
-  const catalog = JSON.stringify({
-    items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })),
-  });
   return {
     model: "claude-opus-4-5",
     max_tokens: 512,
-    messages: [
-      { role: "user", content: "Load the catalog." },
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
-      },
-      {
-        role: "user",
-        content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }],
-      },
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: "toolu_2", name: EVIL_TOOL, input: {} }],
-      },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
-    ],
+    messages: catalogMessages(EVIL_TOOL) as Message[],
   };
 }
 

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixture } from "../fixtures/build.ts";
+import { catalogMessages } from "../support/providers.ts";
 import { type DevServer, startDevServer } from "./dev-server.ts";
 
 const KEY = "sk-smoke-test";
@@ -32,30 +33,7 @@ afterAll(async () => {
 });
 
 function conversation(extra: object[] = []): object {
-  const catalog = JSON.stringify({
-    items: Array.from({ length: 1500 }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })),
-  });
-  return {
-    model: "claude-opus-4-5",
-    max_tokens: 512,
-    messages: [
-      { role: "user", content: "Load the catalog." },
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
-      },
-      {
-        role: "user",
-        content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog }],
-      },
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: "toolu_2", name: "status", input: {} }],
-      },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
-      ...extra,
-    ],
-  };
+  return { model: "claude-opus-4-5", max_tokens: 512, messages: [...catalogMessages(), ...extra] };
 }
 
 const turn3 = [

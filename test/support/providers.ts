@@ -395,6 +395,29 @@ export const RECALL_NAME = RECALL;
 
 export const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
+/**
+ * Two Anthropic turns: the catalog (toolu_1, settled by the next call, so it gets offloaded) and a small
+ * result of `tool` (toolu_2, the hot one).
+ */
+export function catalogMessages(tool = "status"): Record<string, unknown>[] {
+  return [
+    { role: "user", content: "Load the catalog and tell me the most expensive item." },
+    {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
+    },
+    {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog() }],
+    },
+    {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "toolu_2", name: tool, input: {} }],
+    },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
+  ];
+}
+
 /** An Anthropic request whose first result (toolu_1, the catalog) is settled, so it gets offloaded. */
 export function anthropicRequest(extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -407,22 +430,7 @@ export function anthropicRequest(extra: Record<string, unknown> = {}): Record<st
         input_schema: { type: "object", properties: {} },
       },
     ],
-    messages: [
-      { role: "user", content: "Load the catalog and tell me the most expensive item." },
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: "toolu_1", name: "dump", input: {} }],
-      },
-      {
-        role: "user",
-        content: [{ type: "tool_result", tool_use_id: "toolu_1", content: catalog() }],
-      },
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: "toolu_2", name: "status", input: {} }],
-      },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "ok" }] },
-    ],
+    messages: catalogMessages(),
     ...extra,
   };
 }

@@ -1,5 +1,28 @@
-// Session records and turn log lines for the store and session-state tests: every field set, any overridden.
-import type { ResultRecord, TurnLog } from "../../src/core/types.ts";
+// Sessions, records, body metadata and turn log lines for the storage tests: every field set, any overridden.
+import type { BodyMeta, ResultRecord, SessionRef, TurnLog } from "../../src/core/types.ts";
+
+let sessions = 0;
+
+/** A session nobody used yet (suites share real bindings across runs, so ids are unique per run too). */
+export function freshRef(prefix: string, tenant = "t1"): SessionRef {
+  sessions++;
+  return { tenant, session: `${prefix}-${Date.now().toString(36)}-${sessions}` };
+}
+
+/** A body's metadata as the ledger and the index keep it. */
+export function bodyMeta(memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta {
+  return {
+    mem_id: memId,
+    tool_use_id: "toolu_1",
+    tool_name: "bash",
+    chars: 5,
+    tokens: 2,
+    kind: "text",
+    outline: "text: 1 line",
+    turn: 1,
+    ...overrides,
+  };
+}
 
 /** An offloaded result's sticky record. */
 export function record(id: string, overrides: Partial<ResultRecord> = {}): ResultRecord {

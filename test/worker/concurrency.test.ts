@@ -2,7 +2,7 @@
 // loser re-renders from it, so both answers agree byte for byte on every result they share.
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createApp, defaultParts, defaultStore } from "../../src/app.ts";
+import { createApp, defaultParts } from "../../src/app.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { call, compactPath, conversation, nextTurn, ON, request, sid, summary } from "./helpers.ts";
 

@@ -2,7 +2,7 @@
 // and the state stays consistent for the next (healthy) turn.
 import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { type AppDeps, createApp, defaultParts, defaultStore } from "../../src/app.ts";
+import { type AppDeps, createApp, defaultParts } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import type { SessionStatePort } from "../../src/store/ports.ts";

@@ -5,7 +5,7 @@
  */
 import { createExecutionContext, env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp, defaultParts, defaultStore } from "../../src/app.ts";
+import { createApp, defaultParts } from "../../src/app.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import {
   anthropicEvents,

@@ -317,10 +317,6 @@ export function getMember(node: JsonObject, key: string): JsonNode | undefined {
   return undefined;
 }
 
-export function rawOf(text: string, node: JsonNode): string {
-  return text.slice(node.start, node.end);
-}
-
 function lineColumn(text: string, offset: number): { line: number; column: number } {
   let line = 1;
   let last = -1;
