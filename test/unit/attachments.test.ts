@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { imageTokens, PDF_PAGE_IMAGE_TOKENS } from "../../src/core/attachments/text.ts";
 import { INLINE_REPLACEMENT_CHARS } from "../../src/core/attachments/types.ts";
+import { compact as compactTurn } from "../../src/core/compact.ts";
 import type { OffloadStore } from "../../src/core/ports.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
 import type { ResultRecord } from "../../src/core/types.ts";
@@ -344,6 +345,29 @@ describe('attachment_policy "extract_after_first"', () => {
     expect(t2compacted.request).toBe(t2.request);
     expect(t2.report.attachments!.items[0]).toMatchObject({ action: "text", sticky: true });
     expect(calls).toHaveLength(1);
+  });
+});
+
+describe("the extractor is a port of the core", () => {
+  it("the core's compact without one leaves documents native, records nothing, and a wired turn replaces them", async () => {
+    const store = new MemoryStore();
+    const req = first([pdfBlock()]);
+    const bare = await compactTurn({
+      request: JSON.stringify(req),
+      session: "s",
+      store,
+      config: EXTRACT,
+    });
+    expect(bare.changed).toBe(false);
+    expect(bare.report.attachments!.items[0]).toMatchObject({
+      action: "native",
+      sticky: false,
+      error: { code: "extraction_dependency_missing" },
+    });
+    expect(bare.report.attachments!.new_decisions).toBe(0);
+    // The library's compact plugs in the default extractor: the same block is replaced on the next turn.
+    const wired = await run(next(req, 0), store, EXTRACT);
+    expect(wired.report.attachments!.items[0]).toMatchObject({ action: "text", sticky: false });
   });
 });
 
