@@ -30,6 +30,8 @@ export default defineConfig({
         test: {
           name: "workers",
           include: ["test/worker/**/*.test.ts"],
+          // A first extraction loads pdf.js into the isolate: seconds on a machine shared by other runs.
+          testTimeout: 30_000,
         },
       },
       {
