@@ -116,7 +116,7 @@ export class MemorySessionState implements SessionStatePort {
     row.seq++;
     row.turns.push({ seq: row.seq, line: loggedTurn(structuredClone(commit.log), this.#now(), 0) });
     if (commit.decisions !== undefined)
-      row.last_turn = lastTurnOf(commit.log, structuredClone(commit.decisions), this.#now());
+      row.last_turn = structuredClone(lastTurnOf(commit.log, commit.decisions, this.#now()));
     if (row.turns.length > TURN_LOG_LIMIT) row.turns.splice(0, row.turns.length - TURN_LOG_LIMIT);
     const due = indexDue(this.#now(), row.last_indexed);
     if (due) row.last_indexed = this.#now();
