@@ -3,6 +3,10 @@
  *   POST /anthropic/v1/messages        → ${ANTHROPIC_BASE_URL}/v1/messages
  *   POST /openai/v1/chat/completions   → ${OPENAI_BASE_URL}/chat/completions
  *   POST /openai/v1/responses          → ${OPENAI_BASE_URL}/responses
+ * and the token counts, compacted as the next call would be but never recorded:
+ *   POST /anthropic/v1/messages/count_tokens → ${ANTHROPIC_BASE_URL}/v1/messages/count_tokens
+ *   POST /openai/v1/responses/input_tokens   → ${OPENAI_BASE_URL}/responses/input_tokens
+ * (every other path under /anthropic and /openai/v1 is passed through untouched: proxy-passthrough.ts).
  * The client authenticates to us with `x-offload-key` and names its conversation with `x-offload-session`;
  * its provider credentials travel on untouched. Each call: splice back what the session remembers (recall
  * answers of mixed turns), compact with the session's config, forward, and answer recalls here (loop.ts).
@@ -36,6 +40,7 @@ import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
 import { proxySettingsOf, send, upstreamUrl } from "../proxy/upstream.ts";
 import type { EdgeStore } from "../store/edge.ts";
 import type { ProxyMemo } from "../store/parts.ts";
+import { readOnlyStore } from "../store/read-only.ts";
 import { secretOf } from "./compact.ts";
 
 export interface ProxyDeps {
@@ -48,7 +53,8 @@ export interface ProxyDeps {
 
 const SESSION_HEADER = "x-offload-session";
 
-function proxyError(dialect: Dialect, err: OffloadError): Response {
+/** Our own error, in the provider's error shape (the SDKs raise their usual classes for it). */
+export function proxyError(dialect: Dialect, err: OffloadError): Response {
   const headers = new Headers({ "content-type": "application/json", "x-offload-error": err.type });
   if (err.status === 503) headers.set("retry-after", "1");
   return new Response(
@@ -57,7 +63,8 @@ function proxyError(dialect: Dialect, err: OffloadError): Response {
   );
 }
 
-async function tenantFor(
+/** The tenant of the edge-offload key in `x-offload-key` (the provider's key travels in its usual header). */
+export async function tenantFor(
   env: Env,
   presented: string | undefined,
   log: (line: string) => void,
@@ -147,7 +154,21 @@ async function spliceMemos(
   }
 }
 
-async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Promise<Response> {
+/**
+ * A token-count route: the request is compacted exactly as the next real call would be (same session state,
+ * same decisions, same bytes), against a store that writes nothing, so no turn is recorded; then it is
+ * forwarded once, to `path`, and the provider's count comes back.
+ */
+interface CountRoute {
+  path: string;
+}
+
+async function handle(
+  c: Context<AppEnv>,
+  dialect: Dialect,
+  deps: ProxyDeps,
+  count?: CountRoute,
+): Promise<Response> {
   const { log } = deps;
   const fetcher: typeof fetch = deps.fetch ?? ((input, init) => globalThis.fetch(input, init));
   const tenant = await tenantFor(c.env, c.req.header("x-offload-key"), log);
@@ -161,7 +182,7 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
   const store = deps.store(c.env, settings, log);
   const url = upstreamUrl(
     upstream.baseUrls[dialect.provider],
-    dialect.path,
+    count?.path ?? dialect.path,
     new URL(c.req.url).search,
   );
   const headers = upstreamHeaders(c.req.raw.headers);
@@ -220,7 +241,7 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     request: spliced.text,
     session: ref,
     config,
-    store,
+    store: count === undefined ? store : readOnlyStore(store),
     secret,
   });
   return proxyCall({
@@ -230,7 +251,8 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     headers,
     request: out.request,
     // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself handles it.
-    intercept: out.report.recall_tool === "added",
+    // A count has no answer to watch.
+    intercept: count === undefined && out.report.recall_tool === "added",
     maxHops: upstream.maxHops,
     store,
     ref,
@@ -248,9 +270,9 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
 
 export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const route = (dialect: Dialect) => async (c: Context<AppEnv>) => {
+  const route = (dialect: Dialect, count?: CountRoute) => async (c: Context<AppEnv>) => {
     try {
-      return await handle(c, dialect, deps);
+      return await handle(c, dialect, deps, count);
     } catch (e) {
       return proxyError(dialect, toOffloadError(e, deps.log));
     }
@@ -258,5 +280,13 @@ export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
   app.post("/anthropic/v1/messages", route(anthropicDialect));
   app.post("/openai/v1/chat/completions", route(openaiChatDialect));
   app.post("/openai/v1/responses", route(openaiResponsesDialect));
+  app.post(
+    "/anthropic/v1/messages/count_tokens",
+    route(anthropicDialect, { path: "/v1/messages/count_tokens" }),
+  );
+  app.post(
+    "/openai/v1/responses/input_tokens",
+    route(openaiResponsesDialect, { path: "/responses/input_tokens" }),
+  );
   return app;
 }
