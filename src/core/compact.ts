@@ -6,7 +6,7 @@
  * to change the very same string (or object) comes back.
  */
 import { type OffloadConfig, resolveConfig } from "../config.ts";
-import { OffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import type { LoadedState, OffloadStore } from "../store/port.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
 import { type AttachmentOptions, type AttachmentReport, AttachmentTurn } from "./attachments.ts";
@@ -64,10 +64,17 @@ export interface CompactInput<R extends string | object> {
 /** One result's decision on this turn (the same shape the session report keeps for the last turn). */
 export type Decision = TurnDecision;
 
+/**
+ * A problem the turn got past. "invalid_request": the adapter could not read the request's shape, so it went
+ * out exactly as it came (the provider judges it); "unplaced": one part of it could not be placed (a result
+ * answering no call it can see, a role or TTL it does not know) and was left as it is, the rest compacted.
+ */
 export interface CompactError {
-  type: "storage_error" | "conflict";
+  type: "storage_error" | "conflict" | "invalid_request" | "unplaced";
   message: string;
   tool_use_id?: string;
+  /** Where in the request (invalid_request, unplaced). */
+  path?: string;
 }
 
 export interface CompactReport {
@@ -146,7 +153,20 @@ export async function compact<R extends string | object>(
   if (typeof raw !== "string")
     throw new OffloadError("invalid_request", "the request must be a JSON object or its text");
   const root = parseJsonSpans(raw);
-  const analysis = adapter.analyze(raw, root);
+  let analysis: RequestAnalysis;
+  try {
+    analysis = adapter.analyze(raw, root);
+  } catch (e) {
+    // Valid JSON in a shape the adapter cannot read: the request goes out as it came, with the reason.
+    if (!isOffloadError(e) || e.type !== "invalid_request") throw e;
+    const error: CompactError = {
+      type: "invalid_request",
+      message: `${e.message}; request passed through unchanged`,
+      ...(e.path === undefined ? {} : { path: e.path }),
+    };
+    const report = { ...emptyReport(format, true, offload), errors: [error] };
+    return { request: input.request, changed: false, decisions: [], report };
+  }
   const turn = new Transform({
     raw,
     root,
@@ -267,6 +287,8 @@ class Transform {
     this.secret = ctx.secret;
     this.offload = ctx.offload;
     this.price = resolveModel(ctx.config.tool_result_pricing_model ?? ctx.analysis.model);
+    for (const note of ctx.analysis.notes ?? [])
+      this.errors.push({ type: "unplaced", message: note.message, path: note.path });
     this.media = new AttachmentTurn({
       ...ctx,
       price: this.price,

@@ -39,7 +39,14 @@ export interface Summary extends ReportFields {
   would_save_usd: number;
   /** The attachment policy's effect (null when it is "native"); its tokens and dollars are in the totals above. */
   attachments: AttachmentSummary | null;
-  errors: { type: string; message: string; tool_use_id?: string; mem_id?: string }[];
+  errors: {
+    type: string;
+    message: string;
+    tool_use_id?: string;
+    mem_id?: string;
+    /** Where in the request (a shape passed through as it is). */
+    path?: string;
+  }[];
   errors_total: number;
   /** Proxy routes only (docs/proxy.md). On an event stream the hop fields are unknown when headers go out. */
   proxy?: {

@@ -282,6 +282,10 @@ export const SummarySchema = z.object({
       message: z.string(),
       tool_use_id: z.string().optional(),
       mem_id: z.string().optional(),
+      path: z
+        .string()
+        .optional()
+        .describe("Where in the request (a shape passed through as it is, not compacted)."),
     }),
   ),
   errors_total: z.int(),
@@ -297,7 +301,10 @@ export const SummarySchema = z.object({
         .describe("Remembered recall calls (of mixed turns) spliced back into this request."),
       hops: z.int().optional().describe("Extra provider calls made to answer recall_tool_result."),
       recalls: z.int().optional().describe("recall_tool_result calls the proxy executed."),
-      ending: z.enum(["done", "mixed", "exhausted"]).optional(),
+      ending: z
+        .enum(["done", "mixed", "exhausted", "failed"])
+        .optional()
+        .describe("failed: a recall hop failed or was refused, or the stream was cut."),
       memos: z
         .int()
         .optional()
