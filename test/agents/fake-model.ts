@@ -12,7 +12,8 @@
  *
  * A phase whose precondition fails (no stub where one is due, no recall answer) is answered with a text that
  * starts "FAKE-MODEL:" and says what was wrong, so the agent finishes and the test names the problem.
- * The purpose of each call is carried in its id (`toolu_catalog_3`), which the agents echo back.
+ * The purpose of each call is carried in its id (`toolu_catalog_3`), which the agents echo back. Another
+ * script can be given (the trace recorder plays a longer session with it).
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,6 +31,35 @@ import {
   response,
   responseEvents,
 } from "../support/providers.ts";
+
+/** What a script reads from one request, whatever the API. */
+export interface Turn {
+  api: "anthropic" | "responses";
+  /** Tool names the request declares (top level, `additional_tools`, inside namespaces). */
+  tools: string[];
+  /** The results of the newest turn: those after the last user message. */
+  answered: { id: string; text: string }[];
+  /** Every tool result of the conversation. */
+  results: number;
+  /** The user's text of the newest turn. */
+  userText: string;
+  /** The conversation as JSON (where a stub would be). */
+  body: string;
+  /** Claude Code's working directory (from its environment message). */
+  workdir: string | undefined;
+}
+
+/**
+ * The model's answer: a text, or one call. An object input is a function call (`tool_use`, `function_call`),
+ * a string input a freeform one (Responses `custom_tool_call`). The call's id carries `purpose`.
+ */
+export interface Decision {
+  phase: string;
+  text?: string;
+  call?: { purpose: string; name: string; input: Record<string, unknown> | string };
+}
+
+export type Script = (turn: Turn) => Decision;
 
 export interface Received extends Incoming {
   /** What the fake decided for it ("catalog", "notes", "recall", "answer", "follow-up", "side", "fail"…). */
@@ -62,6 +92,11 @@ export class FakeModel {
   #server: LocalServer | undefined;
   #failures: Failure[] = [];
   #ids = 0;
+  readonly #script: Script;
+
+  constructor(script: Script = priceTask) {
+    this.#script = script;
+  }
 
   /** The next request in `phase` is answered with `status` (once). */
   failOnce(failure: Failure): void {
@@ -133,13 +168,13 @@ export class FakeModel {
       return json(failure.status, error("fake provider: scripted failure"));
     };
     if (r.method === "POST" && path === "/anthropic/v1/messages") {
-      const decided = this.#anthropic(r.json);
+      const decided = this.#script(anthropicTurn(r.json));
       const failure = failed(decided.phase, (message) => ({
         type: "error",
         error: { type: "api_error", message },
       }));
       if (failure !== undefined) return failure;
-      const message = anthropicMessage(this.#id("msg", "fake"), decided.parts, {
+      const message = anthropicMessage(this.#id("msg", "fake"), this.#parts(decided, "toolu"), {
         input: Math.ceil(r.body.length / 4),
         output: 20,
       });
@@ -148,24 +183,26 @@ export class FakeModel {
       return { status: 200, headers: sseHeaders(), body: anthropicEvents(message) };
     }
     if (r.method === "POST" && path === "/openai/v1/responses") {
-      const decided = this.#responses(r.json);
+      const decided = this.#script(responsesTurn(r.json));
       const failure = failed(decided.phase, (message) => ({
         error: { type: "server_error", code: null, message },
       }));
       if (failure !== undefined) return failure;
       const id = this.#id("resp", "fake");
-      const resp = response(id, decided.parts, { input: Math.ceil(r.body.length / 4), output: 20 });
+      const freeform = typeof decided.call?.input === "string";
+      const parts = freeform ? [] : this.#parts(decided, "call");
+      const resp = response(id, parts, { input: Math.ceil(r.body.length / 4), output: 20 });
       resp.model = r.json.model ?? "unknown";
       resp.store = r.json.store ?? true;
-      // Codex's freeform tool: a custom_tool_call item (the shared builder knows function calls only).
-      if (decided.custom !== undefined)
+      // A freeform call (Codex's `exec`): a custom_tool_call item, which the shared builder does not make.
+      if (freeform && decided.call !== undefined)
         (resp.output as unknown[]).push({
           id: `ctc_${id}`,
           type: "custom_tool_call",
           status: "completed",
-          call_id: decided.custom.id,
-          name: decided.custom.name,
-          input: decided.custom.input,
+          call_id: this.#id("call", decided.call.purpose),
+          name: decided.call.name,
+          input: decided.call.input,
         });
       if (r.json.stream !== true) return json(200, resp);
       return { status: 200, headers: sseHeaders(), body: responseEvents(resp) };
@@ -181,116 +218,106 @@ export class FakeModel {
     return at === -1 ? undefined : this.#failures.splice(at, 1)[0];
   }
 
-  /** The Anthropic side of the script (Claude Code: Read tool, then recall). */
-  #anthropic(req: Record<string, any>): { phase: string; parts: Part[] } {
-    const tools: string[] = (req.tools ?? []).map((t: { name?: string }) => t.name ?? "");
-    const messages: any[] = req.messages ?? [];
-    const last = [...messages].reverse().find((m) => m.role === "user");
-    const blocks: any[] = Array.isArray(last?.content) ? last.content : [];
-    const answered = blocks
-      .filter((b) => b.type === "tool_result")
-      .map((b) => ({ id: String(b.tool_use_id), text: resultText(b.content) }));
-    const text = typeof last?.content === "string" ? last.content : textOf(blocks);
-    const workdir = /Primary working directory: ([^\s\\"]+)/.exec(JSON.stringify(req))?.[1];
-    if (!tools.includes("Read")) return { phase: "side", parts: [{ text: "ok" }] };
-    return this.#script({
-      tools,
-      answered,
-      userText: text,
-      body: JSON.stringify(messages),
-      call: (purpose) => {
-        const id = this.#id("toolu", purpose);
-        const file = purpose === "catalog" ? "catalog.txt" : "notes.txt";
-        return { call: "Read", id, input: { file_path: `${workdir ?? "."}/${file}` } };
-      },
-      recallId: () => this.#id("toolu", "recall"),
-    });
+  /** A decision as the provider's content parts (the call gets a fresh id carrying its purpose). */
+  #parts(d: Decision, prefix: string): Part[] {
+    if (d.call === undefined) return [{ text: d.text ?? "" }];
+    const input = typeof d.call.input === "string" ? { input: d.call.input } : d.call.input;
+    return [{ call: d.call.name, id: this.#id(prefix, d.call.purpose), input }];
   }
+}
 
-  /** The Responses side of the script (Codex: its freeform `exec` tool, then recall). */
-  #responses(req: Record<string, any>): {
-    phase: string;
-    parts: Part[];
-    custom?: { id: string; name: string; input: string };
-  } {
-    const input: any[] = Array.isArray(req.input) ? req.input : [];
-    const tools: string[] = [
+/** What a Messages request says (Claude Code). */
+export function anthropicTurn(req: Record<string, any>): Turn {
+  const messages: any[] = req.messages ?? [];
+  const last = [...messages].reverse().find((m) => m.role === "user");
+  const blocks: any[] = Array.isArray(last?.content) ? last.content : [];
+  return {
+    api: "anthropic",
+    tools: (req.tools ?? []).map((t: { name?: string }) => t.name ?? ""),
+    answered: blocks
+      .filter((b) => b.type === "tool_result")
+      .map((b) => ({ id: String(b.tool_use_id), text: resultText(b.content) })),
+    results: messages
+      .flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+      .filter((b: any) => b.type === "tool_result").length,
+    userText: typeof last?.content === "string" ? last.content : textOf(blocks),
+    body: JSON.stringify(messages),
+    workdir: /Primary working directory: ([^\s\\"]+)/.exec(JSON.stringify(req))?.[1],
+  };
+}
+
+/** What a Responses request says (Codex: whole history in `input`, tools in `additional_tools`). */
+export function responsesTurn(req: Record<string, any>): Turn {
+  const input: any[] = Array.isArray(req.input) ? req.input : [];
+  const isOutput = (i: any) =>
+    i.type === "function_call_output" || i.type === "custom_tool_call_output";
+  const lastUser = findLastIndex(input, (i) => i.type === "message" && i.role === "user");
+  // The newest user text: after the last model item.
+  const lastModel = findLastIndex(input, (i) => i.type !== "message" || i.role === "assistant");
+  return {
+    api: "responses",
+    tools: [
       ...(req.tools ?? []),
       ...input.filter((i) => i.type === "additional_tools").flatMap((i) => i.tools ?? []),
-    ].flatMap((t: any) => (t.type === "namespace" ? (t.tools ?? []) : [t]).map((x: any) => x.name));
-    // The newest outputs: those after the last model item.
-    const lastModel = findLastIndex(input, (i) => i.type !== "message" || i.role === "assistant");
-    const tail = input.slice(lastModel + 1);
-    const answered = input
-      .slice(findLastIndex(input, (i) => i.type === "message" && i.role === "user") + 1)
-      .filter((i) => i.type === "function_call_output" || i.type === "custom_tool_call_output")
-      .map((i) => ({ id: String(i.call_id), text: resultText(i.output) }));
-    const userText = tail
+    ].flatMap((t: any) => (t.type === "namespace" ? (t.tools ?? []) : [t]).map((x: any) => x.name)),
+    answered: input
+      .slice(lastUser + 1)
+      .filter(isOutput)
+      .map((i) => ({ id: String(i.call_id), text: resultText(i.output) })),
+    results: input.filter(isOutput).length,
+    userText: input
+      .slice(lastModel + 1)
       .filter((i) => i.type === "message" && i.role === "user")
       .map((i) => (typeof i.content === "string" ? i.content : textOf(i.content ?? [])))
-      .join("\n");
-    if (!tools.includes("exec")) return { phase: "side", parts: [{ text: "ok" }] };
-    let custom: { id: string; name: string; input: string } | undefined;
-    const decided = this.#script({
-      tools,
-      answered,
-      userText,
-      body: JSON.stringify(input),
-      call: (purpose) => {
-        const id = this.#id("call", purpose);
-        custom = { id, name: "exec", input: execSource(purpose) };
-        return null;
-      },
-      recallId: () => this.#id("call", "recall"),
-    });
-    return custom === undefined ? decided : { ...decided, custom };
-  }
+      .join("\n"),
+    body: JSON.stringify(input),
+    workdir: undefined,
+  };
+}
 
-  /** The task, format-blind: which step the conversation is at, and the model's answer to it. */
-  #script(s: {
-    tools: string[];
-    answered: { id: string; text: string }[];
-    userText: string;
-    body: string;
-    call: (purpose: "catalog" | "notes") => Part | null;
-    recallId: () => string;
-  }): { phase: string; parts: Part[] } {
-    const calls = (purpose: "catalog" | "notes", phase: string) => {
-      const part = s.call(purpose);
-      return { phase, parts: part === null ? [] : [part] };
+/**
+ * The price task, format-blind: which step the conversation is at, and the model's answer to it. Claude Code
+ * reads files with `Read`; Codex's `exec` runs JavaScript (no file system), so its "read" prints the text.
+ */
+export function priceTask(t: Turn): Decision {
+  const agentTool = t.api === "anthropic" ? "Read" : "exec";
+  if (!t.tools.includes(agentTool)) return { phase: "side", text: "ok" };
+  const read = (purpose: "catalog" | "notes"): Decision => ({
+    phase: purpose,
+    call:
+      t.api === "anthropic"
+        ? { purpose, name: "Read", input: { file_path: `${t.workdir ?? "."}/${purpose}.txt` } }
+        : { purpose, name: "exec", input: execSource(purpose) },
+  });
+  const recalled = t.answered.find((a) => a.id.includes("_recall_"));
+  if (recalled !== undefined) {
+    const price = new RegExp(`item-${ASKED} price=(\\S+)`).exec(recalled.text)?.[1];
+    return {
+      phase: "answer",
+      text:
+        price === undefined
+          ? `${MODEL_MARK} the recall answer has no item-${ASKED}: ${recalled.text.slice(0, 300)}`
+          : `item-${ASKED} costs ${price} (read back from the offloaded result).`,
     };
-    const recalled = s.answered.find((a) => a.id.includes("_recall_"));
-    if (recalled !== undefined) {
-      const price = new RegExp(`item-${ASKED} price=(\\S+)`).exec(recalled.text)?.[1];
-      return {
-        phase: "answer",
-        parts: [
-          {
-            text:
-              price === undefined
-                ? `${MODEL_MARK} the recall answer has no item-${ASKED}: ${recalled.text.slice(0, 300)}`
-                : `item-${ASKED} costs ${price} (read back from the offloaded result).`,
-          },
-        ],
-      };
-    }
-    if (s.answered.some((a) => a.id.includes("_notes_"))) {
-      const mem = STUB_MEM_ID.exec(s.body)?.[0];
-      if (!s.tools.includes(RECALL_NAME))
-        return { phase: "no-tool", parts: [{ text: `${MODEL_MARK} ${RECALL_NAME} not declared` }] };
-      if (mem === undefined || s.body.includes(catalogLine(ASKED)))
-        return { phase: "no-stub", parts: [{ text: `${MODEL_MARK} the catalog was not stubbed` }] };
-      return {
-        phase: "recall",
-        parts: [
-          { call: RECALL_NAME, id: s.recallId(), input: { mem_id: mem, query: `item-${ASKED} ` } },
-        ],
-      };
-    }
-    if (s.answered.some((a) => a.id.includes("_catalog_"))) return calls("notes", "notes");
-    if (s.userText.includes(FOLLOW_UP)) return { phase: "follow-up", parts: [{ text: "done" }] };
-    return calls("catalog", "catalog");
   }
+  if (t.answered.some((a) => a.id.includes("_notes_"))) {
+    const mem = STUB_MEM_ID.exec(t.body)?.[0];
+    if (!t.tools.includes(RECALL_NAME))
+      return { phase: "no-tool", text: `${MODEL_MARK} ${RECALL_NAME} not declared` };
+    if (mem === undefined || t.body.includes(catalogLine(ASKED)))
+      return { phase: "no-stub", text: `${MODEL_MARK} the catalog was not stubbed` };
+    return {
+      phase: "recall",
+      call: {
+        purpose: "recall",
+        name: RECALL_NAME,
+        input: { mem_id: mem, query: `item-${ASKED} ` },
+      },
+    };
+  }
+  if (t.answered.some((a) => a.id.includes("_catalog_"))) return read("notes");
+  if (t.userText.includes(FOLLOW_UP)) return { phase: "follow-up", text: "done" };
+  return read("catalog");
 }
 
 function sseHeaders(): Record<string, string> {

@@ -217,6 +217,29 @@ describe("proxy: other paths pass through", () => {
   });
 });
 
+describe("proxy: requests it cannot read", () => {
+  it("sends a shape the transform cannot read as it came, and the provider judges it", async () => {
+    const refusal = {
+      type: "error",
+      error: { type: "invalid_request_error", message: "messages: bad" },
+    };
+    const seen = mockProvider(jsonReply(refusal, 400));
+    const body = '{"model":"claude-sonnet-4-6","max_tokens":5,"messages":"hello"}';
+    const res = await proxy("/anthropic/v1/messages", body, {
+      session: sid("unread"),
+      config: EAGER,
+    });
+    expect(seen[0]!.body).toBe(body);
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual(refusal);
+    expect(res.headers.get("x-offload-error")).toBeNull();
+    expect(proxySummary(res)).toMatchObject({
+      changed: false,
+      errors: [{ type: "invalid_request", path: "messages" }],
+    });
+  });
+});
+
 describe("proxy: the summary of streams and failed hops", () => {
   const recallCall = (s: Seen) =>
     anthropicEvents(
