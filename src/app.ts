@@ -28,6 +28,7 @@ import { healthRoutes } from "./routes/health.ts";
 import { memoryRoutes } from "./routes/memories.ts";
 import { openApiRoutes } from "./routes/openapi.ts";
 import { proxyRoutes } from "./routes/proxy.ts";
+import { proxyPassThroughRoutes } from "./routes/proxy-passthrough.ts";
 import { recallRoutes } from "./routes/recall.ts";
 import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
@@ -105,6 +106,11 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
       ...(deps.maxBodyBytes === undefined ? {} : { maxBodyBytes: deps.maxBodyBytes }),
       ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }),
     }),
+  );
+  // Any other path under a provider prefix goes to the provider untouched (after the compacted routes).
+  app.route(
+    "/",
+    proxyPassThroughRoutes({ log, ...(deps.fetch === undefined ? {} : { fetch: deps.fetch }) }),
   );
 
   app.use("/v1/*", async (c, next) => {

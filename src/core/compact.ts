@@ -7,15 +7,16 @@
  * back. The steps of a turn live in turn/.
  */
 import { resolveConfig } from "../config.ts";
-import { OffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
 import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
-import type { Edit, FormatAdapter } from "./formats/types.ts";
+import type { Edit, FormatAdapter, RequestAnalysis } from "./formats/types.ts";
 import { parseJsonSpans } from "./json/scan.ts";
 import { DEV_SECRET } from "./memid.ts";
 import type { AttachmentExtractor, OffloadStore } from "./ports.ts";
 import { resolveModel } from "./pricing.ts";
+import type { Problem } from "./problems.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
 import type { Decision } from "./turn/context.ts";
 import { type CompactReport, emptyReport, shadowReport } from "./turn/report.ts";
@@ -87,7 +88,21 @@ export async function compact<R extends string | object>(
   if (typeof raw !== "string")
     throw new OffloadError("invalid_request", "the request must be a JSON object or its text");
   const root = parseJsonSpans(raw);
-  const analysis = adapter.analyze(raw, root);
+  let analysis: RequestAnalysis;
+  try {
+    analysis = adapter.analyze(raw, root);
+  } catch (e) {
+    // Valid JSON in a shape the adapter cannot read: the request goes out as it came, with the
+    // reason (the provider judges it; a proxy must never refuse what the provider would accept).
+    if (!isOffloadError(e) || e.type !== "invalid_request") throw e;
+    const problem: Problem = {
+      code: "invalid_request",
+      message: `${e.message}; request passed through unchanged`,
+      ...(e.path === undefined ? {} : { path: e.path }),
+    };
+    const report = { ...emptyReport(format, true, offload), errors: [problem] };
+    return { request: input.request, changed: false, decisions: [], report };
+  }
   const { edits, decisions, report } = await runTurn({
     raw,
     root,
@@ -101,7 +116,10 @@ export async function compact<R extends string | object>(
     offload,
     price: resolveModel(config.tool_result_pricing_model ?? analysis.model),
     extractor: input.extractor,
-    problems: [],
+    // Parts the adapter could not place were left as they are: the report says where.
+    problems: (analysis.notes ?? []).map(
+      (note): Problem => ({ code: "unplaced", message: note.message, path: note.path }),
+    ),
     loaded: { records: new Map(), recall_declared: false },
     toolDeclared: false,
   });

@@ -53,8 +53,22 @@ export interface ExtractionProblem {
   path?: string;
 }
 
+/**
+ * The request's shape could not be read ("invalid_request": it went out exactly as it came, the
+ * provider judges it), or one part of it could not be placed ("unplaced": a result answering no
+ * call in sight, a role or TTL this version does not know), left as it is while the rest was
+ * compacted.
+ */
+export interface ShapeProblem {
+  code: "invalid_request" | "unplaced";
+  message: string;
+  /** Where in the request, e.g. `messages[3].content[1]`. */
+  path?: string;
+}
+
 export type Problem =
   | StorageProblem
+  | ShapeProblem
   | ConflictProblem
   | IndexProblem
   | StatsProblem

@@ -49,7 +49,8 @@ export interface Summary extends ReportFields {
     spliced: number;
     hops?: number;
     recalls?: number;
-    ending?: "done" | "mixed" | "exhausted";
+    /** "failed": a recall hop failed or was refused, or the provider's stream was cut; the client got the error. */
+    ending?: "done" | "mixed" | "exhausted" | "failed";
     memos?: number;
   };
 }

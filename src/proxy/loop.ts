@@ -35,7 +35,8 @@ export interface ProxyCall {
 interface TurnOutcome {
   hops: number;
   recalls: number;
-  ending: Ending;
+  /** "failed": a hop could not be made or the provider refused it; the client got that error. */
+  ending: Ending | "failed";
   memos: ProxyMemo[];
 }
 
@@ -78,7 +79,7 @@ export async function proxyCall(call: ProxyCall): Promise<Response> {
   if (!call.intercept || !res.ok)
     return new Response(res.body, {
       status: res.status,
-      headers: responseHeaders(res, call.summary),
+      headers: responseHeaders(res, withProxy(call.summary, null, isEventStream(res))),
     });
   if (isEventStream(res)) return streamed(call, res);
   return buffered(call, res);
@@ -144,7 +145,7 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
       call.dialect.nextRequest(call.request, hops),
     );
     // The hops that ran are logged even when one fails.
-    const failed: TurnOutcome = { hops: hops.length, recalls, ending: "done", memos: [] };
+    const failed: TurnOutcome = { hops: hops.length, recalls, ending: "failed", memos: [] };
     if (!sent.ok) {
       const summary = withProxy(call.summary, failed, false);
       await finishTurn(call, failed, summary);
@@ -200,10 +201,12 @@ interface StreamState {
   answers: Answer[];
   recalls: number;
   outcome: TurnOutcome | null;
+  /** The stream ended on an error event (a cut stream, a hop that failed or was refused). */
+  failed: boolean;
 }
 
 async function* events(call: ProxyCall, first: Response): AsyncGenerator<string> {
-  const state: StreamState = { hops: [], answers: [], recalls: 0, outcome: null };
+  const state: StreamState = { hops: [], answers: [], recalls: 0, outcome: null, failed: false };
   try {
     yield* hopStream(call, first, state);
     const done = outcomeOf(state);
@@ -218,7 +221,12 @@ async function* events(call: ProxyCall, first: Response): AsyncGenerator<string>
 
 function outcomeOf(state: StreamState): TurnOutcome {
   return (
-    state.outcome ?? { hops: state.hops.length, recalls: state.recalls, ending: "done", memos: [] }
+    state.outcome ?? {
+      hops: state.hops.length,
+      recalls: state.recalls,
+      ending: state.failed ? "failed" : "done",
+      memos: [],
+    }
   );
 }
 
@@ -234,6 +242,7 @@ async function* hopStream(
     try {
       for await (const ev of readSse(res.body!)) yield merger.feed(ev);
     } catch (e) {
+      state.failed = true;
       yield merger.error(
         `the provider's stream was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`,
       );
@@ -241,6 +250,7 @@ async function* hopStream(
     }
     const result = merger.result();
     if (!result.complete) {
+      state.failed = true;
       // The provider's own error event already reached the client; otherwise say that the stream
       // stopped short.
       if (!result.errored) yield merger.error("the provider's stream ended before its last event");
@@ -274,10 +284,12 @@ async function* hopStream(
       call.dialect.nextRequest(call.request, state.hops),
     );
     if (!sent.ok) {
+      state.failed = true;
       yield merger.error(`edge-offload could not reach the provider: ${sent.reason}`);
       return;
     }
     if (!sent.response.ok || !isEventStream(sent.response)) {
+      state.failed = true;
       yield merger.error(
         `the provider refused a recall hop (HTTP ${sent.response.status})`,
         await sent.response.text(),

@@ -13,6 +13,7 @@ import type { SessionRef } from "../core/types.ts";
 import { isOffloadError } from "../errors.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import type { Dialect } from "./dialect.ts";
+import { dryRunStore } from "./dry-run-store.ts";
 import { clientHeaders } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
 import type { ProxyMemo, ProxyStore } from "./port.ts";
@@ -51,6 +52,11 @@ export interface ProxyTurnInput {
   maxHops: number;
   /** Operator log lines (no bodies, no keys). */
   log: (line: string) => void;
+  /**
+   * A token count: the request is compacted exactly as the next real call would be, against a
+   * store that writes nothing (no turn is recorded), and the provider's answer is not watched.
+   */
+  dryRun?: boolean;
 }
 
 export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
@@ -90,7 +96,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     request: spliced.text,
     session: ref,
     config,
-    store,
+    store: input.dryRun === true ? dryRunStore(store) : store,
     secret,
     extractor: input.extractor,
   });
@@ -101,8 +107,8 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     headers: input.headers,
     request: out.request,
     // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself
-    // handles it.
-    intercept: out.report.recall_tool === "added",
+    // handles it. A count has no answer to watch.
+    intercept: input.dryRun !== true && out.report.recall_tool === "added",
     maxHops: input.maxHops,
     store,
     ref,

@@ -13,10 +13,14 @@ export function proxyPaths(): Record<string, unknown> {
     description: "The conversation: 1-128 chars of letters, digits and . _ : -.",
     schema: { type: "string", pattern: "^[A-Za-z0-9._:-]{1,128}$" },
   };
-  const op = (summary: string, upstream: string) => ({
+  const op = (
+    summary: string,
+    upstream: string,
+    what = "recall_tool_result calls are answered by the proxy",
+  ) => ({
     post: {
       summary,
-      description: `Forwarded to ${upstream} after compaction; recall_tool_result calls are answered by the proxy. Errors (ours and the provider's) come in the provider's error shape; ours carry x-offload-error.`,
+      description: `Forwarded to ${upstream} after compaction; ${what}. Errors (ours and the provider's) come in the provider's error shape; ours carry x-offload-error.`,
       security: [{ offloadKey: [] }],
       parameters: [session, configHeader],
       requestBody: {
@@ -58,6 +62,16 @@ export function proxyPaths(): Record<string, unknown> {
     "/openai/v1/responses": op(
       "OpenAI Responses, through the proxy",
       "${OPENAI_BASE_URL}/responses",
+    ),
+    "/anthropic/v1/messages/count_tokens": op(
+      "Anthropic token count of the request as the next call will send it",
+      "${ANTHROPIC_BASE_URL}/v1/messages/count_tokens",
+      "compacted exactly as the next call of the session will be, but nothing is recorded",
+    ),
+    "/openai/v1/responses/input_tokens": op(
+      "OpenAI Responses input token count of the request as the next call will send it",
+      "${OPENAI_BASE_URL}/responses/input_tokens",
+      "compacted exactly as the next call of the session will be, but nothing is recorded",
     ),
   };
 }

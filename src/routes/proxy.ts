@@ -3,6 +3,10 @@
  *   POST /anthropic/v1/messages        → ${ANTHROPIC_BASE_URL}/v1/messages
  *   POST /openai/v1/chat/completions   → ${OPENAI_BASE_URL}/chat/completions
  *   POST /openai/v1/responses          → ${OPENAI_BASE_URL}/responses
+ * and the token counts, compacted as the next call would be but never recorded:
+ *   POST /anthropic/v1/messages/count_tokens → ${ANTHROPIC_BASE_URL}/v1/messages/count_tokens
+ *   POST /openai/v1/responses/input_tokens   → ${OPENAI_BASE_URL}/responses/input_tokens
+ * (every other path under /anthropic and /openai/v1 goes through untouched: proxy-passthrough.ts).
  * The client authenticates to us with `x-offload-key` and names its conversation with
  * `x-offload-session`; its provider credentials travel on untouched. These routes authenticate,
  * read the settings and hand the call to the proxy loop (src/proxy/turn.ts), which runs the same
@@ -49,7 +53,7 @@ export interface ProxyDeps {
 
 const SESSION_HEADER = "x-offload-session";
 
-function proxyError(dialect: Dialect, err: OffloadError): Response {
+export function proxyError(dialect: Dialect, err: OffloadError): Response {
   const headers = new Headers({ "content-type": "application/json", "x-offload-error": err.type });
   if (err.status === 503) headers.set("retry-after", "1");
   return new Response(
@@ -58,7 +62,7 @@ function proxyError(dialect: Dialect, err: OffloadError): Response {
   );
 }
 
-async function tenantFor(
+export async function tenantFor(
   env: Env,
   presented: string | undefined,
   log: (line: string) => void,
@@ -99,7 +103,17 @@ function sessionOf(tenant: string, id: string | undefined): SessionRef {
   }
 }
 
-async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Promise<Response> {
+/** A token-count route: compacted as the next real call would be, then sent once to `path`. */
+interface CountRoute {
+  path: string;
+}
+
+async function handle(
+  c: Context<AppEnv>,
+  dialect: Dialect,
+  deps: ProxyDeps,
+  count?: CountRoute,
+): Promise<Response> {
   const { log } = deps;
   const tenant = await tenantFor(c.env, c.req.header("x-offload-key"), log);
   const ref = sessionOf(tenant, c.req.header(SESSION_HEADER));
@@ -112,7 +126,11 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
   return proxyTurn({
     dialect,
     fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    url: upstreamUrl(upstream.baseUrls[dialect.provider], dialect.path, new URL(c.req.url).search),
+    url: upstreamUrl(
+      upstream.baseUrls[dialect.provider],
+      count?.path ?? dialect.path,
+      new URL(c.req.url).search,
+    ),
     headers: upstreamHeaders(c.req.raw.headers),
     body: {
       bytes: () => readBytes(c.req.raw, settings.maxBodyBytes),
@@ -125,14 +143,15 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     extractor: deps.extractor,
     maxHops: upstream.maxHops,
     log,
+    dryRun: count !== undefined,
   });
 }
 
 export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
-  const route = (dialect: Dialect) => async (c: Context<AppEnv>) => {
+  const route = (dialect: Dialect, count?: CountRoute) => async (c: Context<AppEnv>) => {
     try {
-      return await handle(c, dialect, deps);
+      return await handle(c, dialect, deps, count);
     } catch (e) {
       return proxyError(dialect, toOffloadError(e, deps.log));
     }
@@ -140,5 +159,13 @@ export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
   app.post("/anthropic/v1/messages", route(anthropicDialect));
   app.post("/openai/v1/chat/completions", route(openaiChatDialect));
   app.post("/openai/v1/responses", route(openaiResponsesDialect));
+  app.post(
+    "/anthropic/v1/messages/count_tokens",
+    route(anthropicDialect, { path: "/v1/messages/count_tokens" }),
+  );
+  app.post(
+    "/openai/v1/responses/input_tokens",
+    route(openaiResponsesDialect, { path: "/responses/input_tokens" }),
+  );
   return app;
 }

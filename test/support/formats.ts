@@ -58,8 +58,10 @@ export interface Kit {
   /** Every tool result in order: its call id and content value. */
   results(req: Req): { id: string; content: unknown }[];
   toolNames(req: Req): string[];
-  /** Wrong shapes and the path their error must name. */
+  /** Shapes the adapter cannot read (the request goes out unchanged) and the path the note must name. */
   badShapes: [unknown, string][];
+  /** A part the adapter cannot place (left as it is, the rest compacted) and the path the note must name. */
+  unplaced: [unknown, string][];
   /** Pairing mistakes (a result for a call that is not answerable there, a call answered twice) and their paths. */
   badPairing(): [Req, string][];
   /** The same conversation in this format (corpus replay). */
@@ -168,6 +170,13 @@ export const anthropicKit: Kit = {
     [{ messages: [{ role: 5, content: "x" }] }, "messages[0].role"],
     [{ messages: [{ role: "user" }] }, "messages[0]"],
     [{ messages: [{ role: "user", content: [{ text: "no type" }] }] }, "messages[0].content[0]"],
+    [{ tools: {}, messages: [] }, "tools"],
+    [
+      { messages: [{ role: "assistant", content: [{ type: "tool_result", tool_use_id: "a" }] }] },
+      "messages[0].content[0]",
+    ],
+  ],
+  unplaced: [
     [
       {
         messages: [
@@ -176,8 +185,8 @@ export const anthropicKit: Kit = {
       },
       "messages[0].content[0].tool_use_id",
     ],
-    [{ tools: {}, messages: [] }, "tools"],
     [{ messages: [], cache_control: { type: "ephemeral", ttl: "2h" } }, "cache_control.ttl"],
+    [{ messages: [{ role: "critic", content: "x" }] }, "messages[0].role"],
   ],
   badPairing() {
     const earlier = this.conversation([
@@ -276,14 +285,9 @@ export const chatKit: Kit = {
     [{ model: 5, messages: [] }, "model"],
     [{}, "$"],
     [{ messages: {} }, "messages"],
-    [{ messages: [{ role: "robot", content: "x" }] }, "messages[0].role"],
     [{ messages: [{ role: "user" }] }, "messages[0]"],
     [{ messages: [{ role: "user", content: 5 }] }, "messages[0].content"],
     [{ messages: [{ role: "assistant", content: 5 }] }, "messages[0].content"],
-    [
-      { messages: [{ role: "tool", tool_call_id: "nope", content: "x" }] },
-      "messages[0].tool_call_id",
-    ],
     [{ messages: [chatCall("a"), { role: "tool", content: "x" }] }, "messages[1]"],
     [{ messages: [chatCall("a"), { role: "tool", tool_call_id: "a" }] }, "messages[1]"],
     [
@@ -329,6 +333,13 @@ export const chatKit: Kit = {
         ],
       },
       "messages[0].content[0].prompt_cache_breakpoint",
+    ],
+  ],
+  unplaced: [
+    [{ messages: [{ role: "robot", content: "x" }] }, "messages[0].role"],
+    [
+      { messages: [{ role: "tool", tool_call_id: "nope", content: "x" }] },
+      "messages[0].tool_call_id",
     ],
   ],
   badPairing() {
@@ -495,13 +506,8 @@ export const responsesKit: Kit = {
     [{ input: [5] }, "input[0]"],
     [{ input: [{ content: "x" }] }, "input[0]"],
     [{ input: [{ type: 5 }] }, "input[0].type"],
-    [{ input: [{ role: "robot", content: "x" }] }, "input[0].role"],
     [{ input: [{ role: "user" }] }, "input[0]"],
     [{ input: [{ role: "user", content: 5 }] }, "input[0].content"],
-    [
-      { input: [{ type: "function_call_output", call_id: "nope", output: "x" }] },
-      "input[0].call_id",
-    ],
     [{ input: [{ type: "function_call", name: "bash", arguments: "{}" }] }, "input[0]"],
     [{ input: [{ type: "function_call", call_id: "a", arguments: "{}" }] }, "input[0]"],
     [
@@ -533,7 +539,6 @@ export const responsesKit: Kit = {
     ],
     [{ tools: {}, input: [] }, "tools"],
     [{ tools: [{ name: "x" }], input: [] }, "tools[0]"],
-    [{ tools: [{ type: "function" }], input: [] }, "tools[0]"],
     [{ input: [], prompt_cache_options: "on" }, "prompt_cache_options"],
     [
       {
@@ -545,6 +550,13 @@ export const responsesKit: Kit = {
         ],
       },
       "input[0].content[0].prompt_cache_breakpoint",
+    ],
+  ],
+  unplaced: [
+    [{ input: [{ role: "robot", content: "x" }] }, "input[0].role"],
+    [
+      { input: [{ type: "function_call_output", call_id: "nope", output: "x" }] },
+      "input[0].call_id",
     ],
   ],
   badPairing() {

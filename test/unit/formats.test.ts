@@ -11,7 +11,6 @@ import { parseJsonSpans } from "../../src/core/json/scan.ts";
 import type { OffloadStore } from "../../src/core/ports.ts";
 import { recallToolDefinition } from "../../src/core/recall-tool.ts";
 import type { Format } from "../../src/core/types.ts";
-import { OffloadError } from "../../src/errors.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { assistantIndexes, promptAt, readSessions, SAMPLE } from "../support/corpus.ts";
 import { chatKit, KITS, type Kit, type Req, responsesKit, type Step } from "../support/formats.ts";
@@ -698,20 +697,58 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
         ).toMatchObject({ type: "invalid_json", path: `${kit.key}[0].content` });
       });
 
-      it("names the path of a wrong shape", async () => {
+      it("passes a shape it cannot read through unchanged, naming its path, without touching the store", async () => {
         for (const [request, path] of kit.badShapes) {
-          const err = await reject(request);
-          expect(err, JSON.stringify(request)).toBeInstanceOf(OffloadError);
-          expect((err as OffloadError).type, JSON.stringify(request)).toBe("invalid_request");
-          expect((err as OffloadError).path, JSON.stringify(request)).toBe(path);
-          expect((err as OffloadError).message).toContain(path);
+          const text = JSON.stringify(request);
+          const store = untouchableStore();
+          const out = await compact({
+            format: kit.format,
+            request: text,
+            session: "s",
+            store,
+            config: ON,
+          });
+          expect(out.request, text).toBe(text);
+          expect(out.changed).toBe(false);
+          expect(out.report.errors, text).toEqual([
+            { code: "invalid_request", message: expect.stringContaining(path), path },
+          ]);
+          expect(out.report.errors[0]!.message).toContain("passed through unchanged");
+          expect(store.calls).toEqual([]);
         }
       });
 
-      it("rejects a result that does not answer a call it may answer, or answers twice", async () => {
+      it("leaves a part it cannot place as it is and says where, compacting the rest", async () => {
+        for (const [request, path] of kit.unplaced) {
+          const out = await run(kit, request as Req, ON);
+          expect(out.report.errors, JSON.stringify(request)).toContainEqual({
+            code: "unplaced",
+            message: expect.any(String),
+            path,
+          });
+        }
+        // Around a big settled result: it is still offloaded.
+        const input = kit.conversation([
+          { id: "t1", result: LARGE },
+          { id: "t2", result: "ok" },
+        ]);
+        const [stray] = kit.unplaced.find(([, p]) => p.endsWith("role"))!;
+        const key = kit.key as keyof Req;
+        input[key].unshift(...((stray as Req)[key] as unknown[]));
+        const out = await run(kit, input, { ...ON, tool_result_recall_tool_declaration: "eager" });
+        expect(out.decisions.find((d) => d.tool_use_id === "t1")?.action).toBe("offloaded");
+        expect(out.report.errors.map((e) => e.code)).toEqual(["unplaced"]);
+      });
+
+      it("leaves a result that does not answer a call it may answer, or answers twice, as it is", async () => {
         for (const [request, path] of kit.badPairing()) {
-          const err = await reject(request);
-          expect(err, JSON.stringify(request)).toMatchObject({ type: "invalid_request", path });
+          const out = await run(kit, request, ON);
+          expect(out.report.errors, JSON.stringify(request)).toContainEqual({
+            code: "unplaced",
+            message: expect.stringContaining("passed through as it is"),
+            path,
+          });
+          expect(out.decisions.length).toBe(kit.results(request).length - 1);
         }
       });
     });
@@ -1032,10 +1069,10 @@ describe("openai-responses specifics", () => {
       }),
     ]);
     expect(out.decisions[0]!.reason).toContain("not settled");
-    // the same input without server-side history is an unpaired output
-    await expect(run(kit, { ...input, previous_response_id: null }, ON)).rejects.toMatchObject({
-      path: "input[0].call_id",
-    });
+    // the same input without server-side history is an unpaired output: left as it is, and noted
+    const unpaired = await run(kit, { ...input, previous_response_id: null }, ON);
+    expect(unpaired.decisions).toEqual([]);
+    expect(unpaired.report.errors).toMatchObject([{ code: "unplaced", path: "input[0].call_id" }]);
     // a conversation id is server-side history too
     expect(
       (await run(kit, { ...input, previous_response_id: undefined, conversation: "conv_1" }, ON))
@@ -1072,7 +1109,9 @@ describe("openai-responses specifics", () => {
     // a reference after the output cannot stand for its call
     const late = kit.conversation([{ id: "t2", result: "ok" }]);
     late.input.splice(1, 0, output("call_1", "x"), { type: "item_reference", id: "fc_1" });
-    await expect(run(kit, late, ON)).rejects.toMatchObject({ path: "input[1].call_id" });
+    expect((await run(kit, late, ON)).report.errors).toMatchObject([
+      { code: "unplaced", path: "input[1].call_id" },
+    ]);
   });
 
   it("passes an output without a call_id through untouched", async () => {

@@ -161,7 +161,7 @@ describe("POST /v1/sessions/:id/compact", () => {
     expect(await headerOff.text()).toBe(body);
   });
 
-  it("refuses bad JSON, wrong shapes (naming the path), bad config headers and bad session ids with 400", async () => {
+  it("refuses bad JSON, bad config headers and bad session ids with 400; passes shapes it cannot read through, naming the path", async () => {
     const session = sid("bad");
     await expectError(
       await call(compactPath(session), { body: '{"messages": [', config: ON }),
@@ -179,18 +179,24 @@ describe("POST /v1/sessions/:id/compact", () => {
         { role: "user", content: [{ type: "tool_result", tool_use_id: "nope", content: "x" }] },
       ],
     };
-    await expectError(
-      await call(compactPath(session), { body: unpaired, config: ON }),
-      400,
-      "invalid_request",
-      "messages[0].content[0].tool_use_id",
-    );
-    await expectError(
-      await call(compactPath(session), { body: { messages: "x" }, config: ON }),
-      400,
-      "invalid_request",
-      "messages",
-    );
+    const left = await call(compactPath(session), { body: unpaired, config: ON });
+    expect(left.status).toBe(200);
+    expect(await left.text()).toBe(JSON.stringify(unpaired));
+    expect(summary(left).errors).toEqual([
+      {
+        code: "unplaced",
+        message: expect.stringContaining("passed through as it is"),
+        path: "messages[0].content[0].tool_use_id",
+      },
+    ]);
+    const unread = await call(compactPath(session), { body: { messages: "x" }, config: ON });
+    expect(unread.status).toBe(200);
+    expect(await unread.text()).toBe('{"messages":"x"}');
+    expect(summary(unread)).toMatchObject({
+      changed: false,
+      errors: [{ code: "invalid_request", path: "messages" }],
+      errors_total: 1,
+    });
     await expectError(
       await call(compactPath(session), {
         body: "{}",

@@ -6,6 +6,7 @@ import { expect, vi } from "vitest";
 import { BASE, KEYS } from "./helpers.ts";
 
 export interface Seen {
+  method: string;
   url: string;
   headers: Headers;
   body: string;
@@ -35,7 +36,7 @@ export function mockProvider(...replies: Reply[]): Seen[] {
     } catch {
       // the test looks at body
     }
-    const s = { url: req.url, headers: req.headers, body, json };
+    const s = { method: req.method, url: req.url, headers: req.headers, body, json };
     seen.push(s);
     const reply = replies.shift();
     if (reply === undefined)

@@ -1,8 +1,15 @@
 /**
  * Anthropic Messages: tool results are `tool_result` blocks in user messages, answering `tool_use` blocks of
- * the assistant message right before; breakpoints are `cache_control` markers on tools, system blocks and
- * message blocks, or one top-level `cache_control` (automatic caching at the end of the prompt). Prompt order
- * is tools → system → messages, whatever the key order in the JSON.
+ * the assistant turn right before (the API merges consecutive messages of one role into one turn, so a turn
+ * may span several messages); breakpoints are `cache_control` markers on tools, system blocks and message
+ * blocks, or one top-level `cache_control` (automatic caching at the end of the prompt). Prompt order is
+ * tools → system → messages, whatever the key order in the JSON.
+ *
+ * Everything else (thinking, server tool calls and their results, MCP blocks, compaction blocks, tool
+ * additions, mid-conversation system messages, fields this adapter has never heard of) passes through as it
+ * is. What it cannot place is left as it is and noted (a result that answers no call it can see, a second
+ * answer to one call, an unknown role or TTL); with server-held history (`thread: {type: "continue"}`), a
+ * result before the request's first assistant message may answer a call only the server holds.
  */
 import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
@@ -24,6 +31,7 @@ import {
   renderTextContent,
   shapeError,
   stringMember,
+  typeOf,
 } from "./shape.ts";
 import type {
   AnchorSlot,
@@ -33,15 +41,24 @@ import type {
   MediaSite,
   ReplacedMediaSite,
   RequestAnalysis,
+  ShapeNote,
   ToolResultSite,
 } from "./types.ts";
 
-function ttlOf(raw: string, marker: JsonNode, path: Path): "5m" | "1h" {
+/**
+ * A breakpoint's TTL slot. A TTL this adapter does not know (a newer one) is priced at the long write rate,
+ * the nearest it knows, and noted: the marker itself passes through as it is.
+ */
+function ttlOf(raw: string, marker: JsonNode, path: Path, notes: ShapeNote[]): "5m" | "1h" {
   const obj = expectObject(marker, path, "cache_control");
   const ttl = stringMember(raw, obj, "ttl", path, false);
   if (ttl === undefined || ttl === "5m") return "5m";
-  if (ttl === "1h") return "1h";
-  shapeError('cache_control.ttl must be "5m" or "1h"', [...path, "ttl"]);
+  if (ttl !== "1h")
+    notes.push({
+      message: `cache_control.ttl ${JSON.stringify(ttl.slice(0, 40))} is not a TTL edge-offload knows: priced as "1h"`,
+      path: formatPath([...path, "ttl"]),
+    });
+  return "1h";
 }
 
 export const anthropicAdapter: FormatAdapter = {
@@ -68,6 +85,8 @@ export const anthropicAdapter: FormatAdapter = {
     const systemLen = system === undefined ? 0 : system.end - system.start;
     const messagesBase = toolsLen + systemLen - messages.start;
     const breakpoints: Breakpoint[] = [];
+    const notes: ShapeNote[] = [];
+    const ttlAt = (marker: JsonNode, path: Path) => ttlOf(raw, marker, path, notes);
 
     let hasRecallTool = false;
     tools?.items.forEach((tool, i) => {
@@ -79,7 +98,7 @@ export const anthropicAdapter: FormatAdapter = {
       if (cc !== undefined && cc.kind !== "null")
         breakpoints.push({
           position: tool.end - tools.start,
-          ttl: ttlOf(raw, cc, ["tools", i, "cache_control"]),
+          ttl: ttlAt(cc, ["tools", i, "cache_control"]),
         });
     });
     if (system?.kind === "array") {
@@ -89,7 +108,7 @@ export const anthropicAdapter: FormatAdapter = {
         if (cc !== undefined && cc.kind !== "null")
           breakpoints.push({
             position: toolsLen + block.end - system.start,
-            ttl: ttlOf(raw, cc, ["system", i, "cache_control"]),
+            ttl: ttlAt(cc, ["system", i, "cache_control"]),
           });
       });
     }
@@ -99,10 +118,18 @@ export const anthropicAdapter: FormatAdapter = {
     // replacements of earlier turns the client sent back.
     const media: MediaSite[] = [];
     const replaced: ReplacedMediaSite[] = [];
-    // tool_use id → [name, input] for the previous assistant message only (results answer the message before).
-    let calls = new Map<string, { name: string; input: JsonNode | undefined }>();
+    // The calls the next results may answer: those of the latest run of assistant messages (the API merges
+    // consecutive messages of one role into one turn, so results may also come in several user messages).
+    let calls = new Map<string, Call>();
+    // The ids answered since that run: a second answer to one call is noted, not paired.
+    let answeredIds = new Set<string>();
+    let previousRole = "";
     let assistantTurns = 0;
     const lastAssistant = lastAssistantIndex(raw, messages);
+    // Server-held history (`thread: {type: "continue"}`): the request starts mid-conversation, so results
+    // before its first assistant message may answer calls only the server holds (their tool is unknown here).
+    const thread = getMember(root, "thread");
+    const continues = thread?.kind === "object" && typeOf(raw, thread) === "continue";
 
     messages.items.forEach((message, m) => {
       const path: Path = ["messages", m];
@@ -112,15 +139,21 @@ export const anthropicAdapter: FormatAdapter = {
       if (role !== "user" && role !== "assistant") {
         // A mid-conversation `role: "system"` message (current API; Claude Code sends one), or a role newer
         // than this adapter: it holds no tool results and answers no call, so it is read for its cache
-        // breakpoints only, passes through as it is, and leaves the tool_use → tool_result pairing alone.
+        // breakpoints (and tool additions) only, passes through as it is, and leaves the pairing alone.
+        if (role !== "system")
+          notes.push({
+            message: `a message with role ${JSON.stringify(role?.slice(0, 40))} is passed through as it is`,
+            path: formatPath([...path, "role"]),
+          });
         if (content?.kind === "array") {
           content.items.forEach((block, b) => {
             if (block.kind !== "object") return;
+            if (declaresRecallTool(raw, block)) hasRecallTool = true;
             const cc = getMember(block, "cache_control");
             if (cc !== undefined && cc.kind !== "null")
               breakpoints.push({
                 position: messagesBase + block.end,
-                ttl: ttlOf(raw, cc, [...path, "content", b, "cache_control"]),
+                ttl: ttlAt(cc, [...path, "content", b, "cache_control"]),
               });
           });
         }
@@ -129,8 +162,14 @@ export const anthropicAdapter: FormatAdapter = {
       if (content === undefined) shapeError('missing "content"', path);
       if (content.kind !== "string" && content.kind !== "array")
         shapeError('"content" must be a string or an array of blocks', [...path, "content"]);
-      const answered = new Map<string, { name: string; input: JsonNode | undefined }>();
-      if (role === "assistant") assistantTurns++;
+      if (role === "assistant") {
+        assistantTurns++;
+        if (previousRole !== "assistant") {
+          calls = new Map();
+          answeredIds = new Set();
+        }
+      }
+      previousRole = role;
       if (content.kind === "array") {
         content.items.forEach((block, b) => {
           const bpath: Path = [...path, "content", b];
@@ -140,22 +179,31 @@ export const anthropicAdapter: FormatAdapter = {
           if (cc !== undefined && cc.kind !== "null")
             breakpoints.push({
               position: messagesBase + block.end,
-              ttl: ttlOf(raw, cc, [...bpath, "cache_control"]),
+              ttl: ttlAt(cc, [...bpath, "cache_control"]),
             });
           if (type === "tool_use" && role === "assistant") {
             const id = stringMember(raw, obj, "id", bpath, true)!;
             const name = stringMember(raw, obj, "name", bpath, true)!;
-            answered.set(id, { name, input: getMember(obj, "input") });
+            calls.set(id, { name, input: getMember(obj, "input") });
           } else if (type === "tool_result") {
             if (role !== "user") shapeError("a tool_result must be in a user message", bpath);
             const id = stringMember(raw, obj, "tool_use_id", bpath, true)!;
-            const call = calls.get(id);
-            if (call === undefined)
-              shapeError(
-                `tool_result ${JSON.stringify(id)} answers no tool_use in the previous assistant message`,
-                [...bpath, "tool_use_id"],
-              );
-            calls.delete(id); // a second result for the same call is as invalid as an unpaired one
+            let call = calls.get(id);
+            if (call !== undefined) {
+              calls.delete(id);
+              answeredIds.add(id);
+            } else if (continues && assistantTurns === 0) {
+              call = { name: "", input: undefined };
+            } else {
+              // Not a result this adapter can place (the provider will judge it): it stays as it is.
+              notes.push({
+                message: answeredIds.has(id)
+                  ? `a second tool_result for ${JSON.stringify(id.slice(0, 64))} is passed through as it is`
+                  : `tool_result ${JSON.stringify(id.slice(0, 64))} answers no tool_use of the assistant turn before it: passed through as it is`,
+                path: formatPath([...bpath, "tool_use_id"]),
+              });
+              return;
+            }
             const isError = getMember(obj, "is_error");
             if (isError !== undefined && isError.kind !== "true" && isError.kind !== "false")
               shapeError('"is_error" must be a boolean', [...bpath, "is_error"]);
@@ -177,11 +225,13 @@ export const anthropicAdapter: FormatAdapter = {
                 if (inner !== undefined && inner.kind !== "null")
                   breakpoints.push({
                     position: messagesBase + item.end,
-                    ttl: ttlOf(raw, inner, [...bpath, "content", i, "cache_control"]),
+                    ttl: ttlAt(inner, [...bpath, "content", i, "cache_control"]),
                   });
               });
             }
             sites.push(site);
+          } else if (type === "tool_addition") {
+            if (declaresRecallTool(raw, obj)) hasRecallTool = true;
           } else if (role === "user" && (type === "document" || type === "image")) {
             media.push(
               mediaSite(raw, obj, type, formatPath(bpath), `m${m}.b${b}`, {
@@ -205,7 +255,6 @@ export const anthropicAdapter: FormatAdapter = {
           }
         });
       }
-      calls = answered;
     });
 
     const anchorSlots = anchorSlotsOf(raw, messages, messagesBase, sites);
@@ -213,7 +262,7 @@ export const anthropicAdapter: FormatAdapter = {
     const auto = getMember(root, "cache_control");
     const promptChars = toolsLen + systemLen + (messages.end - messages.start);
     if (auto !== undefined && auto.kind !== "null")
-      breakpoints.push({ position: promptChars, ttl: ttlOf(raw, auto, ["cache_control"]) });
+      breakpoints.push({ position: promptChars, ttl: ttlAt(auto, ["cache_control"]) });
     breakpoints.sort((a, b) => a.position - b.position);
 
     return {
@@ -230,6 +279,7 @@ export const anthropicAdapter: FormatAdapter = {
       anchor_slots: anchorSlots,
       media,
       replaced_media: replaced,
+      notes,
     };
   },
 
@@ -267,6 +317,24 @@ export const anthropicAdapter: FormatAdapter = {
     );
   },
 };
+
+interface Call {
+  name: string;
+  input: JsonNode | undefined;
+}
+
+/**
+ * A `tool_addition` block (tools declared mid-conversation) whose definition is the recall tool: the client
+ * declares it itself.
+ */
+function declaresRecallTool(raw: string, block: JsonObject): boolean {
+  if (typeOf(raw, block) !== "tool_addition") return false;
+  const tool = getMember(block, "tool");
+  if (tool?.kind !== "object" || typeOf(raw, tool) !== "tool_definition") return false;
+  const definition = getMember(tool, "definition");
+  const name = definition?.kind === "object" ? getMember(definition, "name") : undefined;
+  return name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME;
+}
 
 /** Block types the API lets carry cache_control (thinking blocks cannot, nor can an empty text block). */
 const CACHEABLE = new Set([
@@ -385,7 +453,7 @@ function resultSite(
   path: Path,
   index: number,
   id: string,
-  call: { name: string; input: JsonNode | undefined },
+  call: Call,
   messageIndex: number,
   settled: boolean,
   position: number,

@@ -28,7 +28,7 @@ import { getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
 import { resolveModel } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { expectObject, type Path, shapeError, stringMember } from "./shape.ts";
-import type { Breakpoint, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { Breakpoint, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
 
 /** OpenAI's documented minimum for every caching model; used when the model is not in the price table. */
 export const OPENAI_MIN_CACHEABLE_TOKENS = 1024;
@@ -112,6 +112,7 @@ export function openaiAnalysis(input: {
   options: CacheOptions;
   explicit: Breakpoint[];
   hasRecallTool: boolean;
+  notes: ShapeNote[];
 }): RequestAnalysis {
   const caching = openaiCaching(input);
   return {
@@ -125,6 +126,7 @@ export function openaiAnalysis(input: {
     auto_cache: true,
     last_message_position: input.seenPrefix ?? input.promptChars,
     anchor_slots: [],
+    notes: input.notes,
   };
 }
 

@@ -6,7 +6,9 @@
  * Prompt order is tools → messages. Caching is automatic (see openai-cache.ts).
  *
  * The legacy `role:"function"` messages (answers to the deprecated `function_call`) carry no call id, so no
- * decision could be sticky for them: they pass through untouched and are never compacted.
+ * decision could be sticky for them: they pass through untouched and are never compacted. A role newer than
+ * this adapter, or a tool message that answers no call it can see (or answers one twice), is left as it is
+ * and noted.
  */
 import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
@@ -26,7 +28,7 @@ import {
   stringMember,
   toolsOf,
 } from "./shape.ts";
-import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { Edit, FormatAdapter, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
 
 interface Call {
   name: string;
@@ -65,6 +67,9 @@ export const openaiChatAdapter: FormatAdapter = {
     const sites: ToolResultSite[] = [];
     // The calls of the latest assistant message, while only tool messages have followed it.
     let calls = new Map<string, Call>();
+    // The ids answered since then: a second answer to one call is noted, not paired.
+    let answered = new Set<string>();
+    const notes: ShapeNote[] = [];
     let assistantTurns = 0;
     let lastRunStart = -1;
     let previousRole = "";
@@ -74,12 +79,16 @@ export const openaiChatAdapter: FormatAdapter = {
       const path: Path = ["messages", m];
       const msg = expectObject(message, path, "a message");
       const role = stringMember(raw, msg, "role", path, true)!;
-      if (!ROLES.has(role))
-        shapeError(
-          '"role" must be "system", "developer", "user", "assistant", "tool" or "function"',
-          [...path, "role"],
-        );
       const content = getMember(msg, "content");
+      if (!ROLES.has(role)) {
+        // A role newer than this adapter: read for its cache markers only, passed through as it is.
+        notes.push({
+          message: `a message with role ${JSON.stringify(role.slice(0, 40))} is passed through as it is`,
+          path: formatPath([...path, "role"]),
+        });
+        scanParts(content, [...path, "content"]);
+        return;
+      }
       if (role === "assistant") {
         if (
           content !== undefined &&
@@ -95,17 +104,26 @@ export const openaiChatAdapter: FormatAdapter = {
         assistantTurns++;
         if (previousRole !== "assistant") lastRunStart = m;
         calls = callsOf(raw, msg, path);
+        answered = new Set();
       } else if (role === "tool") {
         const id = stringMember(raw, msg, "tool_call_id", path, true)!;
-        const call = calls.get(id);
-        if (call === undefined)
-          shapeError(
-            `tool message ${JSON.stringify(id)} answers no tool_calls[].id of the assistant message before it`,
-            [...path, "tool_call_id"],
-          );
-        calls.delete(id); // a second answer to one call is as invalid as an unpaired one
         if (content === undefined) shapeError('missing "content"', path);
         const cpath: Path = [...path, "content"];
+        const call = calls.get(id);
+        if (call === undefined) {
+          // Not a result this adapter can place (the provider will judge it): it stays as it is.
+          notes.push({
+            message: answered.has(id)
+              ? `a second tool message for ${JSON.stringify(id.slice(0, 64))} is passed through as it is`
+              : `tool message ${JSON.stringify(id.slice(0, 64))} answers no tool_calls[].id of the assistant message before it: passed through as it is`,
+            path: formatPath([...path, "tool_call_id"]),
+          });
+          scanParts(content, cpath);
+          previousRole = role;
+          return;
+        }
+        calls.delete(id);
+        answered.add(id);
         const { texts, has_media } = resultTexts(
           raw,
           content,
@@ -130,6 +148,7 @@ export const openaiChatAdapter: FormatAdapter = {
         });
       } else if (role === "function") {
         calls = new Map(); // legacy: passed through as it is (see the header)
+        answered = new Set();
       } else {
         if (content === undefined) shapeError('missing "content"', path);
         if (content.kind !== "string" && content.kind !== "array")
@@ -139,6 +158,7 @@ export const openaiChatAdapter: FormatAdapter = {
           ]);
         scanParts(content, [...path, "content"]);
         calls = new Map();
+        answered = new Set();
       }
       previousRole = role;
     });
@@ -154,6 +174,7 @@ export const openaiChatAdapter: FormatAdapter = {
       options,
       explicit,
       hasRecallTool,
+      notes,
     });
   },
 

@@ -11,10 +11,13 @@
  * `input` are the newest ones, not settled yet: nothing is offloaded for such a request. Compaction works
  * for clients that send their whole history (stateless use, `store: false`).
  *
- * Other items (reasoning, built-in tool calls and their outputs, item references…) pass through untouched;
- * model-output items among them (reasoning, assistant messages, `*_call`) count as the model answering.
- * An output without a `call_id` (the API lets programmatic callers omit it) cannot carry a sticky decision
- * and passes through untouched too.
+ * Other items (reasoning, built-in tool calls and their outputs, item references, compaction items, tools
+ * declared in `additional_tools`…) pass through untouched; model-output items among them (reasoning,
+ * assistant messages, `*_call`, programs, compaction items) count as the model answering. After an item
+ * reference or a compaction item, an output may answer a call the request does not show. An output without a
+ * `call_id` (the API lets programmatic callers omit it) cannot carry a sticky decision and passes through
+ * untouched too. An output that answers no call it can see, a second output for one call, or a message role
+ * newer than this adapter is left as it is and noted.
  */
 import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
@@ -34,7 +37,7 @@ import {
   toolsOf,
   typeOf,
 } from "./shape.ts";
-import type { Edit, FormatAdapter, RequestAnalysis, ToolResultSite } from "./types.ts";
+import type { Edit, FormatAdapter, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
 
 interface Call {
   name: string;
@@ -47,7 +50,17 @@ const ANSWERS = new Map([
   ["function_call_output", "function_call"],
   ["custom_tool_call_output", "custom_tool_call"],
 ]);
-const MODEL_ITEMS = new Set(["reasoning", "mcp_list_tools", "mcp_approval_request"]);
+/**
+ * Model-output items whose type does not end in `_call`: a `program` is code the model wrote, and a
+ * `compaction` item stands for the model's earlier turns (the provider summarised them into it).
+ */
+const MODEL_ITEMS = new Set([
+  "reasoning",
+  "mcp_list_tools",
+  "mcp_approval_request",
+  "program",
+  "compaction",
+]);
 
 /** Items the model produced (its answer), as opposed to what the client or a tool added. */
 function isModelItem(type: string | undefined, role: string | undefined): boolean {
@@ -64,8 +77,27 @@ interface Pending {
   content: JsonNode;
   texts: ToolResultSite["texts"];
   has_media: boolean;
-  /** An item reference came before it: its call may be one of the referenced (stored) items. */
+  /**
+   * An item reference or a compaction item came before it: its call may be one of the referenced (stored)
+   * items, or one the compaction item stands for.
+   */
   after_reference: boolean;
+}
+
+/** A function tool named recall_tool_result, at the top level or inside a `namespace` tool. */
+function isRecallTool(raw: string, tool: JsonObject): boolean {
+  const type = typeOf(raw, tool);
+  if (type === "namespace") {
+    const inner = getMember(tool, "tools");
+    return (
+      inner?.kind === "array" &&
+      inner.items.some((t) => t.kind === "object" && isRecallTool(raw, t))
+    );
+  }
+  const name = getMember(tool, "name");
+  return (
+    type === "function" && name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME
+  );
 }
 
 export const openaiResponsesAdapter: FormatAdapter = {
@@ -109,10 +141,10 @@ export const openaiResponsesAdapter: FormatAdapter = {
     tools?.items.forEach((tool, i) => {
       const path: Path = ["tools", i];
       const obj = expectObject(tool, path, "a tool");
-      const type = stringMember(raw, obj, "type", path, true);
-      if (type === "function" && stringMember(raw, obj, "name", path, true) === RECALL_TOOL_NAME)
-        hasRecallTool = true;
+      stringMember(raw, obj, "type", path, true);
+      if (isRecallTool(raw, obj)) hasRecallTool = true;
     });
+    const notes: ShapeNote[] = [];
 
     const pending: Pending[] = [];
     // Calls seen so far, per kind: an output answers a call earlier in `input` (not only the turn before).
@@ -144,11 +176,12 @@ export const openaiResponsesAdapter: FormatAdapter = {
           shapeError('an input item needs a "type" or a "role"', path);
         references = true;
       } else if (type === undefined || type === "message") {
-        if (role === undefined || !MESSAGE_ROLES.has(role))
-          shapeError('"role" must be "user", "assistant", "system" or "developer"', [
-            ...path,
-            "role",
-          ]);
+        if (role === undefined) shapeError('missing "role"', path);
+        if (!MESSAGE_ROLES.has(role))
+          notes.push({
+            message: `a message with role ${JSON.stringify(role.slice(0, 40))} is passed through as it is`,
+            path: formatPath([...path, "role"]),
+          });
         const content = getMember(item, "content");
         if (content === undefined) shapeError('missing "content"', path);
         if (content.kind !== "string" && content.kind !== "array")
@@ -157,8 +190,14 @@ export const openaiResponsesAdapter: FormatAdapter = {
             "content",
           ]);
         scanParts(content, [...path, "content"]);
-      } else if (type === "item_reference") {
+      } else if (type === "item_reference" || type === "compaction") {
         references = true;
+      } else if (type === "additional_tools") {
+        // Tools declared in the input (Codex declares all of its own this way).
+        const list = getMember(item, "tools");
+        if (list?.kind === "array")
+          for (const tool of list.items)
+            if (tool.kind === "object" && isRecallTool(raw, tool)) hasRecallTool = true;
       } else if (type === "function_call" || type === "custom_tool_call") {
         const id = stringMember(raw, item, "call_id", path, true)!;
         const name = stringMember(raw, item, "name", path, true)!;
@@ -174,12 +213,13 @@ export const openaiResponsesAdapter: FormatAdapter = {
         const opath: Path = [...path, "output"];
         const { texts, has_media } = resultTexts(raw, output, opath, "input_text", '"output"');
         scanParts(output, opath);
-        if (id !== undefined) {
-          if (answered.has(id))
-            shapeError(`${type} ${JSON.stringify(id)} answers a call that already has an output`, [
-              ...path,
-              "call_id",
-            ]);
+        if (id !== undefined && answered.has(id))
+          // Not a result this adapter can place (the provider will judge it): it stays as it is.
+          notes.push({
+            message: `a second ${type} for ${JSON.stringify(id.slice(0, 64))} is passed through as it is`,
+            path: formatPath([...path, "call_id"]),
+          });
+        else if (id !== undefined) {
           answered.add(id);
           pending.push({
             item,
@@ -206,14 +246,16 @@ export const openaiResponsesAdapter: FormatAdapter = {
       previousWasModel = model;
     });
 
-    const sites: ToolResultSite[] = pending.map((p, n) => {
-      if (p.call === undefined && !serverHistory && !p.after_reference) {
-        const type = typeOf(raw, p.item)!;
-        shapeError(
-          `${type} ${JSON.stringify(p.id)} answers no ${ANSWERS.get(type)} earlier in input`,
-          [...p.path, "call_id"],
-        );
-      }
+    const placed = pending.filter((p) => {
+      if (p.call !== undefined || serverHistory || p.after_reference) return true;
+      const type = typeOf(raw, p.item)!;
+      notes.push({
+        message: `${type} ${JSON.stringify(p.id.slice(0, 64))} answers no ${ANSWERS.get(type)} earlier in input: passed through as it is`,
+        path: formatPath([...p.path, "call_id"]),
+      });
+      return false;
+    });
+    const sites: ToolResultSite[] = placed.map((p, n) => {
       return {
         index: n,
         tool_use_id: p.id,
@@ -242,6 +284,7 @@ export const openaiResponsesAdapter: FormatAdapter = {
       options,
       explicit,
       hasRecallTool,
+      notes,
     });
   },
 

@@ -103,6 +103,16 @@ export interface AnchorSlot {
   site?: number;
 }
 
+/**
+ * A part of the request the adapter could not place (a result that answers no call it can see, a second
+ * answer to one call, a role or TTL it does not know): passed through exactly as it is, and said in the report.
+ */
+export interface ShapeNote {
+  message: string;
+  /** Where it is: `messages[3].content[1]`. */
+  path: string;
+}
+
 export interface RequestAnalysis {
   model: string | null;
   sites: ToolResultSite[];
@@ -128,6 +138,8 @@ export interface RequestAnalysis {
   media?: MediaSite[];
   /** Attachment replacements sent back by the client (counted in the report, never edited). */
   replaced_media?: ReplacedMediaSite[];
+  /** What was passed through unplaced (the sites above never include it). */
+  notes?: ShapeNote[];
 }
 
 export interface Edit {

@@ -70,6 +70,14 @@ export const ProblemSchema = z
       mem_id: z.string().optional(),
     }),
     z.object({ code: z.literal("stats_error"), message: z.string() }),
+    z.object({
+      code: z.enum(["invalid_request", "unplaced"]),
+      message: z.string(),
+      path: z
+        .string()
+        .optional()
+        .describe("Where in the request (a shape passed through as it is, not compacted)."),
+    }),
     ExtractionProblemSchema,
   ])
   .describe("A non-fatal problem, told apart by `code`.") satisfies z.ZodType<Problem>;

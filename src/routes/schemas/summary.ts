@@ -83,7 +83,10 @@ export const SummarySchema = z.object({
         .describe("Remembered recall calls (of mixed turns) spliced back into this request."),
       hops: z.int().optional().describe("Extra provider calls made to answer recall_tool_result."),
       recalls: z.int().optional().describe("recall_tool_result calls the proxy executed."),
-      ending: z.enum(["done", "mixed", "exhausted"]).optional(),
+      ending: z
+        .enum(["done", "mixed", "exhausted", "failed"])
+        .optional()
+        .describe("failed: a recall hop failed or was refused, or the stream was cut."),
       memos: z
         .int()
         .optional()
