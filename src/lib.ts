@@ -1,5 +1,5 @@
 /**
- * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 22+, Deno, Bun or
+ * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 20+, Deno, Bun or
  * a Worker. The Worker entry (src/index.ts) builds the HTTP service on top of the same functions.
  */
 
