@@ -4,8 +4,10 @@
  */
 
 export type {
+  CheckedConfig,
   OffloadConfig,
   OffloadConfigInput,
+  OffloadConfigLike,
   OffloadConfigPatch,
   RecallMode,
 } from "./config.ts";

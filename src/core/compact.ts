@@ -5,7 +5,12 @@
  * ledger. The output is spliced into the original text, so untouched bytes stay untouched, and with nothing
  * to change the very same string (or object) comes back.
  */
-import { type OffloadConfig, resolveConfig } from "../config.ts";
+import {
+  type CheckedConfig,
+  type OffloadConfig,
+  type OffloadConfigLike,
+  resolveConfig,
+} from "../config.ts";
 import { OffloadError } from "../errors.ts";
 import type { LoadedState, OffloadStore } from "../store/port.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
@@ -46,14 +51,20 @@ import type {
   TurnLog,
 } from "./types.ts";
 
-export interface CompactInput<R extends string | object> {
+export interface CompactInput<
+  R extends string | object,
+  C extends OffloadConfigLike = OffloadConfigLike,
+> {
   /** The request's format: "anthropic" (the default), "openai-chat" or "openai-responses". */
   format?: Format;
   /** The provider request, parsed or as raw JSON text. */
   request: R;
   session: SessionInput;
-  /** A config object (defaults fill the rest) or an already resolved OffloadConfig. */
-  config?: unknown;
+  /**
+   * A config object (defaults fill the rest) or an already resolved OffloadConfig. A field that does not exist
+   * is a type error here and an `invalid_config` OffloadError at run time.
+   */
+  config?: C & CheckedConfig<C>;
   store: OffloadStore;
   /** Deployment secret that keys mem_ids. */
   secret?: string;
@@ -122,9 +133,10 @@ export function adapterFor(format: Format): FormatAdapter {
   return adapter;
 }
 
-export async function compact<R extends string | object>(
-  input: CompactInput<R>,
-): Promise<CompactOutput<R>> {
+export async function compact<
+  R extends string | object,
+  C extends OffloadConfigLike = OffloadConfigLike,
+>(input: CompactInput<R, C>): Promise<CompactOutput<R>> {
   const format = input.format ?? "anthropic";
   const adapter = adapterFor(format);
   const config = resolveConfig(input.config ?? {});
