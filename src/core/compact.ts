@@ -25,7 +25,7 @@ import type {
   RequestAnalysis,
   ToolResultSite,
 } from "./formats/types.ts";
-import { offloadGate } from "./gate.ts";
+import { offloadGate, unpricedModel } from "./gate.ts";
 import {
   decodeString,
   getMember,
@@ -76,7 +76,8 @@ export interface CompactInput<
 export type Decision = TurnDecision;
 
 export interface CompactError {
-  type: "storage_error" | "conflict";
+  /** `unpriced_model`: offload or the anchor is on but the model has no price, so neither can act. */
+  type: "storage_error" | "conflict" | "unpriced_model";
   message: string;
   tool_use_id?: string;
 }
@@ -260,6 +261,8 @@ class Transform {
   readonly store: OffloadStore;
   readonly secret: string;
   readonly offload: boolean;
+  /** The model the turn is priced as (the config's pricing model, else the request's). */
+  readonly modelName: string | null;
   readonly price: ModelPrice | null;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared = false;
@@ -278,7 +281,13 @@ class Transform {
     this.store = ctx.store;
     this.secret = ctx.secret;
     this.offload = ctx.offload;
-    this.price = resolveModel(ctx.config.tool_result_pricing_model ?? ctx.analysis.model);
+    this.modelName = ctx.config.tool_result_pricing_model ?? ctx.analysis.model;
+    this.price = resolveModel(this.modelName);
+    if (
+      this.price === null &&
+      (ctx.offload || ctx.config.tool_result_medium_tier === "cache_anchor")
+    )
+      this.errors.push({ type: "unpriced_model", message: unpricedModel(this.modelName) });
     this.media = new AttachmentTurn({
       ...ctx,
       price: this.price,
@@ -482,7 +491,8 @@ class Transform {
     const clientLast = a.breakpoints[a.breakpoints.length - 1];
     if (clientLast !== undefined && clientLast.position > a.last_message_position)
       return skip("the client already advances a breakpoint");
-    if (this.price === null) return skip("unknown model: no price, no minimum length");
+    if (this.price === null)
+      return skip(`no minimum length known: ${unpricedModel(this.modelName)}`);
     // Fresh results that a later turn may still replace would make the cached bytes past them short-lived.
     const unfinal = (i: number | undefined): boolean => {
       if (i === undefined) return false;
@@ -763,7 +773,7 @@ class Transform {
           };
       const { horizon, p } = this.priors(site.tool_name, firstDelivery);
       gate = offloadGate({
-        model: this.price,
+        model: this.price ?? this.modelName,
         result_tokens: m.tokens,
         stub_tokens: stubTokens,
         horizon,
