@@ -32,7 +32,7 @@ export type {
   CompactReport,
   Decision,
 } from "./core/compact.ts";
-export { compact, splice } from "./core/compact.ts";
+export { splice } from "./core/compact.ts";
 export type { GateInput } from "./core/gate.ts";
 export { offloadGate, RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
 export { MEM_ID_PATTERN } from "./core/memid.ts";
@@ -108,6 +108,7 @@ export {
   resolveExtractOptions,
 } from "./extract/options.ts";
 export type * from "./extract/types.ts";
+export { compact } from "./secret-guard.ts";
 export { MemoryStore } from "./store/memory.ts";
 export type {
   CommitResult,
