@@ -12,7 +12,7 @@ import type { Answer, Dialect, Ending, Hop, Inspection } from "./dialect.ts";
 import { clientHeaders } from "./headers.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
-import { send } from "./upstream.ts";
+import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
 
 export interface ProxyCall {
   dialect: Dialect;
@@ -49,11 +49,7 @@ export function droppedResponse(
   });
   if (summary !== null) headers.set("x-offload-summary", summaryHeader(summary));
   return new Response(
-    dialect.errorBody(
-      502,
-      `edge-offload could not reach the provider: ${reason}`,
-      "upstream_error",
-    ),
+    dialect.errorBody(502, unreachableMessage(dialect.provider, reason), "upstream_error"),
     { status: 502, headers },
   );
 }
@@ -229,7 +225,7 @@ async function* hopStream(
       for await (const ev of readSse(res.body!)) yield merger.feed(ev);
     } catch (e) {
       yield merger.error(
-        `the provider's stream was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`,
+        `the ${call.dialect.provider} upstream's stream (${BASE_URL_VARS[call.dialect.provider]}) from ${hostOf(call.url)} was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`,
       );
       return;
     }
@@ -267,7 +263,7 @@ async function* hopStream(
       call.dialect.nextRequest(call.request, state.hops),
     );
     if (!sent.ok) {
-      yield merger.error(`edge-offload could not reach the provider: ${sent.reason}`);
+      yield merger.error(unreachableMessage(call.dialect.provider, sent.reason));
       return;
     }
     if (!sent.response.ok || !isEventStream(sent.response)) {
