@@ -100,6 +100,8 @@ describe("npm start", () => {
     expect(pkg.scripts.prestart).toMatch(/^node scripts\/preflight\.mjs && /);
     expect(pkg.scripts.pretest).toBe("node scripts/preflight.mjs");
     expect(pkg.scripts.prebench).toBe("node scripts/preflight.mjs");
+    // npm builds a git dependency with `prepare` only (not prepack), and runs it before `npm pack` too.
+    expect(pkg.scripts.prepare).toBe("npm run build");
   });
 });
 
