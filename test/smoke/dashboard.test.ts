@@ -129,9 +129,11 @@ async function twoTurns(session: string, config: object): Promise<string> {
   return out1;
 }
 
-describe.runIf(!available)("dashboard in headless Chromium", () => {
-  it.skip(SKIPPED, () => {});
-});
+if (!available) {
+  describe("dashboard in headless Chromium", () => {
+    it.skip(SKIPPED, () => {});
+  });
+}
 
 describe.skipIf(!available)("dashboard in headless Chromium", () => {
   it("signs in with the form, lists the sessions, draws the session's chart and its last decisions", async () => {

@@ -30,7 +30,8 @@ function oneLine(stderr: string): string {
   return lines[0]!;
 }
 
-describe("edge-offload CLI", () => {
+// Each spawn strips the sources' types first: seconds apiece on a loaded machine.
+describe("edge-offload CLI", { timeout: 60_000 }, () => {
   it("prints the package version", () => {
     const version = JSON.parse(readFileSync(`${root}/package.json`, "utf8")).version;
     for (const flag of ["--version", "-v"]) {

@@ -85,7 +85,7 @@ afterAll(() => {
   if (work !== "") rmSync(work, { recursive: true, force: true });
 });
 
-describe("the packed package", () => {
+describe("the packed package", { timeout: 60_000 }, () => {
   it("ships the build, the docs the README links to, the license and the metadata", () => {
     const files = execFileSync("tar", ["tzf", tarball], { encoding: "utf8" }).split("\n");
     for (const f of ["LICENSE", "README.md", "dist/lib.js", "dist/lib.d.ts", "dist/cli.js"])
@@ -185,7 +185,7 @@ console.log(JSON.stringify({ changed: request !== rawRequestText, offloaded: rep
   });
 });
 
-describe("the portable checks on every runtime the README names", () => {
+describe("the portable checks on every runtime the README names", { timeout: 60_000 }, () => {
   beforeAll(() => {
     // The peers the checks exercise (edge-offload/hono, PDF text), at the versions this repo develops with.
     npm(

@@ -304,7 +304,7 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(2);
-  });
+  }, 30_000);
 
   it("prints the documented JSON", () => {
     const dir = mkdtempSync(`${tmpdir()}/replay-`);

@@ -13,7 +13,7 @@ import { DEFAULT_PORT, QUIET_ENV, startCommand } from "../../scripts/start.mjs";
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const pkg = JSON.parse(readFileSync(`${root}/package.json`, "utf8"));
 
-describe("npm start", () => {
+describe("npm start", { timeout: 30_000 }, () => {
   it("listens on 8787 on 127.0.0.1 with persisted local state by default", () => {
     const { args, port } = startCommand([], {});
     expect(port).toBe(DEFAULT_PORT);
@@ -105,7 +105,7 @@ describe("npm start", () => {
   });
 });
 
-describe("Node version preflight", () => {
+describe("Node version preflight", { timeout: 30_000 }, () => {
   it("reads the minimum from package.json's engines, which the README states", () => {
     expect(pkg.engines.node).toBe(">=22.12");
     const readme = readFileSync(`${root}/README.md`, "utf8");
