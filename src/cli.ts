@@ -1,21 +1,59 @@
 #!/usr/bin/env node
 /**
  * `edge-offload` command line. `edge-offload replay <sessions.jsonl[.gz]>` prices a set of sessions under each
- * policy (see README "Measuring it"). Plain Node 22+, no workerd.
+ * policy (see README "Measuring it"). Plain Node, no workerd.
+ *
+ * Every failure a user can cause (a bad flag, a bad --config, a missing or unreadable file) is one line on
+ * stderr and exit code 2; anything else is one line and exit code 1 (EDGE_OFFLOAD_DEBUG=1 adds the stack).
+ * The replay's modules are imported only once the Node version is known to run them, so an old Node gets a
+ * sentence rather than a syntax error from deep inside a dependency.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
-import { resolveModel } from "./core/pricing.ts";
-import { edgeOffload } from "./replay/policies/edge-offload.ts";
-import { DEFAULT_POLICIES, EDGE_OFFLOAD_CONFIGS, policyByName } from "./replay/policies/index.ts";
-import type { Policy } from "./replay/policy.ts";
-import { renderTable, toJson } from "./replay/report.ts";
-import { replay } from "./replay/run.ts";
-import { parseSessions } from "./replay/sessions.ts";
-import type { Client } from "./replay/types.ts";
+import { progressReporter } from "./cli-progress.ts";
 
-const HELP = `edge-offload replay <sessions.jsonl[.gz]> [options]
+/** The oldest Node the library runs on (its JSONPath engine uses the RegExp `v` flag). */
+const MIN_NODE_MAJOR = 20;
+const PRUNE = "prune-messages";
+
+/** A problem with what the user asked for: one line, exit code 2. */
+class UsageError extends Error {}
+
+function packageVersion(): string {
+  // The same relative path from src/cli.ts and from dist/cli.js.
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return pkg.version;
+}
+
+async function loadReplay() {
+  const [pricing, policies, custom, prune, report, run, sessions, config] = await Promise.all([
+    import("./core/pricing.ts"),
+    import("./replay/policies/index.ts"),
+    import("./replay/policies/edge-offload.ts"),
+    import("./replay/policies/prune-messages.ts"),
+    import("./replay/report.ts"),
+    import("./replay/run.ts"),
+    import("./replay/sessions.ts"),
+    import("./config.ts"),
+  ]);
+  return {
+    ...pricing,
+    ...policies,
+    ...custom,
+    ...prune,
+    ...report,
+    ...run,
+    ...sessions,
+    ...config,
+  };
+}
+type Replay = Awaited<ReturnType<typeof loadReplay>>;
+
+function help(r: Replay): string {
+  return `edge-offload replay <sessions.jsonl[.gz]> [options]
 
 Replays agent sessions call by call and prices every call under each context policy, with a prompt-cache
 simulation. Input: sessions in the corpus format (one {id, system, tools?, messages, refs?} per line), or a
@@ -24,114 +62,171 @@ plain Anthropic Messages request log (one request per line; requests that extend
 Options:
   --model M          price as this model (default claude-sonnet-4-6)
   --client C         cached (an advancing cache breakpoint on every prompt, default) or uncached (none)
-  --policies a,b     policies to compare (default: ${DEFAULT_POLICIES.join(",")})
-                     also: mask-last-N, evict-Nk, ${Object.keys(EDGE_OFFLOAD_CONFIGS).join(", ")}
+  --policies a,b     policies to compare (default: ${r.DEFAULT_POLICIES.join(",")})
+                     also: mask-last-N, evict-Nk, ${Object.keys(r.EDGE_OFFLOAD_CONFIGS).join(", ")}
+                     (${PRUNE} runs the AI SDK's pruneMessages: it needs the optional "ai" package)
   --config JSON      an extra row "edge-offload+config" running compact with this config
   --json             print {"model","client","sessions","policies":[…]} instead of a table
+  --version          the package version
   --help             this text
-`;
 
-export async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(HELP);
-    return command === undefined ? 2 : 0;
-  }
-  if (command !== "replay") {
-    process.stderr.write(`unknown command ${JSON.stringify(command)}\n\n${HELP}`);
-    return 2;
-  }
-  let args;
+Progress (on stderr, only when it is a terminal) counts session×policy runs and estimates the time left.
+`;
+}
+
+function readSessions(r: Replay, file: string) {
+  let raw: Buffer;
   try {
-    args = parseArgs({
-      args: rest,
-      allowPositionals: true,
-      options: {
-        model: { type: "string", default: "claude-sonnet-4-6" },
-        client: { type: "string", default: "cached" },
-        policies: { type: "string" },
-        config: { type: "string" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", default: false },
-      },
-    });
+    raw = readFileSync(file);
   } catch (e) {
-    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n\n${HELP}`);
-    return 2;
+    const code = (e as NodeJS.ErrnoException).code;
+    const why =
+      code === "ENOENT"
+        ? "no such file"
+        : code === "EISDIR"
+          ? "it is a directory"
+          : code === "EACCES"
+            ? "permission denied"
+            : e instanceof Error
+              ? e.message
+              : String(e);
+    throw new UsageError(`cannot read ${file}: ${why}`);
   }
-  if (args.values.help) {
-    process.stdout.write(HELP);
-    return 0;
+  try {
+    return r.parseSessions((file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8"), file);
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+/** The custom row's config, validated here so a typo is a usage error, not a failure mid-replay. */
+function customConfig(r: Replay, text: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new UsageError(
+      `--config is not JSON (${e instanceof Error ? e.message : String(e)}); e.g. --config '{"tool_result_medium_tier":"cache_anchor"}'`,
+    );
+  }
+  try {
+    r.parseConfigPatch(value, "--config");
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
+  return value as Record<string, unknown>;
+}
+
+function parseReplayArgs(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      model: { type: "string", default: "claude-sonnet-4-6" },
+      client: { type: "string", default: "cached" },
+      policies: { type: "string" },
+      config: { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", default: false },
+    },
+  });
+}
+
+async function replayCommand(rest: string[]): Promise<number> {
+  let args: ReturnType<typeof parseReplayArgs>;
+  try {
+    args = parseReplayArgs(rest);
+  } catch (e) {
+    throw new UsageError(`${e instanceof Error ? e.message : String(e)} (see --help)`);
   }
   const file = args.positionals[0];
-  if (file === undefined) {
-    process.stderr.write(`replay needs a sessions file\n\n${HELP}`);
-    return 2;
+  if (!args.values.help && file === undefined)
+    throw new UsageError("replay needs a sessions file (see --help)");
+  const r = await loadReplay();
+  if (args.values.help || file === undefined) {
+    process.stdout.write(help(r));
+    return 0;
   }
   const model = args.values.model!;
-  if (resolveModel(model) === null) {
-    process.stderr.write(
-      `unknown model ${JSON.stringify(model)} (no prices); e.g. claude-sonnet-4-6, claude-opus-4-5, gpt-5.1\n`,
+  if (r.resolveModel(model) === null)
+    throw new UsageError(
+      `unknown model ${JSON.stringify(model)} (no prices); e.g. claude-sonnet-4-6, claude-opus-4-5, gpt-5.1`,
     );
-    return 2;
-  }
-  const client = args.values.client as Client;
-  if (client !== "cached" && client !== "uncached") {
-    process.stderr.write(`--client must be cached or uncached\n`);
-    return 2;
-  }
-  const names = (args.values.policies ?? DEFAULT_POLICIES.join(","))
+  const client = args.values.client;
+  if (client !== "cached" && client !== "uncached")
+    throw new UsageError("--client must be cached or uncached");
+  const asked = args.values.policies !== undefined;
+  const names = (args.values.policies ?? r.DEFAULT_POLICIES.join(","))
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
   if (!names.includes("none")) names.unshift("none");
-  const policies: Policy[] = [];
+  const policies = [];
   for (const name of names) {
-    const p = policyByName(name);
-    if (p === null) {
-      process.stderr.write(`unknown policy ${JSON.stringify(name)}\n`);
-      return 2;
+    if (name === PRUNE && (await r.loadPruneMessages()) === null) {
+      const why = `${PRUNE} runs the AI SDK's pruneMessages, from the optional "ai" package (npm i ai)`;
+      if (asked) throw new UsageError(`${why}; it is not installed`);
+      process.stderr.write(`edge-offload: skipping the ${PRUNE} row: ${why}\n`);
+      continue;
     }
+    const p = r.policyByName(name);
+    if (p === null) throw new UsageError(`unknown policy ${JSON.stringify(name)} (see --help)`);
     policies.push(p);
   }
   if (args.values.config !== undefined) {
-    let config: Record<string, unknown>;
-    try {
-      config = JSON.parse(args.values.config) as Record<string, unknown>;
-    } catch {
-      process.stderr.write("--config must be a JSON object\n");
-      return 2;
-    }
+    const config = customConfig(r, args.values.config);
     policies.push(
-      edgeOffload(
+      r.edgeOffload(
         "edge-offload+config",
         { tool_result_compaction_enabled: true, tool_result_offload_enabled: true, ...config },
         "custom config",
       ),
     );
   }
-  let sessions;
-  try {
-    const raw = readFileSync(file);
-    sessions = parseSessions((file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8"), file);
-  } catch (e) {
-    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
-    return 1;
-  }
-  const report = await replay(sessions, {
+  const sessions = readSessions(r, file);
+  const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
+  const report = await r.replay(sessions, {
     model,
     client,
     policies,
-    onProgress:
-      args.values.json || !process.stderr.isTTY
-        ? undefined
-        : (d, t) => process.stderr.write(`\r${d}/${t}`),
+    ...(progress === null ? {} : { onProgress: progress.update }),
   });
-  if (!args.values.json && process.stderr.isTTY) process.stderr.write("\r");
+  progress?.end();
   process.stdout.write(
-    `${args.values.json ? JSON.stringify(toJson(report)) : renderTable(report)}\n`,
+    `${args.values.json ? JSON.stringify(r.toJson(report)) : r.renderTable(report)}\n`,
   );
   return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === "--version" || command === "-v" || command === "version") {
+    process.stdout.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  const major = Number(process.versions.node.split(".")[0]);
+  if (major < MIN_NODE_MAJOR) {
+    process.stderr.write(
+      `edge-offload: Node.js ${MIN_NODE_MAJOR} or newer is required (you have ${process.versions.node}); e.g. nvm install 24\n`,
+    );
+    return 1;
+  }
+  if (command === undefined || command === "--help" || command === "-h" || command === "help") {
+    process.stdout.write(help(await loadReplay()));
+    return command === undefined ? 2 : 0;
+  }
+  try {
+    if (command !== "replay")
+      throw new UsageError(`unknown command ${JSON.stringify(command)} (try --help)`);
+    return await replayCommand(rest);
+  } catch (e) {
+    const usage = e instanceof UsageError;
+    const message = e instanceof Error ? e.message : String(e);
+    process.stderr.write(`edge-offload: ${message.split("\n")[0]}\n`);
+    if (!usage && process.env.EDGE_OFFLOAD_DEBUG && e instanceof Error)
+      process.stderr.write(`${e.stack}\n`);
+    return usage ? 2 : 1;
+  }
 }
 
 process.exitCode = await main(process.argv.slice(2));

@@ -144,6 +144,36 @@ const fields = {
 export const OffloadConfigSchema = z.strictObject(fields);
 export type OffloadConfig = z.infer<typeof OffloadConfigSchema>;
 export type OffloadConfigInput = z.input<typeof OffloadConfigSchema> & { keep_last_n?: number };
+/**
+ * A config as code writes it, the type `compact` checks against: every field optional, and a field whose values
+ * are a few strings takes any string, because a config built in a variable first widens "gated" to `string`
+ * (the schema still checks the value at run time).
+ */
+export type OffloadConfigLike = {
+  [K in keyof OffloadConfigInput]?: OffloadConfigInput[K] extends infer T
+    ? T extends string
+      ? string
+      : T
+    : never;
+};
+
+/**
+ * What `compact` accepts for a config of type `C`: a key that is not a config field (a typo) becomes `never`,
+ * so it fails to compile even in a config built in a variable, where TypeScript's excess-property check does not
+ * look; a string literal must be one of its field's values; a `string` (widened) or a record of unknown keys
+ * (parsed JSON) passes, for the schema to check at run time.
+ */
+export type CheckedConfig<C> = {
+  [K in keyof C]: string extends K
+    ? unknown
+    : K extends keyof OffloadConfigInput
+      ? NonNullable<C[K]> extends string
+        ? string extends NonNullable<C[K]>
+          ? C[K]
+          : OffloadConfigInput[K]
+        : OffloadConfigInput[K]
+      : never;
+};
 
 /**
  * Accepted alternative names: `keep_last_n` is the short name clients already use for the hot

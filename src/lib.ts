@@ -1,5 +1,5 @@
 /**
- * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 22+,
+ * edge-offload as a library: the runtime-agnostic core (no Workers APIs), usable from Node 20+,
  * Deno, Bun or a Worker. The Worker entry (src/index.ts) builds the HTTP service on the same
  * functions.
  *
@@ -12,6 +12,7 @@
  *   output bounded on first delivery. The Hono helper for tool endpoints is a separate entry,
  *   `edge-offload/hono`.
  */
+import type { OffloadConfigLike } from "./config.ts";
 import {
   type CompactOutput,
   compact as compactTurn,
@@ -23,8 +24,12 @@ import { structureOf as structure } from "./core/structure.ts";
 import { renderStub as stub } from "./core/stub.ts";
 import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
 import { htmlToText as htmlText } from "./extract/html.ts";
+import { guardedCompact } from "./secret-guard.ts";
 
-export interface CompactInput<R extends string | object> extends TurnInput<R> {
+export interface CompactInput<
+  R extends string | object,
+  C extends OffloadConfigLike = OffloadConfigLike,
+> extends TurnInput<R, C> {
   /** OCR and the extractor for the attachment policy, when `extractor` is not given. */
   attachments?: AttachmentOptions | undefined;
 }
@@ -46,12 +51,15 @@ export interface CompactInput<R extends string | object> extends TurnInput<R> {
  * });
  * await anthropic.messages.create(out.request); // out.report says what was saved, and why
  */
-export function compact<R extends string | object>(
-  input: CompactInput<R>,
+export function compact<R extends string | object, C extends OffloadConfigLike = OffloadConfigLike>(
+  input: CompactInput<R, C>,
 ): Promise<CompactOutput<R>> {
   const { attachments, ...turn } = input;
-  return compactTurn({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
+  return guarded<R, C>({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
 }
+
+/** Warns once per process about the development secret on a shared store (secret-guard.ts). */
+const guarded = guardedCompact();
 
 /**
  * Answers the model's `recall_tool_result` call: a slice of an offloaded body (a query's matches
@@ -99,8 +107,10 @@ export const renderStub: typeof stub = stub;
 export const htmlToText: typeof htmlText = htmlText;
 
 export type {
+  CheckedConfig,
   OffloadConfig,
   OffloadConfigInput,
+  OffloadConfigLike,
   OffloadConfigPatch,
   RecallMode,
 } from "./config.ts";

@@ -6,12 +6,13 @@
  * untouched bytes stay untouched, and with nothing to change the very same string (or object) comes
  * back. The steps of a turn live in turn/.
  */
-import { resolveConfig } from "../config.ts";
+import { type CheckedConfig, type OffloadConfigLike, resolveConfig } from "../config.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
 import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
 import type { Edit, FormatAdapter, RequestAnalysis } from "./formats/types.ts";
+import { unpricedModel } from "./gate.ts";
 import { parseJsonSpans } from "./json/scan.ts";
 import { DEV_SECRET } from "./memid.ts";
 import type { AttachmentExtractor, OffloadStore } from "./ports.ts";
@@ -23,14 +24,20 @@ import { type CompactReport, emptyReport, shadowReport } from "./turn/report.ts"
 import { runTurn } from "./turn/run.ts";
 import type { Format } from "./types.ts";
 
-export interface CompactInput<R extends string | object> {
+export interface CompactInput<
+  R extends string | object,
+  C extends OffloadConfigLike = OffloadConfigLike,
+> {
   /** The request's format: "anthropic" (the default), "openai-chat" or "openai-responses". */
   format?: Format;
   /** The provider request, parsed or as raw JSON text. */
   request: R;
   session: SessionInput;
-  /** A config object (defaults fill the rest) or an already resolved OffloadConfig. */
-  config?: unknown;
+  /**
+   * A config object (defaults fill the rest) or an already resolved OffloadConfig. A field that
+   * does not exist is a type error here and an `invalid_config` OffloadError at run time.
+   */
+  config?: C & CheckedConfig<C>;
   store: OffloadStore;
   /** Deployment secret that keys mem_ids. */
   secret?: string;
@@ -64,9 +71,10 @@ export function adapterFor(format: Format): FormatAdapter {
   return adapter;
 }
 
-export async function compact<R extends string | object>(
-  input: CompactInput<R>,
-): Promise<CompactOutput<R>> {
+export async function compact<
+  R extends string | object,
+  C extends OffloadConfigLike = OffloadConfigLike,
+>(input: CompactInput<R, C>): Promise<CompactOutput<R>> {
   const format = input.format ?? "anthropic";
   const adapter = adapterFor(format);
   const config = resolveConfig(input.config ?? {});
@@ -103,6 +111,15 @@ export async function compact<R extends string | object>(
     const report = { ...emptyReport(format, true, offload), errors: [problem] };
     return { request: input.request, changed: false, decisions: [], report };
   }
+  const model = config.tool_result_pricing_model ?? analysis.model;
+  const price = resolveModel(model);
+  const problems: Problem[] = (analysis.notes ?? []).map(
+    // Parts the adapter could not place were left as they are: the report says where.
+    (note): Problem => ({ code: "unplaced", message: note.message, path: note.path }),
+  );
+  // An unpriced model never offloads nor anchors: say so, naming the config key that prices it.
+  if (price === null && (offload || config.tool_result_medium_tier === "cache_anchor"))
+    problems.push({ code: "unpriced_model", message: unpricedModel(model) });
   const { edits, decisions, report } = await runTurn({
     raw,
     root,
@@ -114,12 +131,10 @@ export async function compact<R extends string | object>(
     store: input.store,
     secret: input.secret ?? DEV_SECRET,
     offload,
-    price: resolveModel(config.tool_result_pricing_model ?? analysis.model),
+    model,
+    price,
     extractor: input.extractor,
-    // Parts the adapter could not place were left as they are: the report says where.
-    problems: (analysis.notes ?? []).map(
-      (note): Problem => ({ code: "unplaced", message: note.message, path: note.path }),
-    ),
+    problems,
     loaded: { records: new Map(), recall_declared: false },
     toolDeclared: false,
   });

@@ -60,6 +60,18 @@ export interface GateInput {
 export const RECALL_TOKENS_DEFAULT = 2_000;
 export const RECALL_OUTPUT_TOKENS_DEFAULT = 100;
 
+/**
+ * Why a model cannot be priced, and the config key that fixes it: said by the gate's reason, the anchor's and the
+ * turn's report, so an unpriced model never just quietly leaves offload off.
+ */
+export function unpricedModel(model: string | null | undefined): string {
+  const which =
+    typeof model === "string" && model !== ""
+      ? `unknown model ${JSON.stringify(model)}`
+      : "the request names no model";
+  return `${which} (no price): set the config's tool_result_pricing_model to a model in the price table (e.g. "claude-sonnet-4-6") to price it`;
+}
+
 function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
@@ -109,7 +121,7 @@ export function offloadGate(input: GateInput): GateResult {
       invalidation_cost_usd: 0,
       expected_recall_hop_cost_usd: 0,
       tool_declaration_cost_usd: 0,
-      reason: `unknown model ${JSON.stringify(typeof input.model === "string" ? input.model : null)}: no price, never offloads`,
+      reason: `never offloads: ${unpricedModel(typeof input.model === "string" ? input.model : null)}`,
       model: null,
       inputs,
     };

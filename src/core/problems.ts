@@ -66,8 +66,18 @@ export interface ShapeProblem {
   path?: string;
 }
 
+/**
+ * Offload or the cache anchor is on, but the model has no price: neither can act. The message names
+ * the model and the config key that prices it (`tool_result_pricing_model`).
+ */
+export interface UnpricedModelProblem {
+  code: "unpriced_model";
+  message: string;
+}
+
 export type Problem =
   | StorageProblem
+  | UnpricedModelProblem
   | ShapeProblem
   | ConflictProblem
   | IndexProblem

@@ -108,13 +108,14 @@ ${body}
 }
 
 /** The key form. It posts, so the key travels in the body, not in a URL that logs and history keep. */
-export function loginPage(nonce: string, message?: string): string {
+export function loginPage(nonce: string, message?: string, localKey?: string): string {
   return htmlDocument(
     "edge-offload: sign in",
     nonce,
     `<form class="login" method="post" action="/" autocomplete="off">
 <h1>edge-offload dashboard</h1>
 ${message === undefined ? "" : `<p class="message" id="login-message">${escapeHtml(message)}</p>`}
+${localKey === undefined ? "" : `<p class="hint" id="login-hint">Running locally: <code>npm start</code>'s key (from .dev.vars) is <code>${escapeHtml(localKey)}</code>.</p>`}
 <label for="key">API key</label>
 <input id="key" name="key" type="password" required autofocus spellcheck="false">
 <button type="submit">Show savings</button>

@@ -11,7 +11,7 @@ import { clientHeaders } from "./headers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
-import { send } from "./upstream.ts";
+import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
 
 export interface ProxyCall {
   dialect: Dialect;
@@ -52,11 +52,7 @@ export function droppedResponse(
   });
   if (summary !== null) headers.set("x-offload-summary", summaryHeader(summary));
   return new Response(
-    dialect.errorBody(
-      502,
-      `edge-offload could not reach the provider: ${reason}`,
-      "upstream_error",
-    ),
+    dialect.errorBody(502, unreachableMessage(dialect.provider, reason), "upstream_error"),
     { status: 502, headers },
   );
 }
@@ -244,7 +240,7 @@ async function* hopStream(
     } catch (e) {
       state.failed = true;
       yield merger.error(
-        `the provider's stream was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`,
+        `the ${call.dialect.provider} upstream's stream (${BASE_URL_VARS[call.dialect.provider]}) from ${hostOf(call.url)} was cut (${e instanceof Error ? e.message.slice(0, 120) : "connection lost"})`,
       );
       return;
     }
@@ -285,7 +281,7 @@ async function* hopStream(
     );
     if (!sent.ok) {
       state.failed = true;
-      yield merger.error(`edge-offload could not reach the provider: ${sent.reason}`);
+      yield merger.error(unreachableMessage(call.dialect.provider, sent.reason));
       return;
     }
     if (!sent.response.ok || !isEventStream(sent.response)) {

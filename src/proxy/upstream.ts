@@ -20,6 +20,21 @@ export const DEFAULT_BASE_URLS: Record<Provider, string> = {
   openai: "https://api.openai.com/v1",
 };
 
+/** The variable that sets each provider's upstream: named in every error about reaching it. */
+export const BASE_URL_VARS: Record<Provider, string> = {
+  anthropic: "ANTHROPIC_BASE_URL",
+  openai: "OPENAI_BASE_URL",
+};
+
+/**
+ * The message for a provider that could not be reached, `reason` being `send`'s: the variable that sets the
+ * upstream and the host called (so a local override shows), then the runtime's own words, e.g. "edge-offload
+ * could not reach the anthropic upstream (ANTHROPIC_BASE_URL) at api.anthropic.com: Network connection lost.".
+ */
+export function unreachableMessage(provider: Provider, reason: string): string {
+  return `edge-offload could not reach the ${provider} upstream (${BASE_URL_VARS[provider]}) ${reason}`;
+}
+
 export const DEFAULT_MAX_HOPS = 3;
 const MAX_HOPS_LIMIT = 16;
 
@@ -72,9 +87,18 @@ export function upstreamUrl(base: string, path: string, search: string): string 
 
 export type Sent = { ok: true; response: Response } | { ok: false; reason: string };
 
+/** `url`'s host, or the text itself when it is not a URL. */
+export function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
+
 /**
- * One provider call. A connection that cannot be made (refused, reset, DNS) is a value, not a
- * throw.
+ * One provider call. A connection that cannot be made (refused, reset, DNS) is a value, not a throw; its
+ * reason starts with the host called: "at api.anthropic.com: Network connection lost.".
  */
 export async function send(
   fetcher: typeof fetch,
@@ -95,7 +119,7 @@ export async function send(
   } catch (e) {
     return {
       ok: false,
-      reason: e instanceof Error ? e.message.slice(0, 200) : "connection failed",
+      reason: `at ${hostOf(url)}: ${e instanceof Error ? e.message.slice(0, 200) : "connection failed"}`,
     };
   }
 }

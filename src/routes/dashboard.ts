@@ -7,12 +7,30 @@
 import { Hono } from "hono";
 import { dashboardPage, loginPage } from "../dashboard/page.ts";
 import { isOffloadError } from "../errors.ts";
-import { authenticate } from "../http/auth.ts";
+import { authenticate, parseApiKeys, tenantOf } from "../http/auth.ts";
 import { readText } from "../http/body.ts";
 import type { AppEnv } from "../http/context.ts";
 
 /** A login form is a key and a field name: anything larger is not one. */
 const LOGIN_BODY_BYTES = 64 * 1024;
+
+/** The key `npm start` runs with (.dev.vars.example). */
+export const LOCAL_DEV_KEY = "sk-local-dev";
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+
+/**
+ * The local key to hint on the login form: only on a loopback address, and only when the deployment's keys
+ * include it. A deployment reached by its public name never shows it, whatever its keys.
+ */
+export async function localKeyHint(
+  url: string,
+  raw: string | undefined,
+): Promise<string | undefined> {
+  if (!LOOPBACK.has(new URL(url).hostname)) return undefined;
+  return (await tenantOf(await parseApiKeys(raw), LOCAL_DEV_KEY)) === null
+    ? undefined
+    : LOCAL_DEV_KEY;
+}
 
 function nonce(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
@@ -35,9 +53,10 @@ function html(body: string, status: number, scriptNonce: string): Response {
 }
 
 export function dashboardRoutes(log: (line: string) => void): Hono<AppEnv> {
-  const signIn = async (raw: string | undefined, key: string): Promise<Response> => {
+  const signIn = async (url: string, raw: string | undefined, key: string): Promise<Response> => {
     const n = nonce();
-    if (key === "") return html(loginPage(n, "Enter an API key."), 401, n);
+    const hint = await localKeyHint(url, raw);
+    if (key === "") return html(loginPage(n, "Enter an API key.", hint), 401, n);
     try {
       const tenant = await authenticate(raw, key, log);
       return html(dashboardPage(n, { tenant, key }), 200, n);
@@ -49,6 +68,7 @@ export function dashboardRoutes(log: (line: string) => void): Hono<AppEnv> {
           e.message === "unknown API key"
             ? "Unknown API key."
             : "This deployment has no API keys configured (OFFLOAD_API_KEYS).",
+          hint,
         ),
         401,
         n,
@@ -57,16 +77,17 @@ export function dashboardRoutes(log: (line: string) => void): Hono<AppEnv> {
   };
 
   return new Hono<AppEnv>()
-    .get("/", (c) => {
+    .get("/", async (c) => {
       const key = c.req.query("key");
       if (key === undefined) {
         const n = nonce();
-        return html(loginPage(n), 200, n);
+        const hint = await localKeyHint(c.req.url, c.env.OFFLOAD_API_KEYS);
+        return html(loginPage(n, undefined, hint), 200, n);
       }
-      return signIn(c.env.OFFLOAD_API_KEYS, key);
+      return signIn(c.req.url, c.env.OFFLOAD_API_KEYS, key);
     })
     .post("/", async (c) => {
       const form = new URLSearchParams(await readText(c.req.raw, LOGIN_BODY_BYTES));
-      return signIn(c.env.OFFLOAD_API_KEYS, (form.get("key") ?? "").trim());
+      return signIn(c.req.url, c.env.OFFLOAD_API_KEYS, (form.get("key") ?? "").trim());
     });
 }

@@ -14,7 +14,7 @@
  *   `ComposedStore` (composed.ts) puts them together into the core's `OffloadStore` plus
  *   `ServiceStore`, what the routes and the proxy need.
  */
-import type { OffloadConfigPatch, } from "../config.ts";
+import type { OffloadConfigPatch } from "../config.ts";
 import type {
   CachedExtraction,
   OffloadStore,

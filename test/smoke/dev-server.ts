@@ -1,6 +1,7 @@
 /**
  * Starts the real `wrangler dev` (what `npm start` runs) on 127.0.0.1 with its own ports and state directory,
- * for the smoke tests. `stop()` kills the whole process group (wrangler and the workerd it spawned).
+ * for the smoke tests, or any command that ends up serving the Worker (`npm start` itself). `stop()` kills the
+ * whole process group (wrangler and the workerd it spawned).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -15,7 +16,7 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -37,11 +38,9 @@ export async function startDevServer(
 ): Promise<DevServer> {
   const [port, inspector] = [await freePort(), await freePort()];
   const state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
-  const base = `http://127.0.0.1:${port}`;
-  let output = "";
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
+  return launch({
+    command: process.execPath,
+    args: [
       "node_modules/wrangler/bin/wrangler.js",
       "dev",
       "--local",
@@ -56,13 +55,35 @@ export async function startDevServer(
       "--show-interactive-dev-session=false",
       ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
     ],
-    {
-      cwd: process.cwd(),
-      detached: true,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
-    },
-  );
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
+    base: `http://127.0.0.1:${port}`,
+    state,
+    timeoutMs,
+  });
+}
+
+export interface Launch {
+  command: string;
+  args: string[];
+  env: NodeJS.ProcessEnv;
+  /** Where the Worker will answer. */
+  base: string;
+  /** A state directory to remove once stopped. */
+  state?: string;
+  timeoutMs?: number;
+}
+
+/** Runs `command` in its own process group and waits until `base` answers /healthz. */
+export async function launch(opts: Launch): Promise<DevServer> {
+  const { base, state } = opts;
+  const timeoutMs = opts.timeoutMs ?? 90_000;
+  let output = "";
+  const child: ChildProcess = spawn(opts.command, opts.args, {
+    cwd: process.cwd(),
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: opts.env,
+  });
   child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
   child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
   const kill = () => {
@@ -92,13 +113,13 @@ export async function startDevServer(
       }
     }).finally(() => {
       process.removeListener("exit", kill);
-      rmSync(state, { recursive: true, force: true });
+      if (state !== undefined) rmSync(state, { recursive: true, force: true });
     });
 
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null)
-      throw new Error(`wrangler dev exited (${child.exitCode}):\n${output}`);
+      throw new Error(`${opts.command} exited (${child.exitCode}):\n${output}`);
     try {
       // Any answer means it listens; whether the answer is right is the test's business.
       await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
@@ -109,5 +130,5 @@ export async function startDevServer(
     await new Promise((r) => setTimeout(r, 250));
   }
   await stop();
-  throw new Error(`wrangler dev not ready after ${timeoutMs} ms:\n${output}`);
+  throw new Error(`${opts.command} not serving ${base} after ${timeoutMs} ms:\n${output}`);
 }

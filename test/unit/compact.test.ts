@@ -173,10 +173,12 @@ describe("bad input", () => {
         request: "{}",
         session: "s",
         store: s,
+        // @ts-expect-error: a wrong value fails to compile; this checks the run-time error plain JS gets
         config: { tool_result_compaction_enabled: "yes" },
       }),
     ).rejects.toMatchObject({ type: "invalid_config" });
     await expect(
+      // @ts-expect-error: an unknown field fails to compile; this checks the run-time error plain JS gets
       compact({ request: "{}", session: "s", store: s, config: { keep_last: 1 } }),
     ).rejects.toMatchObject({ type: "invalid_config", path: "config.keep_last" });
     await expect(

@@ -109,7 +109,13 @@ async function run(
   session = "s",
 ) {
   const text = typeof request === "string" ? request : JSON.stringify(request);
-  const out = await compact({ format: kit.format, request: text, session, store, config });
+  const out = await compact({
+    format: kit.format,
+    request: text,
+    session,
+    store,
+    config: config as Record<string, unknown>,
+  });
   return { ...out, text: out.request as string, req: parse(out.request) };
 }
 

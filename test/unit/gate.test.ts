@@ -51,7 +51,8 @@ describe("offloadGate", () => {
       const g = offloadGate({ ...base, model, result_tokens: 1e6, cached_side: false });
       expect(g.fire).toBe(false);
       expect(g.model).toBeNull();
-      expect(g.reason).toMatch(/unknown model/);
+      expect(g.reason).toMatch(/unknown model|the request names no model/);
+      expect(g.reason).toContain("tool_result_pricing_model");
     }
   });
 

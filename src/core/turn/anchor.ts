@@ -7,7 +7,9 @@
  * minimum cacheable length, or when no TTL is cheaper than not caching at the session's observed
  * gap between turns.
  */
+
 import type { AnchorSlot, Edit, ToolResultSite } from "../formats/types.ts";
+import { unpricedModel } from "../gate.ts";
 import { ratesFor } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
@@ -36,7 +38,7 @@ export function placeAnchor(
   const clientLast = a.breakpoints[a.breakpoints.length - 1];
   if (clientLast !== undefined && clientLast.position > a.last_message_position)
     return skip("the client already advances a breakpoint");
-  if (ctx.price === null) return skip("unknown model: no price, no minimum length");
+  if (ctx.price === null) return skip(`no minimum length known: ${unpricedModel(ctx.model)}`);
   // Fresh results that a later turn may still replace would make the cached bytes past them
   // short-lived.
   const unfinal = (i: number | undefined): boolean => {

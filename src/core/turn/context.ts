@@ -33,6 +33,8 @@ export interface TurnContext {
   readonly secret: string;
   /** Offload is on; off, settled results over the floor take the size-only path. */
   readonly offload: boolean;
+  /** The model the turn is priced as (the config's pricing model, else the request's). */
+  readonly model: string | null;
   /** The price-table entry of the request's model (or the configured one), null when unknown. */
   readonly price: ModelPrice | null;
   /** The attachment policy's extractor, when one is wired. */

@@ -35,7 +35,7 @@ export function priceOffload(
       };
   const { horizon, p } = priors(ctx, site.tool_name, firstDelivery);
   return {
-    model: ctx.price,
+    model: ctx.price ?? ctx.model,
     result_tokens: resultTokens,
     stub_tokens: stubTokens,
     horizon,

@@ -71,6 +71,12 @@ export const ProblemSchema = z
     }),
     z.object({ code: z.literal("stats_error"), message: z.string() }),
     z.object({
+      code: z.literal("unpriced_model"),
+      message: z
+        .string()
+        .describe("Names the model and tool_result_pricing_model, which prices it."),
+    }),
+    z.object({
       code: z.enum(["invalid_request", "unplaced"]),
       message: z.string(),
       path: z

@@ -6,7 +6,7 @@
  * (thinking, server tool calls and their results, MCP, compaction…) in an assistant message.
  */
 import type Anthropic from "@anthropic-ai/sdk";
-import { BIG, casesOf, type FormatCases, fieldCases, } from "./shared.ts";
+import { BIG, casesOf, type FormatCases, fieldCases } from "./shared.ts";
 
 type Block = Anthropic.Beta.Messages.BetaContentBlockParam;
 type BlockType = Block["type"];

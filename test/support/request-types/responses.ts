@@ -4,7 +4,7 @@
  * member that has no case here.
  */
 import type OpenAI from "openai";
-import { BIG, casesOf, type FormatCases, fieldCases, } from "./shared.ts";
+import { BIG, casesOf, type FormatCases, fieldCases } from "./shared.ts";
 
 type Item = OpenAI.Responses.ResponseInputItem;
 type ItemType = NonNullable<Item["type"]>;

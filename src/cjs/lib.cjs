@@ -1,0 +1,2 @@
+// `require("edge-offload")`: see load.cjs.
+module.exports = require("./load.cjs")(require, "../lib.js", "edge-offload");
