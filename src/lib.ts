@@ -13,11 +13,7 @@
  *   `edge-offload/hono`.
  */
 import type { OffloadConfigLike } from "./config.ts";
-import {
-  type CompactOutput,
-  compact as compactTurn,
-  type CompactInput as TurnInput,
-} from "./core/compact.ts";
+import type { CompactOutput, CompactInput as TurnInput } from "./core/compact.ts";
 import { offloadGate as gate } from "./core/gate.ts";
 import { recall as recallSlice } from "./core/recall.ts";
 import { structureOf as structure } from "./core/structure.ts";
