@@ -91,6 +91,10 @@ export interface ExtractResult {
   /** Images: pixel dimensions when the header gives them. */
   width?: number;
   height?: number;
+  /** OCR: mean confidence of the words read (0–1, weighted by length; the lowest page's for a PDF). */
+  confidence?: number;
+  /** PDF: pages whose text was read by OCR (no text layer). */
+  ocr_pages?: number;
   /** True when a cap cut the text short; `truncated_by` names the first cap that did. */
   truncated: boolean;
   truncated_by?: TruncatedBy;
