@@ -693,6 +693,28 @@ export class AttachmentTurn {
     }
   }
 
+  /**
+   * Whether an image's OCR text pays for itself: over the horizon (expected remaining turns) the placeholder
+   * with the text must cost less than the image re-sent each turn, at the rate where the block sits. Asked
+   * before OCR with no text yet (can any text pay? never for an unknown model, whose tokens cannot be
+   * priced), and after it with the text read. OCR itself runs lazily: only on the turn the image leaves its
+   * hot turns (a screenshot used once is never read), and once per file and tenant (the extraction cache).
+   */
+  #ocrGate(
+    position: number,
+    nativeTokens: number,
+    placeholder: Parameters<typeof renderImagePlaceholder>[0],
+  ): { fire: boolean; why: string } {
+    const { price, config } = this.#ctx;
+    if (price === null) return { fire: false, why: "the model's prices are unknown" };
+    const horizon = config.tool_result_offload_horizon_default;
+    const text = estimateTokens(renderImagePlaceholder(placeholder).length);
+    const rate = this.#rate(position);
+    const saving = usd(horizon * (nativeTokens - text), rate);
+    const why = `over ${horizon} turns the image costs ~$${usd(horizon * nativeTokens, rate)}, its placeholder${placeholder.ocr_text === undefined ? "" : " with the text"} ~$${usd(horizon * text, rate)}`;
+    return { fire: saving > 0, why };
+  }
+
   async #image(e: Entry): Promise<Outcome> {
     const { site } = e;
     const { config, raw, options } = this.#ctx;
@@ -732,40 +754,49 @@ export class AttachmentTurn {
     let ocrText: string | undefined;
     let note = "";
     let cached: boolean | undefined;
-    if (options.ocr?.enabled) {
-      const out = await this.#extract(
-        { data: bytes, media_type: site.media_type },
-        { ocr: options.ocr },
-      );
-      cached = out.cached;
-      if (out.outcome.ok) ocrText = out.outcome.result.text;
-      else {
-        const err = out.outcome.error;
-        const failed = {
-          type: err.type,
-          ...(err.reason === undefined ? {} : { reason: err.reason }),
-          message: err.message,
-        };
-        if (err.type === "extraction_dependency_missing")
-          return this.#native(
-            site,
-            e.id,
-            `OCR unavailable (${err.message}): sent natively, tried again next turn`,
-            info.native_tokens,
-            failed,
-          );
-        note = `; OCR failed (${err.type}${err.reason === undefined ? "" : `: ${err.reason}`})`;
-      }
-    }
-    const rendered = renderImagePlaceholder({
+    const ocr = config.attachment_ocr ? options.ocr : undefined;
+    const placeholderInput = {
       id: e.id!,
       format: info.format,
       width: info.width,
       height: info.height,
       bytes: info.bytes,
       turn: site.turn,
-      ocr_text: ocrText,
-    });
+    };
+    if (ocr?.enabled) {
+      const gate = this.#ocrGate(site.position, info.native_tokens!, placeholderInput);
+      if (!gate.fire) note = `; not read by OCR: ${gate.why}`;
+      else {
+        const out = await this.#extract({ data: bytes, media_type: site.media_type }, { ocr });
+        cached = out.cached;
+        if (out.outcome.ok) {
+          const text = out.outcome.result.text;
+          const paid = this.#ocrGate(site.position, info.native_tokens!, {
+            ...placeholderInput,
+            ocr_text: text,
+          });
+          if (paid.fire) ocrText = text;
+          else note = `; its OCR text is left out: ${paid.why}`;
+        } else {
+          const err = out.outcome.error;
+          const failed = {
+            type: err.type,
+            ...(err.reason === undefined ? {} : { reason: err.reason }),
+            message: err.message,
+          };
+          if (err.type === "extraction_dependency_missing")
+            return this.#native(
+              site,
+              e.id,
+              `OCR unavailable (${err.message}): sent natively, tried again next turn`,
+              info.native_tokens,
+              failed,
+            );
+          note = `; OCR failed (${err.type}${err.reason === undefined ? "" : `: ${err.reason}`})`;
+        }
+      }
+    }
+    const rendered = renderImagePlaceholder({ ...placeholderInput, ocr_text: ocrText });
     const sent = estimateTokens(rendered.length);
     if (sent >= info.native_tokens!)
       return this.#keep(

@@ -7,6 +7,7 @@ import { Hono } from "hono";
 import { compact } from "../core/compact.ts";
 import type { Format } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
+import { serviceOcr } from "../extract/ocr-service.ts";
 import { readBytes, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
@@ -75,7 +76,10 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     config,
     store,
     secret,
-    attachments: { extract: c.var.extract },
+    attachments: {
+      extract: c.var.extract,
+      ocr: config.attachment_ocr ? serviceOcr(c.env, { enabled: true }) : undefined,
+    },
   });
   return new Response(out.request, {
     headers: {
