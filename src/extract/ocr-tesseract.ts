@@ -160,8 +160,11 @@ function confidenceOf(words: readonly TextItem[]): number {
   return chars === 0 ? 0 : Math.round((sum / chars) * 1000) / 1000;
 }
 
+/** The engine, and the size of its WebAssembly memory (0 before the first image): what it holds of an isolate. */
+export type TesseractOcrEngine = OcrEngine & { heapBytes(): number };
+
 /** The OCR engine over tesseract-wasm. */
-export function tesseractEngine(options: TesseractEngineOptions): OcrEngine {
+export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEngine {
   const maxHeap = options.max_heap_bytes ?? 96 * 1024 * 1024;
   let module: Promise<WebAssembly.Module> | undefined;
   let current: Promise<Loaded> | undefined;
@@ -220,6 +223,7 @@ export function tesseractEngine(options: TesseractEngineOptions): OcrEngine {
   const ready = async (model: Uint8Array): Promise<Loaded> => {
     let loaded = await (current ?? load());
     while (loaded.dead) loaded = await (current ?? load());
+    last = loaded;
     if (loaded.model !== model) {
       loaded.engine.loadModel(model);
       loaded.model = model;
@@ -227,9 +231,11 @@ export function tesseractEngine(options: TesseractEngineOptions): OcrEngine {
     return loaded;
   };
 
+  let last: Loaded | undefined;
   return {
     name: "tesseract-wasm",
     formats: DECODED_FORMATS,
+    heapBytes: () => (last === undefined || last.dead ? 0 : heapBytes(last.engine)),
     async recognize(image: OcrImage, model: Uint8Array, limits?: OcrRunLimits): Promise<OcrText> {
       const loaded = await ready(model);
       // From here on everything is synchronous: no other request can touch the engine until it is done.
