@@ -59,11 +59,7 @@ interface Loaded {
 /** A URL class that resolves against `file:///` when the base is missing or invalid. */
 class TolerantUrl extends URL {
   constructor(url: string | URL, base?: string | URL) {
-    try {
-      super(url, base);
-    } catch {
-      super(url, "file:///");
-    }
+    super(url, URL.canParse(url, base) ? base : "file:///");
   }
 }
 
