@@ -17,8 +17,9 @@ import { OffloadError } from "./errors.ts";
 import { attachmentExtractor } from "./extract/attachment-extractor.ts";
 import type { Extractor } from "./extract/cache.ts";
 import { extractText } from "./extract/extract.ts";
+import { serviceOcr } from "./extract/ocr-service.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
-import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
+import { type AppEnv, type ExtractorFor, type Settings, settingsOf } from "./http/context.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
@@ -78,11 +79,23 @@ export function defaultStore(
   return new ComposedStore(defaultParts(env, settings, log));
 }
 
+/**
+ * The attachment policy's extractor for a request: over `extract`, with the deployment's OCR
+ * (OFFLOAD_OCR, its model in R2) when the request's config asks for it (`attachment_ocr`).
+ */
+function extractorsFor(extract: Extractor): ExtractorFor {
+  const plain = attachmentExtractor({ extract });
+  return (env, config) =>
+    config.attachment_ocr
+      ? attachmentExtractor({ extract, ocr: serviceOcr(env, { enabled: true }) })
+      : plain;
+}
+
 export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   const log = deps.log ?? ((line: string) => console.error(line));
   const makeStore = deps.store ?? defaultStore;
   const extract = deps.extract ?? extractText;
-  const extractor = attachmentExtractor({ extract });
+  const extractor = extractorsFor(extract);
   const app = new Hono<AppEnv>();
 
   app.onError((err) => errorResponse(toOffloadError(err, log)));

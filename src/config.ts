@@ -133,6 +133,12 @@ const fields = {
     .describe(
       "PDF pages read for a replacement; a longer document stays native (nothing is dropped). Bounds the CPU a turn spends.",
     ),
+  attachment_ocr: z
+    .boolean()
+    .default(false)
+    .describe(
+      "Extract policies: read an image's text by OCR when it leaves its hot turns, and carry the text in its placeholder when that is cheaper over the horizon than the image (needs the deployment's OFFLOAD_OCR=on, or an engine plugged into compact()).",
+    ),
   attachment_max_chars: z
     .int()
     .min(1000)

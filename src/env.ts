@@ -29,4 +29,8 @@ export interface Env {
   OPENAI_BASE_URL?: string;
   /** Extra provider calls one proxied call may make to answer recall_tool_result (default 3). */
   OFFLOAD_PROXY_MAX_HOPS?: string;
+  /** "on": images and scanned PDF pages may be read by OCR when a request asks (default off). */
+  OFFLOAD_OCR?: string;
+  /** OCR ceilings (JSON): max_pixels, max_pages, cpu_ms, languages, min_confidence. */
+  OFFLOAD_OCR_LIMITS?: string;
 }

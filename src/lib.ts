@@ -200,8 +200,13 @@ export type {
   OcrImage,
   OcrModelSource,
   OcrOptions,
+  OcrPixels,
+  OcrRunLimits,
+  OcrText,
 } from "./extract/ocr.ts";
 export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./extract/ocr.ts";
+export type { TesseractEngineOptions } from "./extract/ocr-tesseract.ts";
+export { tesseractEngine } from "./extract/ocr-tesseract.ts";
 export type {
   ExtractLimits,
   ExtractLimitsInput,

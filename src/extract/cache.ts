@@ -6,10 +6,11 @@
  * is a port (the service keeps it in the R2 ledger); this module only decides what is cached and
  * how a result is looked up.
  *
- * Failures that belong to the bytes (corrupt, encrypted, empty) are cached too: a scanned PDF sent
- * every turn is parsed once. Failures that depend on something else are not: `too_large` (the size
- * limit is not part of the key), a missing dependency (an OCR model may be uploaded later), an
- * unsupported format (the probe says so without parsing anything).
+ * Failures that belong to the bytes (corrupt, encrypted, empty, and low_confidence, whose
+ * threshold is in the variant) are cached too: a scanned PDF sent every turn is parsed once.
+ * Failures that depend on something else are not: `too_large` (the size limit is not part of the
+ * key), a missing dependency (an OCR model may be uploaded later), an unsupported format (the probe
+ * says so without parsing anything).
  */
 import type { ExtractionCache } from "../core/ports.ts";
 import { AttachmentError, type AttachmentErrorBody } from "./errors.ts";
@@ -80,7 +81,10 @@ export function extractionCacheKey(
 export function isCacheableFailure(error: AttachmentErrorBody): boolean {
   return (
     error.type === "extraction_failed" &&
-    (error.reason === "corrupt" || error.reason === "encrypted" || error.reason === "empty")
+    (error.reason === "corrupt" ||
+      error.reason === "encrypted" ||
+      error.reason === "empty" ||
+      error.reason === "low_confidence")
   );
 }
 

@@ -11,7 +11,12 @@
 import { OffloadError } from "../errors.ts";
 import type { DetectedFormat } from "./types.ts";
 
-export type ExtractionFailureReason = "corrupt" | "encrypted" | "empty" | "too_large";
+export type ExtractionFailureReason =
+  | "corrupt"
+  | "encrypted"
+  | "empty"
+  | "too_large"
+  | "low_confidence";
 export type MissingDependency = "ocr_engine" | "ocr_model" | "pdf_engine";
 
 export type AttachmentErrorType =
@@ -101,8 +106,8 @@ export class ExtractionDependencyMissingError extends AttachmentError {
 }
 
 /**
- * This file could not be read: `corrupt`, `encrypted`, `empty` (no text, e.g. a scanned PDF) or
- * `too_large`.
+ * This file could not be read: `corrupt`, `encrypted`, `empty` (no text, e.g. a scanned PDF),
+ * `too_large`, or `low_confidence` (OCR read it, but not well enough to replace the image).
  */
 export class ExtractionFailedError extends AttachmentError {
   readonly reason: ExtractionFailureReason;

@@ -18,7 +18,8 @@ import {
 } from "./errors.ts";
 import { htmlToText } from "./html.ts";
 import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
-import { DEFAULT_OCR_MAX_PIXELS, type OcrOptions } from "./ocr.ts";
+import { type OcrOptions, ocrRunLimits } from "./ocr.ts";
+import { loadOcrModel, recognized } from "./ocr-run.ts";
 import { OoxmlPackage } from "./ooxml.ts";
 import {
   type ExtractOptions,
@@ -106,13 +107,12 @@ async function extractImage(
 ): Promise<ExtractResult> {
   // judge() has already checked that OCR is on and that an engine and a model source are configured.
   const engine = ocr.engine!;
-  const source = ocr.model!;
   const info = imageInfo(a.bytes);
   const size =
     info?.width !== undefined && info.height !== undefined
       ? { width: info.width, height: info.height }
       : {};
-  const maxPixels = ocr.max_pixels ?? DEFAULT_OCR_MAX_PIXELS;
+  const maxPixels = ocrRunLimits(ocr).max_pixels;
   if (size.width !== undefined && size.width * size.height > maxPixels) {
     throw new ExtractionFailedError(
       format,
@@ -120,38 +120,17 @@ async function extractImage(
       `the image has ${size.width}×${size.height} pixels, more than the ${maxPixels} OCR reads`,
     );
   }
-  let model: Uint8Array | null;
-  try {
-    model = await source.load();
-  } catch (cause) {
-    throw new ExtractionDependencyMissingError(
-      format,
-      "ocr_model",
-      `the OCR model (${source.name}) could not be loaded`,
-      cause,
-    );
-  }
-  if (model === null)
-    throw new ExtractionDependencyMissingError(
-      format,
-      "ocr_model",
-      `OCR is on but its model (${source.name}) is absent`,
-    );
-  let text: string;
-  try {
-    text = await engine.recognize({ bytes: a.bytes, format, ...size }, model);
-  } catch (cause) {
-    if (cause instanceof AttachmentError) throw cause;
-    throw new ExtractionFailedError(
-      format,
-      "corrupt",
-      `the OCR engine ${engine.name} could not read the image`,
-      cause,
-    );
-  }
-  if (text.trim() === "")
-    throw new ExtractionFailedError(format, "empty", "OCR found no text in the image");
-  return { text: text.trim(), format, truncated: false, ...size };
+  const { model, limits } = await loadOcrModel(ocr, format);
+  const read = await recognized(ocr, format, "the image", () =>
+    engine.recognize({ bytes: a.bytes, format, ...size }, model, limits),
+  );
+  return {
+    text: read.text,
+    format,
+    truncated: false,
+    ...size,
+    ...(read.confidence === undefined ? {} : { confidence: read.confidence }),
+  };
 }
 
 async function extractSniffed(

@@ -1,9 +1,9 @@
 /**
  * The OCR port. OCR is off unless a caller turns it on and plugs in an engine and a model source: engines are
- * heavy (tesseract-wasm ≈ 8–9 s of CPU per page in workerd, wasm that must be imported as a module because
- * Workers forbid compiling wasm from bytes) and models are megabytes read from R2, so neither belongs in the
- * default bundle. With OCR off an image is unsupported (send it natively); with OCR on but no engine or no
- * model, the dependency is missing.
+ * heavy (Tesseract's LSTM takes seconds of CPU for a full page) and models are megabytes read from R2, so
+ * neither is loaded before the first image. With OCR off an image is unsupported (send it natively); with OCR
+ * on but no engine or no model, the dependency is missing. The engine that ships is tesseract-wasm
+ * (ocr-tesseract.ts); the service wires it from its vars (ocr-service.ts).
  */
 import type { ImageFormat } from "./types.ts";
 
@@ -14,57 +14,142 @@ export interface OcrImage {
   height?: number | undefined;
 }
 
+/** Decoded pixels (a scanned PDF page's image): 1 (grey), 3 (RGB) or 4 (RGBA) bytes per pixel. */
+export interface OcrPixels {
+  width: number;
+  height: number;
+  channels: 1 | 3 | 4;
+  data: Uint8Array;
+}
+
+/** What an engine read: the text and, when it knows, its confidence (0–1). */
+export interface OcrText {
+  text: string;
+  /** Mean confidence of the words read, weighted by their length, 0–1. */
+  confidence?: number | undefined;
+}
+
+/** The limits one recognition runs under (resolved from OcrOptions). */
+export interface OcrRunLimits {
+  max_pixels: number;
+  /** Estimated CPU budget of one image in ms; over it the engine refuses with `too_large`. */
+  cpu_ms?: number | undefined;
+  language: string;
+}
+
 export interface OcrEngine {
   readonly name: string;
   /** Image formats the engine decodes itself (a format outside this list is unsupported, not failed). */
   readonly formats: readonly ImageFormat[];
-  /** Recognised text. Throwing means the image could not be read (reported as corrupt). */
-  recognize(image: OcrImage, model: Uint8Array): Promise<string>;
+  /**
+   * Recognised text. Throwing an AttachmentError (`too_large` over a limit) passes it on; throwing anything
+   * else means the image could not be read (reported as corrupt).
+   */
+  recognize(image: OcrImage, model: Uint8Array, limits?: OcrRunLimits): Promise<string | OcrText>;
+  /** Text of already decoded pixels (a scanned PDF page). Without it such pages stay unread. */
+  recognizePixels?(
+    pixels: OcrPixels,
+    model: Uint8Array,
+    limits?: OcrRunLimits,
+  ): Promise<string | OcrText>;
 }
 
 export interface OcrModelSource {
   readonly name: string;
-  /** The model's bytes, or null when it is absent. */
-  load(): Promise<Uint8Array | null>;
+  /** The model of a language (default "eng"), or null when it is absent. */
+  load(language?: string): Promise<Uint8Array | null>;
 }
 
 export interface OcrOptions {
   enabled: boolean;
   engine?: OcrEngine | undefined;
   model?: OcrModelSource | undefined;
-  /** Largest image accepted, in pixels (width × height, when the header gives them): OCR cost grows with it. */
+  /** Largest image accepted, in pixels (width × height): decoding and OCR cost, and memory, grow with it. */
   max_pixels?: number | undefined;
+  /** Model language (a traineddata name such as "eng"); default "eng". */
+  language?: string | undefined;
+  /** Scanned PDF: most pages without a text layer read by OCR; a PDF needing more is refused (`too_large`). */
+  max_pages?: number | undefined;
+  /** Estimated CPU budget per image or page, in ms (checked after layout analysis, before recognition). */
+  cpu_ms?: number | undefined;
+  /** Below this confidence (0–1) the text is refused (`low_confidence`): the image is better sent natively. */
+  min_confidence?: number | undefined;
 }
 
-export const DEFAULT_OCR_MAX_PIXELS = 25_000_000;
+/** 8 megapixels: an A4 page at 300 dpi, or a 4K screenshot; its RGBA alone is 32 MB of a 128 MB isolate. */
+export const DEFAULT_OCR_MAX_PIXELS = 8_400_000;
+export const DEFAULT_OCR_LANGUAGE = "eng";
+export const DEFAULT_OCR_MAX_PAGES = 10;
+export const DEFAULT_OCR_MIN_CONFIDENCE = 0.6;
+
+/** The limits of one recognition under these options. */
+export function ocrRunLimits(ocr: OcrOptions): OcrRunLimits {
+  return {
+    max_pixels: ocr.max_pixels ?? DEFAULT_OCR_MAX_PIXELS,
+    cpu_ms: ocr.cpu_ms,
+    language: ocr.language ?? DEFAULT_OCR_LANGUAGE,
+  };
+}
+
+/** The part of an extraction's cache variant that OCR decides: what reads the text, and what it accepts. */
+export function ocrVariant(ocr: OcrOptions): string {
+  const floor = ocr.min_confidence ?? DEFAULT_OCR_MIN_CONFIDENCE;
+  return `ocr-${ocr.engine?.name ?? "none"}-${ocr.model?.name ?? "none"}-${ocr.language ?? DEFAULT_OCR_LANGUAGE}-k${floor}`;
+}
+
+/** An engine's answer as text and confidence. */
+export function ocrTextOf(answer: string | OcrText): OcrText {
+  return typeof answer === "string" ? { text: answer } : answer;
+}
 
 /** The structural part of an R2 bucket this needs (so the library does not depend on Workers types). */
 export interface ModelBucket {
   get(key: string): Promise<{ arrayBuffer(): Promise<ArrayBuffer> } | null>;
 }
 
+/** Gzip's magic bytes: models may be stored compressed (the npm packages ship them so). */
+function isGzip(b: Uint8Array): boolean {
+  return b.length > 2 && b[0] === 0x1f && b[1] === 0x8b;
+}
+
+async function gunzip(bytes: Uint8Array): Promise<Uint8Array> {
+  const stream = new Blob([bytes as Uint8Array<ArrayBuffer>])
+    .stream()
+    .pipeThrough(new DecompressionStream("gzip"));
+  return new Uint8Array(await new Response(stream).arrayBuffer());
+}
+
 /**
- * A model read once from a bucket (R2) and kept for the life of the source: create it at module scope in a
- * Worker so every request of an isolate shares one copy. An absent model or a failed read is not cached.
+ * Models read once from a bucket (R2) and kept for the life of the source: create it at module scope in a
+ * Worker so every request of an isolate shares one copy. `key` is the object's key, or a function of the
+ * language; a gzipped object is inflated once. An absent model or a failed read is not cached.
  */
-export function bucketModelSource(bucket: ModelBucket, key: string): OcrModelSource {
-  let pending: Promise<Uint8Array | null> | undefined;
+export function bucketModelSource(
+  bucket: ModelBucket,
+  key: string | ((language: string) => string),
+): OcrModelSource {
+  const pending = new Map<string, Promise<Uint8Array | null>>();
+  const keyOf = typeof key === "string" ? () => key : key;
   return {
-    name: `bucket:${key}`,
-    load() {
-      if (pending) return pending;
+    name: typeof key === "string" ? `bucket:${key}` : `bucket:${key("{lang}")}`,
+    load(language = DEFAULT_OCR_LANGUAGE) {
+      const k = keyOf(language);
+      const known = pending.get(k);
+      if (known) return known;
       const current = (async () => {
-        const object = await bucket.get(key);
-        return object === null ? null : new Uint8Array(await object.arrayBuffer());
+        const object = await bucket.get(k);
+        if (object === null) return null;
+        const bytes = new Uint8Array(await object.arrayBuffer());
+        return isGzip(bytes) ? gunzip(bytes) : bytes;
       })();
-      pending = current;
+      pending.set(k, current);
       // Only a model that was read is kept: an absent one may be uploaded later, a failed read retried.
       current.then(
         (model) => {
-          if (model === null && pending === current) pending = undefined;
+          if (model === null && pending.get(k) === current) pending.delete(k);
         },
         () => {
-          if (pending === current) pending = undefined;
+          if (pending.get(k) === current) pending.delete(k);
         },
       );
       return current;

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { OffloadError, zodError } from "../errors.ts";
-import type { OcrOptions } from "./ocr.ts";
+import { type OcrOptions, ocrVariant } from "./ocr.ts";
 
 const MiB = 1024 * 1024;
 
@@ -105,8 +105,6 @@ export function extractOptionsFromQuery(params: URLSearchParams): Partial<Extrac
  */
 export function extractionVariant(options: ExtractOptions = {}): string {
   const o = resolveExtractOptions(options);
-  const ocr = o.ocr?.enabled
-    ? `ocr-${o.ocr.engine?.name ?? "none"}-${o.ocr.model?.name ?? "none"}`
-    : "ocr-off";
+  const ocr = o.ocr?.enabled ? ocrVariant(o.ocr) : "ocr-off";
   return `p${o.max_pages}.c${o.max_chars}.r${o.max_rows}.x${o.max_cells}.s${o.max_sheets}.${o.sheet_format}.${ocr}`;
 }

@@ -5,8 +5,14 @@
  * pay for loading 1.7 MB of code.
  */
 import { safeCut } from "../core/text.ts";
-import { ExtractionDependencyMissingError, ExtractionFailedError } from "./errors.ts";
+import {
+  AttachmentError,
+  ExtractionDependencyMissingError,
+  ExtractionFailedError,
+} from "./errors.ts";
+import { ocrRunLimits } from "./ocr.ts";
 import type { ResolvedExtractOptions } from "./options.ts";
+import { PdfOcr } from "./pdf-ocr.ts";
 import type { ExtractResult, TruncatedBy } from "./types.ts";
 
 interface TextItemLike {
@@ -64,7 +70,9 @@ export async function extractPdf(
   bytes: Uint8Array,
   options: ResolvedExtractOptions,
 ): Promise<ExtractResult> {
-  const { getDocument } = await loadPdfJs();
+  const { getDocument, OPS } = await loadPdfJs();
+  // With OCR on, pages without a text layer are read from their images (pdf-ocr.ts).
+  const ocr = PdfOcr.usable(options.ocr) ? new PdfOcr(options.ocr, OPS) : undefined;
   // pdf.js transfers (detaches) the buffer it is given: hand it a copy so the caller's bytes stay intact. A
   // plain Uint8Array: pdf.js refuses a Node Buffer, and a Buffer's slice() is a view, not a copy.
   const task = getDocument({
@@ -78,6 +86,8 @@ export async function extractPdf(
     useSystemFonts: false,
     stopAtErrors: false,
     verbosity: 0,
+    // Images are only decoded for OCR: none larger than it reads.
+    ...(ocr === undefined ? {} : { maxImageSize: ocrRunLimits(options.ocr!).max_pixels }),
   } as Parameters<PdfJs["getDocument"]>[0]);
   try {
     let doc;
@@ -98,8 +108,10 @@ export async function extractPdf(
         const page = await doc.getPage(n);
         const content = await page.getTextContent();
         text = pageText(content.items as TextItemLike[]);
+        if (text === "" && ocr !== undefined) text = await ocr.read(page, n);
         page.cleanup();
       } catch (error) {
+        if (error instanceof AttachmentError) throw error;
         throw mapPdfError(error);
       }
       read = n;
@@ -129,6 +141,12 @@ export async function extractPdf(
       format: "pdf",
       pages: total,
       pages_extracted: read,
+      ...(ocr === undefined || ocr.pages === 0
+        ? {}
+        : {
+            ocr_pages: ocr.pages,
+            ...(ocr.confidence === undefined ? {} : { confidence: ocr.confidence }),
+          }),
       truncated: truncatedBy !== undefined,
       ...(truncatedBy === undefined ? {} : { truncated_by: truncatedBy }),
     };

@@ -4,6 +4,12 @@ import type { ImageFormat } from "../core/bytes/image.ts";
 export type { ImageFormat };
 
 /**
+ * Image formats the OCR path decodes to pixels (image-decode.ts). Kept here so that naming them does
+ * not load the decoders, which are optional dependencies loaded on first use.
+ */
+export const DECODED_FORMATS: readonly ImageFormat[] = ["png", "jpeg"];
+
+/**
  * Raw bytes with what the sender declared about them. The declared type may be wrong: magic bytes
  * win.
  */
@@ -109,6 +115,10 @@ export interface ExtractResult {
   /** Images: pixel dimensions when the header gives them. */
   width?: number;
   height?: number;
+  /** OCR: mean confidence of the words read (0–1, weighted by length; the lowest page's for a PDF). */
+  confidence?: number;
+  /** PDF: pages whose text was read by OCR (no text layer). */
+  ocr_pages?: number;
   /** True when a cap cut the text short; `truncated_by` names the first cap that did. */
   truncated: boolean;
   truncated_by?: TruncatedBy;

@@ -37,10 +37,16 @@ export type AppEnv = {
      * The extraction engine (extractText unless createApp was given another, e.g. a test's spy).
      */
     extract: Extractor;
-    /** The attachment policy's extractor over `extract`, for compaction. */
-    extractor: AttachmentExtractor;
+    /** The attachment policy's extractor over `extract` for a request's config, for compaction. */
+    extractor: ExtractorFor;
   };
 };
+
+/**
+ * The attachment policy's extractor for one request, given its bindings and its effective config
+ * (the deployment's OCR joins it when the config asks for OCR).
+ */
+export type ExtractorFor = (env: Env, config: OffloadConfig) => AttachmentExtractor;
 
 const CONTROL_BODY_BYTES = 1024 * 1024;
 let cachedDefault: { raw: string; patch: OffloadConfigPatch } | undefined;

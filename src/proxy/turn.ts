@@ -46,8 +46,11 @@ export interface ProxyTurnInput {
   config: (sessionLayer: OffloadConfigPatch) => OffloadConfig;
   /** The secret that keys mem_ids: asked for only when the call compacts. */
   secret: () => string;
-  /** The attachment policy's extractor (documents stay native without one). */
-  extractor?: AttachmentExtractor | undefined;
+  /**
+   * The attachment policy's extractor (documents stay native without one), or the extractor for
+   * the call's effective config.
+   */
+  extractor?: AttachmentExtractor | ((config: OffloadConfig) => AttachmentExtractor) | undefined;
   /** Extra provider calls this call may make to answer recall_tool_result. */
   maxHops: number;
   /** Operator log lines (no bodies, no keys). */
@@ -98,7 +101,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     config,
     store: input.dryRun === true ? dryRunStore(store) : store,
     secret,
-    extractor: input.extractor,
+    extractor: typeof input.extractor === "function" ? input.extractor(config) : input.extractor,
   });
   return proxyCall({
     dialect,

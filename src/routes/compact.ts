@@ -79,7 +79,7 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     config,
     store,
     secret,
-    extractor: c.var.extractor,
+    extractor: c.var.extractor(c.env, config),
   });
   return new Response(out.request, {
     headers: {

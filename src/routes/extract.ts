@@ -6,7 +6,9 @@
  *   `{error:{type, message, format, reason?, fallback:"native"}, digest?, cached}`.
  * - `multipart/form-data`: every file part, in order → 200 `{results:[…]}` (`on_error=warn`, the default) or
  *   the first failure as 422 (`on_error=raise`).
- * - Query: the extraction limits (`max_pages`, `max_chars`, … of ExtractLimitsSchema) and `on_error`.
+ * - Query: the extraction limits (`max_pages`, `max_chars`, … of ExtractLimitsSchema), `on_error`, and OCR:
+ *   `ocr=true` with the deployment's OCR on (OFFLOAD_OCR) reads images and scanned PDF pages, within limits
+ *   the request may lower (`ocr_lang`, `ocr_max_pixels`, `ocr_max_pages`, `ocr_cpu_ms`, `ocr_min_confidence`).
  *
  * Outcomes are cached in the ledger (R2) under the file's SHA-256, the format it was read as and the limits
  * that change the text (src/extract/cache.ts): the same file is not parsed twice in a tenant, whether it came
@@ -19,6 +21,7 @@ import { Hono } from "hono";
 import { OffloadError } from "../errors.ts";
 import { type CachedExtractOutput, extractCached } from "../extract/cache.ts";
 import { attachmentErrorWire } from "../extract/errors.ts";
+import { OCR_QUERY_KEYS, ocrFromQuery } from "../extract/ocr-service.ts";
 import { ExtractLimitsSchema, extractOptionsFromQuery } from "../extract/options.ts";
 import type { Attachment } from "../extract/types.ts";
 import { limitedBody, readBytes } from "../http/body.ts";
@@ -27,7 +30,11 @@ import type { AppEnv } from "../http/context.ts";
 /** Files one multipart request may carry: each is parsed in turn inside one request's CPU limit. */
 export const MAX_EXTRACT_FILES = 32;
 
-const QUERY_KEYS = new Set([...Object.keys(ExtractLimitsSchema.shape), "on_error"]);
+const QUERY_KEYS = new Set([
+  ...Object.keys(ExtractLimitsSchema.shape),
+  "on_error",
+  ...OCR_QUERY_KEYS,
+]);
 
 function onErrorOf(value: string | undefined): "warn" | "raise" {
   if (value === undefined || value === "" || value === "warn") return "warn";
@@ -112,7 +119,10 @@ export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
         path: key,
       });
   }
-  const options = extractOptionsFromQuery(url.searchParams);
+  const options = {
+    ...extractOptionsFromQuery(url.searchParams),
+    ocr: ocrFromQuery(url.searchParams, c.env),
+  };
   const onError = onErrorOf(c.req.query("on_error"));
   const { store, settings, tenant, extract } = c.var;
   const contentType = c.req.header("content-type") ?? "";

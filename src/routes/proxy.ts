@@ -14,7 +14,6 @@
  * error shape; ours say `edge-offload:` and carry an `x-offload-error` header with our error type.
  */
 import { type Context, Hono } from "hono";
-import type { AttachmentExtractor } from "../core/ports.ts";
 import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
@@ -23,6 +22,7 @@ import { parseApiKeys, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
 import {
   type AppEnv,
+  type ExtractorFor,
   effectiveConfig,
   headerConfig,
   type Settings,
@@ -47,8 +47,8 @@ export interface ProxyDeps {
    * The provider calls (tests inject one); by default the runtime's fetch, looked up at call time.
    */
   fetch?: typeof fetch;
-  /** The attachment policy's extractor. */
-  extractor: AttachmentExtractor;
+  /** The attachment policy's extractor for a request's config. */
+  extractor: ExtractorFor;
 }
 
 const SESSION_HEADER = "x-offload-session";
@@ -140,7 +140,7 @@ async function handle(
     store: deps.store(c.env, settings, log),
     config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
     secret: () => secretOf(settings.secret),
-    extractor: deps.extractor,
+    extractor: (config) => deps.extractor(c.env, config),
     maxHops: upstream.maxHops,
     log,
     dryRun: count !== undefined,

@@ -31,13 +31,18 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** `vars` become `--var NAME:value` (secrets included: they never reach a file). */
+/**
+ * `vars` become `--var NAME:value` (secrets included: they never reach a file). `prepare` runs on
+ * the fresh state directory before wrangler starts (to seed its local bucket).
+ */
 export async function startDevServer(
   vars: Record<string, string>,
   timeoutMs = 90_000,
+  prepare?: (state: string) => void,
 ): Promise<DevServer> {
   const [port, inspector] = [await freePort(), await freePort()];
   const state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
+  prepare?.(state);
   return launch({
     command: process.execPath,
     args: [

@@ -5,8 +5,10 @@
  * which vitest's pool relaxes, so this catches what the workerd tests cannot. Own ports, own state directory,
  * and the whole process group is killed at the end (dev-server.ts).
  */
+import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { fixture } from "../fixtures/build.ts";
+import { fixture, OCR_TEXT } from "../fixtures/build.ts";
+import { charAccuracy } from "../support/ocr-node.ts";
 import { catalogMessages } from "../support/providers.ts";
 import { type DevServer, startDevServer } from "./dev-server.ts";
 
@@ -21,10 +23,17 @@ let server: DevServer | undefined;
 let base = "";
 
 beforeAll(async () => {
-  server = await startDevServer({
-    OFFLOAD_API_KEYS: `smoke:${KEY}`,
-    OFFLOAD_SECRET: "smoke-test-secret-0123456789abcdef",
-  });
+  // OCR on, with the model seeded in the local bucket the way `npm start` does it.
+  server = await startDevServer(
+    {
+      OFFLOAD_API_KEYS: `smoke:${KEY}`,
+      OFFLOAD_SECRET: "smoke-test-secret-0123456789abcdef",
+      OFFLOAD_OCR: "on",
+    },
+    90_000,
+    (state) =>
+      execFileSync(process.execPath, ["scripts/ocr-model.mjs", "--local", "--persist-to", state]),
+  );
   base = server.base;
 });
 
@@ -192,5 +201,60 @@ describe("wrangler dev (production runtime rules)", () => {
       attachments: { replaced: 1, failed: 0 },
     });
     expect(await res.text()).toContain("Body text of page 5.");
+  });
+
+  it("reads a PNG of text by OCR (tesseract-wasm's precompiled module under production rules), in /v1/extract and in a turn", async () => {
+    const png = fixture("ocr-text.png");
+    const res = await fetch(`${base}/v1/extract?ocr=true`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${KEY}`, "content-type": png.media_type },
+      body: png.build() as Uint8Array<ArrayBuffer>,
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { text: string; confidence: number; format: string };
+    expect(body.format).toBe("png");
+    expect(charAccuracy(OCR_TEXT["ocr-text.png"]!.join("\n"), body.text)).toBeGreaterThanOrEqual(
+      0.95,
+    );
+    expect(body.confidence).toBeGreaterThan(0.6);
+
+    // The same screenshot in a conversation, one turn after it arrived: its placeholder carries the text
+    // (the extraction cache answers: the route above already read these bytes for this tenant).
+    const image = Buffer.from(png.build()).toString("base64");
+    const turn = {
+      model: "claude-sonnet-4-5",
+      max_tokens: 256,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "image", source: { type: "base64", media_type: "image/png", data: image } },
+            { type: "text", text: "What is the total?" },
+          ],
+        },
+        { role: "assistant", content: "EUR 1,250.00." },
+        { role: "user", content: "Thanks. Who do I contact?" },
+      ],
+    };
+    const config = JSON.stringify({
+      tool_result_compaction_enabled: true,
+      attachment_policy: "extract",
+      attachment_ocr: true,
+    });
+    const compacted = await fetch(
+      `${base}/v1/sessions/smoke-ocr-${Date.now().toString(36)}/compact`,
+      {
+        method: "POST",
+        headers: { ...HEADERS, "x-offload-config": config },
+        body: JSON.stringify(turn),
+      },
+    );
+    expect(compacted.status).toBe(200);
+    expect(JSON.parse(compacted.headers.get("x-offload-summary")!)).toMatchObject({
+      attachments: { replaced: 1, failed: 0 },
+    });
+    const out = await compacted.text();
+    expect(out).toContain("Text read from the image (OCR)");
+    expect(out).toContain("billing@example.com");
   });
 });

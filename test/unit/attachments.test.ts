@@ -477,11 +477,15 @@ describe("images", () => {
     expect(blocksOf(parse(t2.request as string), 0)[1]!.text).toContain("800x600 px");
   });
 
-  it("with OCR plugged in, the placeholder carries the image's text; an OCR failure leaves a plain placeholder", async () => {
+  const OCR_ON = { ...EXTRACT, attachment_ocr: true };
+
+  it("with attachment_ocr and OCR plugged in, the placeholder carries the image's text; an OCR failure leaves a plain placeholder", async () => {
+    let calls = 0;
     const engine = (text: string | Error): OcrEngine => ({
       name: "fake-ocr",
       formats: ["png"],
       recognize: async () => {
+        calls++;
         if (text instanceof Error) throw text;
         return text;
       },
@@ -496,7 +500,7 @@ describe("images", () => {
       request: JSON.stringify(req),
       session: "o1",
       store: new MemoryStore(),
-      config: EXTRACT,
+      config: OCR_ON,
       ...ocr("ERROR 42: disk full"),
     });
     expect(blocksOf(parse(ok.request as string), 0)[1]!.text).toMatch(
@@ -506,7 +510,7 @@ describe("images", () => {
       request: JSON.stringify(req),
       session: "o2",
       store: new MemoryStore(),
-      config: EXTRACT,
+      config: OCR_ON,
       ...ocr(new Error("cannot decode")),
     });
     const text = blocksOf(parse(bad.request as string), 0)[1]!.text as string;
@@ -514,6 +518,44 @@ describe("images", () => {
     expect(bad.report.attachments!.items[0]!.reason).toContain(
       "OCR failed (extraction_failed: corrupt)",
     );
+    expect(calls).toBe(2);
+
+    // The switch off (the default): the engine is not asked, the placeholder is plain.
+    const off = await compact({
+      request: JSON.stringify(req),
+      session: "o3",
+      store: new MemoryStore(),
+      config: EXTRACT,
+      ...ocr("never read"),
+    });
+    expect(blocksOf(parse(off.request as string), 0)[1]!.text).not.toContain("OCR");
+    expect(calls).toBe(2);
+
+    // Text that costs more than the image over the horizon is left out (the image's ~640 tokens).
+    const long = await compact({
+      request: JSON.stringify(req),
+      session: "o4",
+      store: new MemoryStore(),
+      config: OCR_ON,
+      ...ocr("word ".repeat(4000)),
+    });
+    expect(blocksOf(parse(long.request as string), 0)[1]!.text).not.toContain("OCR");
+    expect(long.report.attachments!.items[0]!.reason).toMatch(
+      /its OCR text is left out: over 5 turns/,
+    );
+
+    // A model without prices: nothing can be priced, so nothing is read.
+    const unknown = await compact({
+      request: JSON.stringify({ ...req, model: "some-private-model" }),
+      session: "o5",
+      store: new MemoryStore(),
+      config: OCR_ON,
+      ...ocr("unpriced"),
+    });
+    expect(unknown.report.attachments!.items[0]!.reason).toMatch(
+      /not read by OCR: the model's prices are unknown/,
+    );
+    expect(calls).toBe(3);
   });
 });
 

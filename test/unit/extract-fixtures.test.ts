@@ -36,6 +36,13 @@ const EXPECTED: Record<
   "image.webp": { format: "webp", extractable: false, error: "unsupported_attachment" },
   "image.png": { format: "png", extractable: false, error: "unsupported_attachment" },
   "image.jpg": { format: "jpeg", extractable: false, error: "unsupported_attachment" },
+  // The OCR fixtures with OCR off (test/unit/ocr-engine.test.ts reads them with it on).
+  "ocr-text.png": { format: "png", extractable: false, error: "unsupported_attachment" },
+  "ocr-text.jpg": { format: "jpeg", extractable: false, error: "unsupported_attachment" },
+  "ocr-scan.pdf": { format: "pdf", extractable: true, error: "extraction_failed", reason: "empty" },
+  "ocr-photo.png": { format: "png", extractable: false, error: "unsupported_attachment" },
+  "ocr-huge.png": { format: "png", extractable: false, error: "unsupported_attachment" },
+  "ocr-corrupt.png": { format: "png", extractable: false, error: "unsupported_attachment" },
   "page.html": { format: "html", extractable: true },
   "table.csv": { format: "csv", extractable: true },
   "data.json": { format: "json", extractable: true },

@@ -10,13 +10,20 @@ import { imageInfo } from "../bytes/image.ts";
 import type { MediaSite } from "../formats/types.ts";
 import { decodeString } from "../json/scan.ts";
 import type { Extraction, ExtractionCache, ExtractionRequest, OffloadStore } from "../ports.ts";
+import { usd } from "../pricing.ts";
 import { extractionProblem } from "../problems.ts";
 import { plural } from "../text.ts";
 import { detectKind, estimateTokens } from "../tokens.ts";
 import type { TurnContext } from "../turn/context.ts";
 import type { AttachmentInfo } from "../types.ts";
-import { keep, nativeOutcome, replace } from "./record.ts";
-import { documentTokens, imageTokens, renderDocumentText, renderImagePlaceholder } from "./text.ts";
+import { keep, nativeOutcome, rateAt, replace } from "./record.ts";
+import {
+  documentTokens,
+  type ImagePlaceholderInput,
+  imageTokens,
+  renderDocumentText,
+  renderImagePlaceholder,
+} from "./text.ts";
 import type { MediaEntry, MediaOutcome } from "./types.ts";
 
 /** How many files this turn parsed (not served from the cache). */
@@ -203,6 +210,30 @@ function imageHead(ctx: TurnContext, site: MediaSite): { width?: number; height?
   }
 }
 
+/**
+ * Whether an image's OCR text pays for itself: over the horizon (expected remaining turns) the
+ * placeholder with the text must cost less than the image re-sent each turn, at the rate where the
+ * block sits. Asked before OCR with no text yet (can any text pay? never for an unknown model,
+ * whose tokens cannot be priced), and after it with the text read. OCR itself runs lazily: only on
+ * the turn the image leaves its hot turns (a screenshot used once is never read), and once per file
+ * and tenant (the extraction cache).
+ */
+function ocrGate(
+  ctx: TurnContext,
+  position: number,
+  nativeTokens: number,
+  placeholder: ImagePlaceholderInput,
+): { fire: boolean; why: string } {
+  if (ctx.price === null) return { fire: false, why: "the model's prices are unknown" };
+  const horizon = ctx.config.tool_result_offload_horizon_default;
+  const text = estimateTokens(renderImagePlaceholder(placeholder).length);
+  const rate = rateAt(ctx, position);
+  const saving = usd(horizon * (nativeTokens - text), rate);
+  const withText = placeholder.ocr_text === undefined ? "" : " with the text";
+  const why = `over ${horizon} turns the image costs ~$${usd(horizon * nativeTokens, rate)}, its placeholder${withText} ~$${usd(horizon * text, rate)}`;
+  return { fire: saving > 0, why };
+}
+
 async function imageDecision(
   ctx: TurnContext,
   e: MediaEntry,
@@ -246,36 +277,47 @@ async function imageDecision(
   let ocrText: string | undefined;
   let note = "";
   let cached: boolean | undefined;
-  if (ctx.extractor?.ocr) {
-    const out = await extract(ctx, count, {
-      attachment: { data: bytes, media_type: site.media_type },
-      kind: "image",
-    });
-    cached = out.cached;
-    if (out.outcome.ok) ocrText = out.outcome.result.text;
-    else {
-      const failed = extractionProblem(out.outcome.error);
-      if (failed.code === "extraction_dependency_missing")
-        return nativeOutcome(
-          ctx,
-          site,
-          e.id,
-          `OCR unavailable (${failed.message}): sent natively, tried again next turn`,
-          info.native_tokens,
-          failed,
-        );
-      note = `; OCR failed (${failureName(failed)})`;
-    }
-  }
-  const rendered = renderImagePlaceholder({
+  const placeholder: ImagePlaceholderInput = {
     id: e.id!,
     format: info.format,
     width: info.width,
     height: info.height,
     bytes: info.bytes,
     turn: site.turn,
-    ocr_text: ocrText,
-  });
+  };
+  if (ctx.extractor?.ocr && ctx.config.attachment_ocr) {
+    const gate = ocrGate(ctx, site.position, info.native_tokens!, placeholder);
+    if (!gate.fire) note = `; not read by OCR: ${gate.why}`;
+    else {
+      const out = await extract(ctx, count, {
+        attachment: { data: bytes, media_type: site.media_type },
+        kind: "image",
+      });
+      cached = out.cached;
+      if (out.outcome.ok) {
+        const text = out.outcome.result.text;
+        const paid = ocrGate(ctx, site.position, info.native_tokens!, {
+          ...placeholder,
+          ocr_text: text,
+        });
+        if (paid.fire) ocrText = text;
+        else note = `; its OCR text is left out: ${paid.why}`;
+      } else {
+        const failed = extractionProblem(out.outcome.error);
+        if (failed.code === "extraction_dependency_missing")
+          return nativeOutcome(
+            ctx,
+            site,
+            e.id,
+            `OCR unavailable (${failed.message}): sent natively, tried again next turn`,
+            info.native_tokens,
+            failed,
+          );
+        note = `; OCR failed (${failureName(failed)})`;
+      }
+    }
+  }
+  const rendered = renderImagePlaceholder({ ...placeholder, ocr_text: ocrText });
   const sent = estimateTokens(rendered.length);
   if (sent >= info.native_tokens!)
     return keep(

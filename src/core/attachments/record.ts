@@ -33,7 +33,7 @@ interface DecisionFields {
 }
 
 /** Dollars per token where the block sits: cache read before the last breakpoint, input after. */
-function rateAt(ctx: TurnContext, position: number): number {
+export function rateAt(ctx: TurnContext, position: number): number {
   const { price, analysis } = ctx;
   if (price === null) return 0;
   const rates = ratesFor(price, analysis.prompt_chars / REQUEST_CHARS_PER_TOKEN);

@@ -45,7 +45,7 @@ export const ExtractionProblemSchema = z.object({
   code: z.enum(["unsupported_attachment", "extraction_dependency_missing", "extraction_failed"]),
   message: z.string(),
   reason: z
-    .enum(["corrupt", "encrypted", "empty", "too_large"])
+    .enum(["corrupt", "encrypted", "empty", "too_large", "low_confidence"])
     .optional()
     .describe("extraction_failed only."),
   path: z.string().optional().describe("Where the attachment is in the request."),

@@ -50,6 +50,11 @@ export const ExtractSuccessSchema = z
     sheets: z.int().optional().describe("XLSX: worksheets in the workbook."),
     width: z.int().optional(),
     height: z.int().optional(),
+    confidence: z
+      .number()
+      .optional()
+      .describe("OCR: mean confidence of the words read (0–1, weighted by length)."),
+    ocr_pages: z.int().optional().describe("PDF: pages without a text layer read by OCR."),
     truncated: z
       .boolean()
       .describe(
@@ -76,7 +81,7 @@ export const AttachmentErrorBodySchema = z.object({
     .optional()
     .describe("What the bytes were detected as (pdf, doc, webp, unknown…)."),
   reason: z
-    .enum(["corrupt", "encrypted", "empty", "too_large"])
+    .enum(["corrupt", "encrypted", "empty", "too_large", "low_confidence"])
     .optional()
     .describe("extraction_failed only."),
   dependency: z
