@@ -38,7 +38,7 @@ export async function benchReplay(
   console.log(
     `\nreplay: ${reports.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
   );
-  if (opts.markdown) console.log(`\n${markdown(reports)}`);
+  if (opts.markdown) console.log(`\n${markdown(reports)}\n\n${worstSessions(reports)}`);
   return reports;
 }
 
@@ -62,3 +62,18 @@ function markdown(reports: (ReplayReport & { file: string })[]): string {
 
 if (import.meta.url === `file://${process.argv[1]}`)
   await benchReplay({ markdown: process.argv.includes("--markdown") });
+
+/** The worst single session per row (ratio to none), and the references each file holds, per kind. */
+function worstSessions(reports: (ReplayReport & { file: string })[]): string {
+  const policies = reports[0]!.policies.map((p) => p.policy).filter((p) => p !== "none");
+  const head = `| corpus | model | client | references (corpus/quote/token) | ${policies.join(" | ")} |`;
+  const sep = `|${" --- |".repeat(4 + policies.length)}`;
+  const rows = reports.map((r) => {
+    const k = r.policies[0]!.references_by_kind;
+    const cells = r.policies
+      .filter((p) => p.policy !== "none")
+      .map((p) => (p.worst_session_ratio === null ? "—" : p.worst_session_ratio.toFixed(3)));
+    return `| ${r.file} | ${r.model.replace("claude-", "")} | ${r.client} | ${r.policies[0]!.references} (${k.corpus}/${k.quote}/${k.token}) | ${cells.join(" | ")} |`;
+  });
+  return [head, sep, ...rows].join("\n");
+}

@@ -13,6 +13,7 @@ import { detectReferences, type Reference } from "./references.ts";
 import type {
   Block,
   Client,
+  KindCounts,
   Message,
   PolicyTotals,
   ReplayReport,
@@ -99,6 +100,8 @@ async function replaySession(
     recall_hops: 0,
     lost_references: 0,
     references: 0,
+    references_by_kind: { corpus: 0, quote: 0, token: 0 },
+    lost_by_kind: { corpus: 0, quote: 0, token: 0 },
   };
   const charge = (request: Request, output: number) => {
     const c = sim.call(blocks.blocksOf(request), output);
@@ -114,13 +117,16 @@ async function replaySession(
     const sent = await run.send(requestFor(session, n, opts.model, opts.client));
     const needs = byTurn.get(n) ?? [];
     result.references += needs.length;
+    for (const ref of needs) result.references_by_kind[ref.kind]++;
     const sentResults = resultsOf(sent);
     const recoveries = [];
     for (const ref of needs) {
       if (available(sentResults, ref)) continue;
       const rec = await run.recover(ref.sources[0]!, ref.quote);
-      if (rec === null) result.lost_references++;
-      else recoveries.push(rec);
+      if (rec === null) {
+        result.lost_references++;
+        result.lost_by_kind[ref.kind]++;
+      } else recoveries.push(rec);
     }
     if (recoveries.length === 0) {
       charge(sent, outputTokens);
@@ -185,6 +191,11 @@ function totals(
     });
   }
   const baseTotal = none?.reduce((n, r) => n + r.usd, 0);
+  const byKind = (f: (r: SessionResult) => KindCounts): KindCounts => ({
+    corpus: sum((r) => f(r).corpus),
+    quote: sum((r) => f(r).quote),
+    token: sum((r) => f(r).token),
+  });
   const w = worst as { ratio: number; session: string } | null;
   return {
     policy: name,
@@ -194,6 +205,9 @@ function totals(
     cache_read_share: prompt > 0 ? sum((r) => r.read_tokens) / prompt : 0,
     recall_hops: sum((r) => r.recall_hops),
     lost_references: sum((r) => r.lost_references),
+    references: sum((r) => r.references),
+    references_by_kind: byKind((r) => r.references_by_kind),
+    lost_by_kind: byKind((r) => r.lost_by_kind),
     worst_session_ratio: w?.ratio ?? null,
     worst_session: w?.session ?? null,
     sessions: results,

@@ -338,7 +338,11 @@ describe("CLI", () => {
       "cache_read_share",
       "recall_hops",
       "lost_references",
+      "references",
+      "references_by_kind",
+      "lost_by_kind",
       "worst_session_ratio",
     ]);
+    expect(Object.keys(json.policies[0].lost_by_kind)).toEqual(["corpus", "quote", "token"]);
   }, 60_000);
 });
