@@ -7,6 +7,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { gunzipSync } from "node:zlib";
 import { resolveModel } from "./core/pricing.ts";
+import { parseGapModel } from "./replay/gaps.ts";
 import { edgeOffload } from "./replay/policies/edge-offload.ts";
 import { DEFAULT_POLICIES, EDGE_OFFLOAD_CONFIGS, policyByName } from "./replay/policies/index.ts";
 import type { Policy } from "./replay/policy.ts";
@@ -27,6 +28,8 @@ Options:
   --policies a,b     policies to compare (default: ${DEFAULT_POLICIES.join(",")})
                      also: mask-last-N, evict-Nk, ${Object.keys(EDGE_OFFLOAD_CONFIGS).join(", ")}
   --config JSON      an extra row "edge-offload+config" running compact with this config
+  --gap BASE[,LONG@P] seconds between calls for sessions without timestamps: BASE, or LONG with
+                     probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --help             this text
 `;
@@ -51,6 +54,7 @@ export async function main(argv: string[]): Promise<number> {
         client: { type: "string", default: "cached" },
         policies: { type: "string" },
         config: { type: "string" },
+        gap: { type: "string" },
         json: { type: "boolean", default: false },
         help: { type: "boolean", default: false },
       },
@@ -118,10 +122,18 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
     return 1;
   }
+  let gap;
+  try {
+    gap = args.values.gap === undefined ? undefined : parseGapModel(args.values.gap);
+  } catch (e) {
+    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
+    return 2;
+  }
   const report = await replay(sessions, {
     model,
     client,
     policies,
+    ...(gap === undefined ? {} : { gap }),
     onProgress:
       args.values.json || !process.stderr.isTTY
         ? undefined

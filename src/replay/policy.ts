@@ -19,7 +19,8 @@ export interface Recovery {
 }
 
 export interface PolicyRun {
-  send(request: Request): Promise<Request>;
+  /** `at`: when the call is made (epoch ms), when the replay has a timeline. */
+  send(request: Request, at?: number): Promise<Request>;
   recover(sourceToolUseId: string, quote: string): Promise<Recovery | null>;
 }
 

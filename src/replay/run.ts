@@ -8,6 +8,7 @@ import { resolveModel } from "../core/pricing.ts";
 import { OffloadError } from "../errors.ts";
 import { BlockCache, textOfResult } from "./blocks.ts";
 import { CacheSim } from "./cache.ts";
+import { callTimes, type GapModel } from "./gaps.ts";
 import { type Policy, resultsOf } from "./policy.ts";
 import { detectReferences, type Reference } from "./references.ts";
 import type {
@@ -29,6 +30,8 @@ export interface ReplayOptions {
   model: string;
   client: Client;
   policies: Policy[];
+  /** Times calls of sessions that carry no timestamps (see gaps.ts); without it, all within the TTL. */
+  gap?: GapModel;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
 }
@@ -103,18 +106,21 @@ async function replaySession(
     references_by_kind: { corpus: 0, quote: 0, token: 0 },
     lost_by_kind: { corpus: 0, quote: 0, token: 0 },
   };
+  const times = callTimes(session, opts.gap);
+  let at: number | undefined;
   const charge = (request: Request, output: number) => {
-    const c = sim.call(blocks.blocksOf(request), output);
+    const c = sim.call(blocks.blocksOf(request), output, at);
     result.calls++;
     result.usd += c.usd;
     result.prompt_tokens += c.prompt_tokens;
     result.read_tokens += c.read_tokens;
   };
-  for (const n of session.calls) {
+  for (const [i, n] of session.calls.entries()) {
+    at = times?.[i];
     const answer: Message | undefined =
       session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
-    const sent = await run.send(requestFor(session, n, opts.model, opts.client));
+    const sent = await run.send(requestFor(session, n, opts.model, opts.client), at);
     const needs = byTurn.get(n) ?? [];
     result.references += needs.length;
     for (const ref of needs) result.references_by_kind[ref.kind]++;

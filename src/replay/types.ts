@@ -17,6 +17,8 @@ export interface ReplaySession {
   messages: Message[];
   /** Prompt lengths (in messages) of the model calls, in order; each call's answer is messages[n] when it is an assistant message. */
   calls: number[];
+  /** When each call was made (epoch ms, one per call), from a request log's timestamps. */
+  times?: number[];
   refs?: CorpusRef[];
 }
 

@@ -33,6 +33,7 @@ import {
   checkScope,
   expiresAt,
   GAP_WINDOW,
+  idleSince,
   indexDue,
   indexTtlSeconds,
   isExpired,
@@ -192,6 +193,7 @@ export class SessionDO extends DurableObject<Env> {
       session_tool_stats:
         toolNames.length === 0 ? {} : toolStatsOf(this.#allRecords(), this.#recalls(), toolNames),
       gap_seconds: medianGap(times),
+      idle_seconds: idleSince(times, Date.now()),
     };
   }
 

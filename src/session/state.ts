@@ -8,7 +8,7 @@ import { OffloadError } from "../errors.ts";
 import type { ToolStats } from "../store/port.ts";
 
 /** How many per-turn log lines a session keeps (older ones are dropped; totals live in the records); gaps. */
-export { GAP_WINDOW, medianGap, TURN_LOG_LIMIT } from "../store/memory.ts";
+export { GAP_WINDOW, idleSince, medianGap, TURN_LOG_LIMIT } from "../store/memory.ts";
 
 /**
  * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by their tool,

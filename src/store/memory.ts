@@ -63,6 +63,12 @@ export function medianGap(times: readonly number[]): number | null {
   return gaps[Math.floor(gaps.length / 2)]!;
 }
 
+/** Seconds since the most recent of `times` (ms), or null with none: how long the session has been idle. */
+export function idleSince(times: readonly number[], now: number): number | null {
+  const last = times[times.length - 1];
+  return last === undefined ? null : Math.max(0, (now - last) / 1000);
+}
+
 export class MemoryStore implements OffloadStore {
   readonly #sessions = new Map<string, SessionData>();
   readonly #tenantTools = new Map<string, Map<string, ToolStats>>();
@@ -123,6 +129,7 @@ export class MemoryStore implements OffloadStore {
       tool_stats: pick(this.#tenantTools.get(ref.tenant), toolNames),
       session_tool_stats: pick(data?.toolStats, toolNames),
       gap_seconds: medianGap(data?.times ?? []),
+      idle_seconds: idleSince(data?.times ?? [], this.#now()),
     };
   }
 

@@ -39,6 +39,8 @@ export interface LoadedState {
   session_tool_stats?: Record<string, ToolStats>;
   /** Typical seconds between this session's turns (median of recent gaps), null before two turns. */
   gap_seconds?: number | null;
+  /** Seconds since the session's last turn was committed (the store's clock), null before the first. */
+  idle_seconds?: number | null;
 }
 
 export interface TurnCommit {
