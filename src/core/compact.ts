@@ -10,6 +10,7 @@ import { OffloadError } from "../errors.ts";
 import type { LoadedState, OffloadStore } from "../store/port.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "./adaptive.ts";
 import { type AttachmentOptions, type AttachmentReport, AttachmentTurn } from "./attachments.ts";
+import { cacheCold, waitsForColdCache } from "./cold.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
 import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
@@ -20,7 +21,7 @@ import type {
   RequestAnalysis,
   ToolResultSite,
 } from "./formats/types.ts";
-import { offloadGate } from "./gate.ts";
+import { type GateInput, offloadGate } from "./gate.ts";
 import {
   decodeString,
   getMember,
@@ -750,7 +751,7 @@ class Transform {
                 : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
           };
       const { horizon, p } = this.priors(site.tool_name, firstDelivery);
-      gate = offloadGate({
+      const gateInput: GateInput = {
         model: this.price,
         result_tokens: m.tokens,
         stub_tokens: stubTokens,
@@ -761,7 +762,13 @@ class Transform {
         context_tokens: contextTokens,
         client_caches: this.analysis.client_caches,
         ...(declaration === undefined ? {} : { tool_declaration: declaration }),
-      });
+        cache_cold: cacheCold(
+          this.adapter.format as Format,
+          this.analysis.breakpoints,
+          this.loaded.idle_seconds,
+        ),
+      };
+      gate = offloadGate(gateInput);
       if (!gate.fire) {
         // Declined at first delivery: not recorded, so the usual decision follows once the result is settled.
         if (firstDelivery)
@@ -769,6 +776,17 @@ class Transform {
             outcome: {
               decision: {
                 ...this.pending(site, false, `first delivery declined: ${gate.reason}`).decision,
+                gate,
+              },
+            },
+          };
+        // Declined only because the cache is warm: not recorded, so the turn after a lapse weighs it again.
+        if (waitsForColdCache(gateInput))
+          return {
+            outcome: {
+              decision: {
+                ...this.pending(site, false, `kept while the cache is warm: ${gate.reason}`)
+                  .decision,
                 gate,
               },
             },
