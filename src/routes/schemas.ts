@@ -2,8 +2,10 @@
  * The HTTP API's shapes, in zod: the routes validate requests with them, the tests check responses against
  * them, and /openapi.json is generated from them, so the three cannot disagree.
  */
+
 import { z } from "zod";
 import { OffloadConfigPatchSchema, OffloadConfigSchema, RECALL_HARD_CAP_CHARS } from "../config.ts";
+import { MAX_QUESTIONS } from "../core/recall-many.ts";
 
 export const RecallRequestSchema = z
   .strictObject({
@@ -33,6 +35,18 @@ export const RecallRequestSchema = z
       .min(1)
       .optional()
       .describe('JSONPath into a JSON body, e.g. "$.items[3].price" ("$." may be left out).'),
+    queries: z
+      .array(z.string().min(1))
+      .min(1)
+      .max(MAX_QUESTIONS)
+      .optional()
+      .describe("Several exact substrings in one call, each answered like query."),
+    json_paths: z
+      .array(z.string().min(1))
+      .min(1)
+      .max(MAX_QUESTIONS)
+      .optional()
+      .describe("Several JSONPaths in one call, each answered like json_path."),
   })
   .describe("The model's recall_tool_result arguments, as the client received them.");
 

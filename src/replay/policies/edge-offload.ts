@@ -1,5 +1,5 @@
 import { compact } from "../../core/compact.ts";
-import { recall } from "../../core/recall.ts";
+import { recallMany } from "../../core/recall-many.ts";
 import { RECALL_TOOL_NAME } from "../../core/recall-tool.ts";
 import { MemoryStore } from "../../store/memory.ts";
 import type { OffloadStore } from "../../store/port.ts";
@@ -9,7 +9,8 @@ import type { Request } from "../types.ts";
 
 /**
  * edge-offload itself: the real `compact` on every call (the client keeps sending its full history); a needed
- * body comes back through the real `recall` (a query for the quote). One in-memory store for the whole run,
+ * body comes back through the real recall tool (`recallMany`, a query for the quote, answered at its default
+ * size). One in-memory store for the whole run,
  * one tenant, a session per replayed session: what the adaptive gate learns carries over from session to
  * session, in file order, as it would in a deployment. The store's clock is the replay's timeline (the time
  * of each call), so turn gaps and idle times are the replayed ones; `coldCache: false` hides the idle time
@@ -47,7 +48,7 @@ export function edgeOffload(
           const memId = memIds.get(id);
           // The size-only path declares no recall tool: the model cannot read a shortened body back.
           if (memId === undefined || !recallDeclared) return null;
-          const answer = await recall({ store, session, mem_id: memId, query: quote });
+          const answer = await recallMany({ store, session, mem_id: memId, query: quote });
           const callId = `toolu_replay_recall_${id}`;
           return {
             call: {
