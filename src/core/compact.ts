@@ -443,7 +443,9 @@ class Transform {
       this.config.tool_result_first_delivery === "gated" &&
       !site.settled &&
       site.tool_name !== RECALL_TOOL_NAME &&
-      this.charsOf(site) >= this.config.tool_result_large_offload_threshold_chars
+      this.charsOf(site) >=
+        (this.config.tool_result_first_delivery_min_chars ??
+          this.config.tool_result_large_offload_threshold_chars)
     );
   }
 
@@ -729,7 +731,7 @@ class Transform {
     if (this.offload) {
       // The seed's pre-filter: only large results reach the fixed-prior gate. A learning gate sees the medium
       // ones too: its recall rate is measured, so a session whose model never recalls stops paying for caution.
-      if (tier === "medium" && !this.config.tool_result_offload_adaptive)
+      if (tier === "medium" && !this.config.tool_result_offload_adaptive && !firstDelivery)
         return kept("medium: below the offload threshold, kept full");
       const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
       const side = this.cacheSide(site, stubTokens);
