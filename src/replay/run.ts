@@ -75,11 +75,10 @@ function toolsUsed(session: ReplaySession): unknown[] {
   }));
 }
 
-function available(sent: Map<string, Block>, ref: Reference): boolean {
-  return ref.sources.some((id) => {
-    const b = sent.get(id);
-    return b !== undefined && textOfResult(b.content).includes(ref.quote);
-  });
+function available(sent: Map<string, Block[]>, ref: Reference): boolean {
+  return ref.sources.some((id) =>
+    (sent.get(id) ?? []).some((b) => textOfResult(b.content).includes(ref.quote)),
+  );
 }
 
 async function replaySession(

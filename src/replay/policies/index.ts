@@ -31,6 +31,14 @@ export const EDGE_OFFLOAD_CONFIGS: Record<
     config: { ...ON, tool_result_first_delivery: "gated" },
     description: "plus gated offload on first delivery",
   },
+  "edge-offload+medium-first-delivery": {
+    config: {
+      ...ON,
+      tool_result_first_delivery: "gated",
+      tool_result_first_delivery_min_chars: 8001,
+    },
+    description: "gated offload on first delivery of medium and large results",
+  },
   "edge-offload+all": {
     config: {
       ...ON,
