@@ -42,7 +42,15 @@ export type {
   RecallArguments,
   RecallInput,
 } from "./core/recall.ts";
-export { normalizeJsonPath, recall } from "./core/recall.ts";
+export { normalizeJsonPath } from "./core/recall.ts";
+// `recall` answers a whole recall_tool_result call (queries and json_paths included): the multi-question
+// front door over the single-question core.
+export type { RecallManyInput } from "./core/recall-many.ts";
+export {
+  MAX_QUESTIONS,
+  QUERY_ANSWER_CHARS,
+  recallMany as recall,
+} from "./core/recall-many.ts";
 export type { RecallToolDefinitions, ToolFormat } from "./core/recall-tool.ts";
 export { RECALL_TOOL_NAME, recallInputSchema, recallToolDefinition } from "./core/recall-tool.ts";
 export type { SessionInput } from "./core/session.ts";

@@ -13,6 +13,9 @@
  * rate when cached), and there is no cached suffix to invalidate. On a cold cache (the session was idle past
  * its TTL) the whole prompt is written anew this turn whatever we do: the same holds for a settled result
  * (this turn's write of T becomes a write of S), and the recall tool's declaration rewrites nothing cached.
+ * A prompt shorter than the model's minimum cacheable length is not cached at all: when stubbing the result
+ * would bring a caching client's prompt below it, the remaining context is billed at input instead of read
+ * for the horizon, and that is counted with the invalidation (what the change does to the cache).
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
  * hop re-reads the whole context; the design's formula prices it at read, which undercharges a client that
  * sets no breakpoints).
@@ -141,14 +144,23 @@ export function offloadGate(input: GateInput): GateResult {
       ? usd(S, write) + usd(H * S, r)
       : usd((H + 1) * S, r)
     : usd(H * S, r);
+  const caches = input.client_caches ?? input.cached_side;
+  // context_tokens is the prompt with the stub: with the result it was S smaller and T larger.
+  const withResult = input.context_tokens - S + T;
+  const belowMinimum =
+    caches &&
+    withResult >= price.min_cacheable_tokens &&
+    input.context_tokens < price.min_cacheable_tokens
+      ? usd(H * input.context_tokens, rates.input - rates.cache_read)
+      : 0;
   const invalidation =
-    input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0;
+    (input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0) +
+    belowMinimum;
   const recall =
     p *
     (usd(input.context_tokens, contextRate) +
       usd(recallTokens, rates.input) +
       usd(recallOutput, rates.output));
-  const caches = input.client_caches ?? input.cached_side;
   const declaration =
     usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
     (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0);

@@ -153,3 +153,31 @@ describe("the transform at the cold-cache moment", () => {
     expect(out.decisions[0]!.gate?.inputs.cache_cold).toBe(false);
   });
 });
+
+describe("the gate near the minimum cacheable length", () => {
+  it("counts the cache a caching client loses when the stub brings its prompt below the minimum", () => {
+    const opus = resolveModel("claude-opus-4-5")!;
+    const r = ratesFor(opus, 3000);
+    // 4,500 tokens with the result (cached), 2,300 with the stub: under Opus 4.5's 4,096 minimum
+    const input: GateInput = {
+      model: "claude-opus-4-5",
+      result_tokens: 2500,
+      stub_tokens: 300,
+      horizon: 5,
+      recall_probability: 0.5,
+      cached_side: true,
+      tokens_to_breakpoint: 0,
+      context_tokens: 2300,
+      client_caches: true,
+      first_delivery: true,
+    };
+    const g = offloadGate(input);
+    expect(g.invalidation_cost_usd).toBeCloseTo(usd(5 * 2300, r.input - r.cache_read), 9);
+    expect(g.fire).toBe(false);
+    // far above the minimum either way, or a client that does not cache: nothing of the kind
+    expect(offloadGate({ ...input, context_tokens: 9000 }).invalidation_cost_usd).toBe(0);
+    expect(
+      offloadGate({ ...input, client_caches: false, cached_side: false }).invalidation_cost_usd,
+    ).toBe(0);
+  });
+});
