@@ -226,6 +226,9 @@ describe("policies", () => {
   it("knows every default policy by name", () => {
     for (const name of DEFAULT_POLICIES) expect(policyByName(name), name).not.toBeNull();
     expect(policyByName("nope")).toBeNull();
+    expect(policyByName("edge-offload+all/no-cold")?.name).toBe("edge-offload+all/no-cold");
+    expect(policyByName("edge-offload/bogus")).toBeNull();
+    expect(policyByName("evict-20k/no-cold")).toBeNull();
   });
 });
 
@@ -304,7 +307,10 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(1);
-  });
+    const gap = cli("replay", SAMPLE, "--gap", "soon");
+    expect(gap.status).toBe(2);
+    expect(gap.stderr).toContain("--gap must be BASE or BASE,LONG@P");
+  }, 60_000);
 
   it("prints the documented JSON", () => {
     const dir = mkdtempSync(`${tmpdir()}/replay-`);
