@@ -29,16 +29,19 @@ function packageVersion(): string {
 }
 
 async function loadReplay() {
-  const [pricing, policies, custom, prune, report, run, sessions, config] = await Promise.all([
-    import("./core/pricing.ts"),
-    import("./replay/policies/index.ts"),
-    import("./replay/policies/edge-offload.ts"),
-    import("./replay/policies/prune-messages.ts"),
-    import("./replay/report.ts"),
-    import("./replay/run.ts"),
-    import("./replay/sessions.ts"),
-    import("./config.ts"),
-  ]);
+  const [pricing, policies, custom, prune, report, run, sessions, config, gaps] = await Promise.all(
+    [
+      import("./core/pricing.ts"),
+      import("./replay/policies/index.ts"),
+      import("./replay/policies/edge-offload.ts"),
+      import("./replay/policies/prune-messages.ts"),
+      import("./replay/report.ts"),
+      import("./replay/run.ts"),
+      import("./replay/sessions.ts"),
+      import("./config.ts"),
+      import("./replay/gaps.ts"),
+    ],
+  );
   return {
     ...pricing,
     ...policies,
@@ -48,6 +51,7 @@ async function loadReplay() {
     ...run,
     ...sessions,
     ...config,
+    ...gaps,
   };
 }
 type Replay = Awaited<ReturnType<typeof loadReplay>>;
@@ -66,6 +70,8 @@ Options:
                      also: mask-last-N, evict-Nk, ${Object.keys(r.EDGE_OFFLOAD_CONFIGS).join(", ")}
                      (${PRUNE} runs the AI SDK's pruneMessages: it needs the optional "ai" package)
   --config JSON      an extra row "edge-offload+config" running compact with this config
+  --gap BASE[,LONG@P] seconds between calls for sessions without timestamps: BASE, or LONG with
+                     probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -126,6 +132,7 @@ function parseReplayArgs(args: string[]) {
       client: { type: "string", default: "cached" },
       policies: { type: "string" },
       config: { type: "string" },
+      gap: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -183,12 +190,19 @@ async function replayCommand(rest: string[]): Promise<number> {
       ),
     );
   }
+  let gap: ReturnType<Replay["parseGapModel"]> | undefined;
+  try {
+    gap = args.values.gap === undefined ? undefined : r.parseGapModel(args.values.gap);
+  } catch (e) {
+    throw new UsageError(e instanceof Error ? e.message : String(e));
+  }
   const sessions = readSessions(r, file);
   const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
   const report = await r.replay(sessions, {
     model,
     client,
     policies,
+    ...(gap === undefined ? {} : { gap }),
     ...(progress === null ? {} : { onProgress: progress.update }),
   });
   progress?.end();

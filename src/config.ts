@@ -99,6 +99,14 @@ const fields = {
     .describe(
       '"gated": the gate may offload a large result on the turn it arrives (the model then sees only its stub).',
     ),
+  tool_result_first_delivery_min_chars: z
+    .int()
+    .min(0)
+    .nullable()
+    .default(null)
+    .describe(
+      'With first delivery "gated": the smallest fresh result the gate weighs (null: the large threshold). Lower it to let the gate stub medium results on arrival; results at or below tool_result_compaction_size_chars are never stubbed.',
+    ),
   tool_result_offload_shadow: z
     .boolean()
     .default(false)

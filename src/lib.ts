@@ -15,7 +15,7 @@
 import type { OffloadConfigLike } from "./config.ts";
 import type { CompactOutput, CompactInput as TurnInput } from "./core/compact.ts";
 import { offloadGate as gate } from "./core/gate.ts";
-import { recall as recallSlice } from "./core/recall.ts";
+import { recallMany } from "./core/recall-many.ts";
 import { structureOf as structure } from "./core/structure.ts";
 import { renderStub as stub } from "./core/stub.ts";
 import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
@@ -59,7 +59,8 @@ const guarded = guardedCompact();
 
 /**
  * Answers the model's `recall_tool_result` call: a slice of an offloaded body (a query's matches
- * with context, an offset and length, or a JSONPath), capped and deterministic. A model's mistake
+ * with context, an offset and length, or a JSONPath; or several `queries` / `json_paths` in one
+ * call, up to MAX_QUESTIONS, answered from one read), capped and deterministic. A model's mistake
  * (an unknown mem_id, a bad path) is an answer with `is_error: true` that says what to do, never an
  * exception.
  *
@@ -68,7 +69,10 @@ const guarded = guardedCompact();
  * const { content, is_error } = answer;
  * results.push({ type: "tool_result", tool_use_id: call.id, content, is_error });
  */
-export const recall: typeof recallSlice = recallSlice;
+export const recall: typeof recallMany = recallMany;
+
+export type { RecallManyInput } from "./core/recall-many.ts";
+export { MAX_QUESTIONS, QUERY_ANSWER_CHARS } from "./core/recall-many.ts";
 
 /**
  * The net-saving gate: whether replacing a result of `result_tokens` by a stub of `stub_tokens`

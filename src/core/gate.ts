@@ -10,7 +10,12 @@
  *   expected_recall    = p·(context · r_ctx + recalled · input + recall call output · output)
  *   tool_declaration   = when this offload would declare the recall tool: H·tool·r_tool + cached head · (write − read)
  * On first delivery (opt-in) the result is new in this request: saving and carry gain this turn (at the write
- * rate when cached), and there is no cached suffix to invalidate.
+ * rate when cached), and there is no cached suffix to invalidate. On a cold cache (the session was idle past
+ * its TTL) the whole prompt is written anew this turn whatever we do: the same holds for a settled result
+ * (this turn's write of T becomes a write of S), and the recall tool's declaration rewrites nothing cached.
+ * A prompt shorter than the model's minimum cacheable length is not cached at all: when stubbing the result
+ * would bring a caching client's prompt below it, the remaining context is billed at input instead of read
+ * for the horizon, and that is counted with the invalidation (what the change does to the cache).
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
  * hop re-reads the whole context; the design's formula prices it at read, which undercharges a client that
  * sets no breakpoints).
@@ -50,6 +55,11 @@ export interface GateInput {
    * after it is cached yet to invalidate.
    */
   first_delivery?: boolean;
+  /**
+   * The provider's cache for the session has lapsed (idle past its TTL, see cold.ts): this turn writes the
+   * whole prompt anew, so rewriting earlier bytes costs nothing extra and this turn's write shrinks too.
+   */
+  cache_cold?: boolean;
 }
 
 /**
@@ -111,6 +121,7 @@ export function offloadGate(input: GateInput): GateResult {
     tool_tokens: toolTokens,
     tool_prefix_tokens: toolPrefix,
     first_delivery: input.first_delivery === true,
+    cache_cold: input.cache_cold === true,
   };
   if (price === null) {
     return {
@@ -132,27 +143,39 @@ export function offloadGate(input: GateInput): GateResult {
   const contextRate = (input.client_caches ?? input.cached_side) ? rates.cache_read : rates.input;
 
   const first = input.first_delivery === true;
-  const saving = first
+  const cold = input.cache_cold === true && input.cached_side;
+  // Both price this turn's write: the result is new in the cached prompt, or the cached prompt is gone.
+  const written = first || cold;
+  const saving = written
     ? input.cached_side
       ? usd(T, write) + usd(H * T, r)
       : usd((H + 1) * T, r)
     : usd(H * T, r);
-  const carry = first
+  const carry = written
     ? input.cached_side
       ? usd(S, write) + usd(H * S, r)
       : usd((H + 1) * S, r)
     : usd(H * S, r);
+  const caches = input.client_caches ?? input.cached_side;
+  // context_tokens is the prompt with the stub: with the result it was S smaller and T larger.
+  const withResult = input.context_tokens - S + T;
+  const belowMinimum =
+    caches &&
+    withResult >= price.min_cacheable_tokens &&
+    input.context_tokens < price.min_cacheable_tokens
+      ? usd(H * input.context_tokens, rates.input - rates.cache_read)
+      : 0;
   const invalidation =
-    input.cached_side && !first ? usd(toBreakpoint, write - rates.cache_read) : 0;
+    (input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0) +
+    belowMinimum;
   const recall =
     p *
     (usd(input.context_tokens, contextRate) +
       usd(recallTokens, rates.input) +
       usd(recallOutput, rates.output));
-  const caches = input.client_caches ?? input.cached_side;
   const declaration =
     usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
-    (caches ? usd(toolPrefix, write - rates.cache_read) : 0);
+    (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0);
   const net = saving - (carry + invalidation + recall + declaration);
   const fire = net > 0;
 
@@ -164,7 +187,7 @@ export function offloadGate(input: GateInput): GateResult {
   ] as const;
   const biggest = costs.reduce((a, b) => (b[1] > a[1] ? b : a));
   const reason = fire
-    ? `saves $${net.toFixed(4)} over ${first ? `this and ${H} more` : H} turns (${input.cached_side ? "cached" : "uncached"} side, p=${round2(p)})`
+    ? `saves $${net.toFixed(4)} over ${written ? `this and ${H} more` : H} turns (${input.cached_side ? (cold ? "cold cache" : "cached") : "uncached"} side, p=${round2(p)})`
     : T <= S
       ? "the stub is not smaller than the result"
       : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;

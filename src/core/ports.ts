@@ -45,6 +45,11 @@ export interface LoadedState {
    * Typical seconds between this session's turns (median of recent gaps), null before two turns.
    */
   gap_seconds?: number | null;
+  /**
+   * Seconds since the session's last turn was committed (the store's clock), null before the
+   * first: past the provider's cache TTL, rewriting earlier bytes costs nothing extra.
+   */
+  idle_seconds?: number | null;
 }
 
 export interface TurnCommit {

@@ -3,6 +3,7 @@
  * never change within a session: fixed key order, no interpolated values but the mode.
  */
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
+import { MAX_QUESTIONS, QUERY_ANSWER_CHARS } from "./recall-many.ts";
 import { formatInt } from "./text.ts";
 
 export const RECALL_TOOL_NAME = "recall_tool_result";
@@ -46,10 +47,23 @@ export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
   const properties: Record<string, unknown> = { mem_id: { type: "string" } };
   if (mode !== "structural") {
     properties.query = { type: "string", description: "exact substring; each match with context" };
+    properties.queries = {
+      type: "array",
+      items: { type: "string" },
+      maxItems: MAX_QUESTIONS,
+      description: "several queries in one call",
+    };
     properties.window = { type: "integer", minimum: 0, maximum: 5000 };
   }
-  if (mode !== "window")
+  if (mode !== "window") {
     properties.json_path = { type: "string", description: "e.g. $.items[3].price" };
+    properties.json_paths = {
+      type: "array",
+      items: { type: "string" },
+      maxItems: MAX_QUESTIONS,
+      description: "several paths in one call",
+    };
+  }
   properties.offset = { type: "integer", minimum: 0 };
   properties.max_chars = { type: "integer", minimum: 1, maximum: RECALL_HARD_CAP_CHARS };
   return { type: "object", properties, required: ["mem_id"], additionalProperties: false };
@@ -57,11 +71,11 @@ export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
 
 export function recallToolDescription(mode: RecallMode = "both"): string {
   const ways = [
-    ...(mode !== "structural" ? ["query"] : []),
-    ...(mode !== "window" ? ["json_path"] : []),
+    ...(mode !== "structural" ? ["query (or queries)"] : []),
+    ...(mode !== "window" ? ["json_path (or json_paths)"] : []),
     "offset+max_chars",
   ];
-  return `Read part of an offloaded tool result back: its mem_id (from the stub) and ${ways.join(", ")}, or nothing for the head. Max ${formatInt(RECALL_HARD_CAP_CHARS)} chars per answer.`;
+  return `Read part of an offloaded tool result back: its mem_id (from the stub) and ${ways.join(", ")}, or nothing for the head. A query answers up to ${formatInt(QUERY_ANSWER_CHARS)} chars unless max_chars asks for more (max ${formatInt(RECALL_HARD_CAP_CHARS)}).`;
 }
 
 /** The tool's definition in the given provider's request format. */

@@ -1,8 +1,10 @@
 /**
- * The structural index: what the model can learn about a body without reading it (JSON keys, types, array
- * lengths and the keys of their items; CSV columns and rows; line counts). Shown in offload stubs and, for
- * tool authors, by `previewOf`, so both read the same. Bounded, deterministic text.
+ * The structural index: what the model can learn about a body without reading it (JSON keys, types, short
+ * values, array lengths and the keys of their items; CSV columns and rows; line counts), and the index of
+ * its main collection (samples.ts: ids a model is likely to cite). Shown in offload stubs and, for tool
+ * authors, by `previewOf`, so both read the same. Bounded, deterministic text.
  */
+import { INDEX_CHARS, jsonIndex, tableIndex } from "./samples.ts";
 import { countLines, formatInt, plural } from "./text.ts";
 import { type ContentKind, detectKind } from "./tokens.ts";
 
@@ -13,12 +15,17 @@ export interface StructureIndex {
   lines: number;
   /** Rendered outline, at most `maxChars` long. */
   outline: string;
+  /** The main collection's ids or keys (samples.ts), at most INDEX_CHARS long; "" when none. */
+  index: string;
   table?: { delimiter: "," | "\t"; columns: string[]; rows: number };
 }
 
 const MAX_KEYS = 24;
 const MAX_ITEM_KEYS = 16;
 const ITEMS_SAMPLED = 200;
+const SHORT_VALUE = 48;
+/** Above this many keys, an object whose values are records is outlined in one line. */
+const MAP_KEYS = 8;
 
 export function structureOf(
   text: string,
@@ -34,7 +41,12 @@ export function structureOf(
     } catch {
       return structureOf(text, "text", maxChars);
     }
-    return { ...base, kind, outline: bound(jsonOutline(value), maxChars) };
+    return {
+      ...base,
+      kind,
+      outline: bound(jsonOutline(value), maxChars),
+      index: jsonIndex(value, INDEX_CHARS),
+    };
   }
   if (kind === "csv" || kind === "tsv") {
     const delimiter = kind === "csv" ? "," : "\t";
@@ -46,17 +58,20 @@ export function structureOf(
       columns.slice(0, MAX_KEYS).join(", ") +
       (columns.length > MAX_KEYS ? `, … (${columns.length - MAX_KEYS} more)` : "");
     const outline = `${kind.toUpperCase()}: ${plural(rows, "row")} × ${plural(columns.length, "column")} (header: ${shown})`;
+    const table: NonNullable<StructureIndex["table"]> = { delimiter, columns, rows };
     return {
       ...base,
       kind,
       outline: bound(outline, maxChars),
-      table: { delimiter, columns, rows },
+      index: tableIndex(text, table, splitRow, INDEX_CHARS),
+      table,
     };
   }
   return {
     ...base,
     kind,
     outline: `${kindName(kind)}: ${plural(lines, "line")}, ${plural(text.length, "char")}`,
+    index: "",
   };
 }
 
@@ -123,10 +138,17 @@ function describe(v: unknown): string {
   if (v !== null && typeof v === "object") {
     const keys = Object.keys(v);
     if (keys.length === 0) return "object {}";
+    if (isRecordMap(v))
+      return `object(${plural(keys.length, "key")}), values${itemsOf(Object.values(v))}`;
     const shown = keys.slice(0, MAX_ITEM_KEYS).join(", ");
     return `object {${shown}${keys.length > MAX_ITEM_KEYS ? `, … ${keys.length - MAX_ITEM_KEYS} more` : ""}}`;
   }
-  if (typeof v === "string") return `string(${formatInt(v.length)})`;
+  // Short values are shown as they are: a version, a status or a count is what a model cites.
+  if (typeof v === "string")
+    return v.length <= SHORT_VALUE && !/[\n\r]/.test(v)
+      ? JSON.stringify(v)
+      : `string(${formatInt(v.length)})`;
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
   return typeName(v);
 }
 
@@ -155,6 +177,16 @@ function itemsOf(items: readonly unknown[]): string {
   return types.length === 1 ? ` of ${types[0]}s` : ` of mixed (${types.join(", ")})`;
 }
 
+/** An object with many keys whose values are mostly objects: keyed records, not fields. */
+function isRecordMap(value: object): boolean {
+  const values = Object.values(value).slice(0, ITEMS_SAMPLED);
+  return (
+    Object.keys(value).length > MAP_KEYS &&
+    values.filter((v) => v !== null && typeof v === "object" && !Array.isArray(v)).length * 2 >=
+      values.length
+  );
+}
+
 function jsonOutline(value: unknown): string {
   if (Array.isArray(value)) {
     const lines = [`JSON ${describe(value)}`];
@@ -163,6 +195,9 @@ function jsonOutline(value: unknown): string {
   }
   if (value !== null && typeof value === "object") {
     const keys = Object.keys(value);
+    // A map of records (paths → operations, ids → rows): one line; the stub's index lists its keys.
+    if (isRecordMap(value))
+      return `JSON object, ${plural(keys.length, "key")}, values${itemsOf(Object.values(value))}`;
     const lines = [`JSON object, ${plural(keys.length, "key")}:`];
     for (const k of keys.slice(0, MAX_KEYS)) {
       lines.push(`  ${pathKey(k)}: ${describe((value as Record<string, unknown>)[k])}`);

@@ -6,7 +6,7 @@
 import type { RecallMode } from "../config.ts";
 import { RECALL_TOOL_NAME } from "./recall-tool.ts";
 import type { StructureIndex } from "./structure.ts";
-import { formatInt, headOf, plural } from "./text.ts";
+import { formatInt, headOf, plural, safeCut } from "./text.ts";
 
 export interface ShapeInput {
   tool_name: string;
@@ -16,6 +16,11 @@ export interface ShapeInput {
   /** The body, for its head preview. */
   body: string;
   preview_chars: number;
+  /**
+   * Also the index of the main collection and, for logs and text, the end of the body: what a stub adds so
+   * that a model that has not read the body can often cite from it without a recall hop.
+   */
+  extended?: boolean;
 }
 
 export interface StubInput extends ShapeInput {
@@ -36,12 +41,32 @@ export function renderShape(input: ShapeInput): string[] {
     `${input.tool_name ? `Output of ${input.tool_name}: ` : ""}${formatInt(input.chars)} chars (~${formatInt(input.tokens)} tokens), ${structure.kind}, ${plural(structure.lines, "line")}.`,
   ];
   if (structure.outline !== "") lines.push(structure.outline);
+  if (input.extended === true && structure.index !== "") lines.push(structure.index);
   if (head !== "")
     lines.push(
       `Preview (first ${formatInt(head.length)} chars${cut ? "" : ", the whole result"}):`,
       head + (cut ? "\n…" : ""),
     );
+  // Logs and text end with what matters most (a summary, an exit status, the error): show the end too.
+  const tail =
+    input.extended === true && cut && input.preview_chars > 0 && TAIL_KINDS.has(structure.kind)
+      ? tailOf(input.body, head.length, TAIL_CHARS)
+      : "";
+  if (tail !== "") lines.push(`Last ${formatInt(tail.length)} chars:`, `…\n${tail}`);
   return lines;
+}
+
+const TAIL_KINDS = new Set(["log", "text", "prose", "code"]);
+/** Chars of the end of a log or text body a stub shows, past its head preview. */
+export const TAIL_CHARS = 300;
+
+/** The last `max` chars of `text` after `from`, starting at a line break when one is in the first half. */
+export function tailOf(text: string, from: number, max: number): string {
+  if (text.length - from <= 0) return "";
+  let start = Math.max(from, safeCut(text, text.length - max));
+  const nl = text.indexOf("\n", start);
+  if (nl !== -1 && nl < text.length - max / 2) start = nl + 1;
+  return text.slice(start).replace(/\s+$/, "");
 }
 
 export function renderStub(input: StubInput): string {
@@ -50,7 +75,7 @@ export function renderStub(input: StubInput): string {
     input.unseen
       ? `[tool result offloaded on arrival by edge-offload · mem_id ${mem_id}] You have not seen this output: its size, structure and first lines follow; recall the parts you need.`
       : `[tool result offloaded by edge-offload · mem_id ${mem_id}]`,
-    ...renderShape(input),
+    ...renderShape({ ...input, extended: true }),
     recallHint(mem_id, input.mode, structure.kind === "json"),
   ].join("\n");
 }

@@ -48,6 +48,8 @@ export interface GateResult {
     tool_tokens: number;
     tool_prefix_tokens: number;
     first_delivery: boolean;
+    /** The session was idle past its cache TTL: priced without invalidation or declaration rewrite. */
+    cache_cold: boolean;
   };
 }
 

@@ -4,9 +4,8 @@
  * cannot be read right now are answers the model reads, never a failed client call. Replaying a remembered
  * call (`count: false`) throws instead: its answer must have the same bytes as before, or not be sent.
  */
-
 import type { OffloadStore } from "../core/ports.ts";
-import { recall } from "../core/recall.ts";
+import { recallMany } from "../core/recall-many.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError } from "../errors.ts";
 import type { RecallParams, RememberedCall } from "./port.ts";
@@ -59,11 +58,13 @@ export async function runRecalls(
       continue;
     }
     try {
-      const answer = await recall({
+      const answer = await recallMany({
         store,
         session: ctx.ref,
         mem_id: args.mem_id,
         query: args.query,
+        queries: args.queries,
+        json_paths: args.json_paths,
         window: args.window,
         offset: args.offset,
         max_chars: args.max_chars,

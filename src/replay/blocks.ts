@@ -11,10 +11,19 @@ export interface PromptBlock {
   tokens: number;
   /** The block carries a cache_control marker (a breakpoint ends here). */
   breakpoint?: boolean;
+  /** The marker's TTL, when it names one. */
+  ttl?: "5m" | "1h";
 }
 
 /** Per-block overhead the API adds (role markers, block framing). */
 const BLOCK_OVERHEAD = 4;
+
+/** The TTL a cache_control marker names ("1h"), or undefined for the default 5 minutes. */
+function ttlOf(marker: unknown): "1h" | undefined {
+  return typeof marker === "object" && marker !== null && (marker as { ttl?: unknown }).ttl === "1h"
+    ? "1h"
+    : undefined;
+}
 
 function withoutCacheControl(block: Block): Block {
   if (!("cache_control" in block)) return block;
@@ -83,8 +92,8 @@ export class BlockCache {
 
   #blocks(request: Request): PromptBlock[] {
     const out: PromptBlock[] = [];
-    const mark = (b: PromptBlock, marked: boolean): PromptBlock =>
-      marked ? { ...b, breakpoint: true } : b;
+    const mark = (b: PromptBlock, marked: boolean, ttl?: "1h"): PromptBlock =>
+      marked ? { ...b, breakpoint: true, ...(ttl === undefined ? {} : { ttl }) } : b;
     if (request.tools !== undefined && request.tools.length > 0) {
       const key = `tools:${JSON.stringify(request.tools.map((t) => withoutCacheControl(t as Block)))}`;
       out.push(
@@ -125,6 +134,7 @@ export class BlockCache {
             mark(
               this.#block(key, () => tokensOfBlock(clean)),
               clean !== b,
+              ttlOf(b.cache_control),
             ),
           );
         }

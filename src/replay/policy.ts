@@ -19,7 +19,8 @@ export interface Recovery {
 }
 
 export interface PolicyRun {
-  send(request: Request): Promise<Request>;
+  /** `at`: when the call is made (epoch ms), when the replay has a timeline. */
+  send(request: Request, at?: number): Promise<Request>;
   recover(sourceToolUseId: string, quote: string): Promise<Recovery | null>;
 }
 
@@ -29,13 +30,14 @@ export interface Policy {
   start(ctx: PolicyContext): PolicyRun;
 }
 
-/** Tool results of a request, by tool_use_id. */
-export function resultsOf(request: Request): Map<string, Block> {
-  const out = new Map<string, Block>();
+/** Tool results of a request, by tool_use_id (some logs reuse an id: every block under it, in order). */
+export function resultsOf(request: Request): Map<string, Block[]> {
+  const out = new Map<string, Block[]>();
   for (const m of request.messages) {
     if (m.role !== "user" || typeof m.content === "string") continue;
     for (const b of m.content)
-      if (b.type === "tool_result" && typeof b.tool_use_id === "string") out.set(b.tool_use_id, b);
+      if (b.type === "tool_result" && typeof b.tool_use_id === "string")
+        out.set(b.tool_use_id, [...(out.get(b.tool_use_id) ?? []), b]);
   }
   return out;
 }

@@ -3,16 +3,26 @@
  * exact substring of an earlier tool result that appears nowhere else before it (not in the system prompt,
  * the user's messages or earlier assistant messages). Such a message could only be written by a model that
  * saw that result, so a policy that removed the result must recover it (a recall hop) or the reference is
- * lost. Detected as 24-char windows (at least 8 letters or digits, so runs of punctuation do not count),
- * plus the corpus's own `refs` entries; one reference per (assistant message, source result).
+ * lost. Three kinds of evidence, best first:
+ * - `corpus`: the corpus's own `refs` entries (their quotes are checked to be unique);
+ * - `quote`: a 24-char window (at least 8 letters or digits, so runs of punctuation do not count);
+ * - `token`: a distinctive token (tokens.ts: an order id, a SHA, a path, a long number) that the assistant
+ *   writes for the first time, that appears in exactly one earlier result and in no earlier system, tool,
+ *   user or assistant text (a substring there is enough to disqualify it).
+ * One reference per (assistant message, source result), of the best kind found.
  */
 import { textOfResult } from "./blocks.ts";
+import { distinctiveTokens, forEachBodyToken } from "./tokens.ts";
 import type { Message, ReplaySession } from "./types.ts";
 
 export const QUOTE_CHARS = 24;
 const MIN_ALNUM = 8;
 
+export type ReferenceKind = "corpus" | "quote" | "token";
+export const REFERENCE_KINDS: readonly ReferenceKind[] = ["corpus", "quote", "token"];
+
 export interface Reference {
+  kind: ReferenceKind;
   /** Index of the assistant message that quotes. */
   turn: number;
   quote: string;
@@ -83,7 +93,6 @@ function detect(session: ReplaySession): Reference[] {
       }
     });
   });
-  if (wanted.size === 0 && (session.refs ?? []).length === 0) return [];
 
   // The first message in which each wanted window appears outside tool results (system = -1).
   const firstContext = new Map<string, number>();
@@ -121,11 +130,11 @@ function detect(session: ReplaySession): Reference[] {
 
   const refs: Reference[] = [];
   const taken = new Set<string>();
-  const add = (turn: number, quote: string, sources: string[]) => {
+  const add = (kind: ReferenceKind, turn: number, quote: string, sources: string[]) => {
     // One reference per (assistant message, source result): a second quote of the same result adds nothing.
     if (sources.some((s) => taken.has(`${turn}\u0000${s}`))) return;
     for (const s of sources) taken.add(`${turn}\u0000${s}`);
-    refs.push({ turn, quote, sources });
+    refs.push({ kind, turn, quote, sources });
   };
   for (const [w, places] of hits) {
     for (const { turn } of wanted.get(w)!) {
@@ -133,13 +142,58 @@ function detect(session: ReplaySession): Reference[] {
       // written before (or by) this very turn outside results: not evidence of having read a result
       if (ctx !== undefined && ctx < turn) continue;
       const sources = places.filter((h) => h.at < turn).map((h) => h.id);
-      if (sources.length > 0) add(turn, w, [...new Set(sources)]);
+      if (sources.length > 0) add("quote", turn, w, [...new Set(sources)]);
     }
   }
   // The corpus's own refs first: their quotes are checked to be unique, so they are the better evidence.
   const generic = refs.splice(0);
   taken.clear();
-  for (const r of session.refs ?? []) add(r.turn, r.quote, [r.source_tool_use_id]);
-  for (const r of generic) add(r.turn, r.quote, r.sources);
+  for (const r of session.refs ?? []) add("corpus", r.turn, r.quote, [r.source_tool_use_id]);
+  for (const r of generic) add(r.kind, r.turn, r.quote, r.sources);
+  for (const r of tokenReferences(session)) add(r.kind, r.turn, r.quote, r.sources);
   return refs.sort((a, b) => a.turn - b.turn || (a.sources[0]! < b.sources[0]! ? -1 : 1));
+}
+
+/** Token references: each distinctive token at the first assistant message that writes it. */
+function tokenReferences(session: ReplaySession): Reference[] {
+  const first = new Map<string, number>();
+  session.messages.forEach((m, turn) => {
+    if (m.role !== "assistant") return;
+    for (const s of written(m))
+      for (const t of distinctiveTokens(s)) if (!first.has(t)) first.set(t, turn);
+  });
+  if (first.size === 0) return [];
+  // Written before, outside results (a substring is enough): not evidence of having read a result.
+  const context: { at: number; text: string }[] = [];
+  const system: string[] = [];
+  strings(session.system, system);
+  strings(session.tools, system);
+  for (const text of system) context.push({ at: -1, text });
+  session.messages.forEach((m, at) => {
+    for (const text of contextTexts(m)) context.push({ at, text });
+  });
+  for (const [t, turn] of first)
+    if (context.some((c) => c.at < turn && c.text.includes(t))) first.delete(t);
+
+  // The earlier results holding each token (as a token, or a part of a path).
+  const holders = new Map<string, string[]>();
+  session.messages.forEach((m, at) => {
+    if (m.role !== "user" || typeof m.content === "string") return;
+    for (const b of m.content) {
+      if (b.type !== "tool_result" || typeof b.tool_use_id !== "string") continue;
+      const id = b.tool_use_id;
+      forEachBodyToken(textOfResult(b.content), (t) => {
+        const turn = first.get(t);
+        if (turn === undefined || at >= turn) return;
+        let list = holders.get(t);
+        if (list === undefined) holders.set(t, (list = []));
+        if (!list.includes(id)) list.push(id);
+      });
+    }
+  });
+  const out: Reference[] = [];
+  for (const [t, ids] of holders)
+    if (ids.length === 1) out.push({ kind: "token", turn: first.get(t)!, quote: t, sources: ids });
+  // Deterministic order: by turn, then by token.
+  return out.sort((a, b) => a.turn - b.turn || (a.quote < b.quote ? -1 : 1));
 }

@@ -1,5 +1,5 @@
 /** Rendering a replay report: a fixed-width table for people, JSON for scripts. */
-import type { ReplayReport } from "./types.ts";
+import type { KindCounts, ReplayReport } from "./types.ts";
 
 function money(x: number): string {
   return `$${x.toFixed(2)}`;
@@ -13,7 +13,7 @@ export function renderTable(report: ReplayReport, label = ""): string {
     "prompt tokens",
     "cache read",
     "recall hops",
-    "lost refs",
+    "lost refs (corpus/quote/token)",
     "worst session",
   ];
   const rows = report.policies.map((p) => [
@@ -23,18 +23,23 @@ export function renderTable(report: ReplayReport, label = ""): string {
     p.prompt_tokens.toLocaleString("en-US"),
     `${(p.cache_read_share * 100).toFixed(1)}%`,
     String(p.recall_hops),
-    String(p.lost_references),
+    `${p.lost_references} (${kinds(p.lost_by_kind)})`,
     p.worst_session_ratio === null ? "—" : p.worst_session_ratio.toFixed(3),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const refs = report.policies[0];
   return [
-    `${label}model ${report.model}, ${report.client} client, ${report.sessions} sessions`,
+    `${label}model ${report.model}, ${report.client} client, ${report.sessions} sessions, ${refs?.references ?? 0} references (corpus/quote/token ${kinds(refs?.references_by_kind)})`,
     line(head),
     line(widths.map((w) => "-".repeat(w))),
     ...rows.map(line),
   ].join("\n");
+}
+
+function kinds(k: KindCounts | undefined): string {
+  return k === undefined ? "0/0/0" : `${k.corpus}/${k.quote}/${k.token}`;
 }
 
 /** The JSON shape of `--json` (without per-session detail). */
@@ -51,6 +56,9 @@ export function toJson(report: ReplayReport): unknown {
       cache_read_share: Math.round(p.cache_read_share * 1e4) / 1e4,
       recall_hops: p.recall_hops,
       lost_references: p.lost_references,
+      references: p.references,
+      references_by_kind: p.references_by_kind,
+      lost_by_kind: p.lost_by_kind,
       worst_session_ratio:
         p.worst_session_ratio === null ? null : Math.round(p.worst_session_ratio * 1e4) / 1e4,
     })),

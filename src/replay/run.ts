@@ -8,11 +8,13 @@ import { resolveModel } from "../core/pricing.ts";
 import { OffloadError } from "../errors.ts";
 import { BlockCache, textOfResult } from "./blocks.ts";
 import { CacheSim } from "./cache.ts";
+import { callTimes, type GapModel } from "./gaps.ts";
 import { type Policy, resultsOf } from "./policy.ts";
 import { detectReferences, type Reference } from "./references.ts";
 import type {
   Block,
   Client,
+  KindCounts,
   Message,
   PolicyTotals,
   ReplayReport,
@@ -28,6 +30,8 @@ export interface ReplayOptions {
   model: string;
   client: Client;
   policies: Policy[];
+  /** Times calls of sessions that carry no timestamps (see gaps.ts); without it, all within the TTL. */
+  gap?: GapModel;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
 }
@@ -71,11 +75,10 @@ function toolsUsed(session: ReplaySession): unknown[] {
   }));
 }
 
-function available(sent: Map<string, Block>, ref: Reference): boolean {
-  return ref.sources.some((id) => {
-    const b = sent.get(id);
-    return b !== undefined && textOfResult(b.content).includes(ref.quote);
-  });
+function available(sent: Map<string, Block[]>, ref: Reference): boolean {
+  return ref.sources.some((id) =>
+    (sent.get(id) ?? []).some((b) => textOfResult(b.content).includes(ref.quote)),
+  );
 }
 
 async function replaySession(
@@ -99,28 +102,36 @@ async function replaySession(
     recall_hops: 0,
     lost_references: 0,
     references: 0,
+    references_by_kind: { corpus: 0, quote: 0, token: 0 },
+    lost_by_kind: { corpus: 0, quote: 0, token: 0 },
   };
+  const times = callTimes(session, opts.gap);
+  let at: number | undefined;
   const charge = (request: Request, output: number) => {
-    const c = sim.call(blocks.blocksOf(request), output);
+    const c = sim.call(blocks.blocksOf(request), output, at);
     result.calls++;
     result.usd += c.usd;
     result.prompt_tokens += c.prompt_tokens;
     result.read_tokens += c.read_tokens;
   };
-  for (const n of session.calls) {
+  for (const [i, n] of session.calls.entries()) {
+    at = times?.[i];
     const answer: Message | undefined =
       session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
-    const sent = await run.send(requestFor(session, n, opts.model, opts.client));
+    const sent = await run.send(requestFor(session, n, opts.model, opts.client), at);
     const needs = byTurn.get(n) ?? [];
     result.references += needs.length;
+    for (const ref of needs) result.references_by_kind[ref.kind]++;
     const sentResults = resultsOf(sent);
     const recoveries = [];
     for (const ref of needs) {
       if (available(sentResults, ref)) continue;
       const rec = await run.recover(ref.sources[0]!, ref.quote);
-      if (rec === null) result.lost_references++;
-      else recoveries.push(rec);
+      if (rec === null) {
+        result.lost_references++;
+        result.lost_by_kind[ref.kind]++;
+      } else recoveries.push(rec);
     }
     if (recoveries.length === 0) {
       charge(sent, outputTokens);
@@ -185,6 +196,11 @@ function totals(
     });
   }
   const baseTotal = none?.reduce((n, r) => n + r.usd, 0);
+  const byKind = (f: (r: SessionResult) => KindCounts): KindCounts => ({
+    corpus: sum((r) => f(r).corpus),
+    quote: sum((r) => f(r).quote),
+    token: sum((r) => f(r).token),
+  });
   const w = worst as { ratio: number; session: string } | null;
   return {
     policy: name,
@@ -194,6 +210,9 @@ function totals(
     cache_read_share: prompt > 0 ? sum((r) => r.read_tokens) / prompt : 0,
     recall_hops: sum((r) => r.recall_hops),
     lost_references: sum((r) => r.lost_references),
+    references: sum((r) => r.references),
+    references_by_kind: byKind((r) => r.references_by_kind),
+    lost_by_kind: byKind((r) => r.lost_by_kind),
     worst_session_ratio: w?.ratio ?? null,
     worst_session: w?.session ?? null,
     sessions: results,

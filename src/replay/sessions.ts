@@ -1,9 +1,11 @@
 /**
  * Reading what a user replays: sessions in the corpus format (`{id, system, tools?, messages, refs?}` per line;
  * each assistant message is one call) or a plain Anthropic request log (one request per line; consecutive
- * requests that extend each other form one session, each line one call).
+ * requests that extend each other form one session, each line one call). A log line's `timestamp` (or
+ * `created_at`: epoch seconds or ms, or an ISO date) times its call, when every line of the session has one.
  */
 import { OffloadError } from "../errors.ts";
+import { timestampOf } from "./gaps.ts";
 import type { Message, ReplaySession } from "./types.ts";
 
 function isMessageList(v: unknown): v is Message[] {
@@ -33,11 +35,19 @@ function extendsPrefix(longer: Message[], shorter: Message[]): boolean {
 export function parseSessions(text: string, name = "input"): ReplaySession[] {
   const lines = text.split("\n").filter((l) => l.trim() !== "");
   const sessions: ReplaySession[] = [];
-  let log: { id: string; system?: unknown; tools?: unknown[]; requests: Message[][] } | null = null;
+  let log: {
+    id: string;
+    system?: unknown;
+    tools?: unknown[];
+    requests: Message[][];
+    times: (number | null)[];
+  } | null = null;
   const flush = () => {
     if (log === null) return;
     const messages = log.requests[log.requests.length - 1]!;
+    const times = log.times.every((t) => t !== null) ? (log.times as number[]) : undefined;
     sessions.push({
+      ...(times === undefined ? {} : { times }),
       id: log.id,
       system: log.system,
       ...(log.tools === undefined ? {} : { tools: log.tools }),
@@ -70,7 +80,10 @@ export function parseSessions(text: string, name = "input"): ReplaySession[] {
       messages: Message[];
       refs?: ReplaySession["refs"];
       model?: unknown;
+      timestamp?: unknown;
+      created_at?: unknown;
     };
+    const at = timestampOf(v.timestamp ?? v.created_at);
     if (typeof v.id === "string" && v.model === undefined) {
       flush();
       sessions.push({
@@ -84,15 +97,17 @@ export function parseSessions(text: string, name = "input"): ReplaySession[] {
       return;
     }
     // A request log line: continue the current session when it extends the previous request.
-    if (log !== null && extendsPrefix(v.messages, log.requests[log.requests.length - 1]!))
+    if (log !== null && extendsPrefix(v.messages, log.requests[log.requests.length - 1]!)) {
       log.requests.push(v.messages);
-    else {
+      log.times.push(at);
+    } else {
       flush();
       log = {
         id: `${name}#${i + 1}`,
         system: v.system,
         ...(v.tools === undefined ? {} : { tools: v.tools }),
         requests: [v.messages],
+        times: [at],
       };
     }
   });

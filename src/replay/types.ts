@@ -17,6 +17,8 @@ export interface ReplaySession {
   messages: Message[];
   /** Prompt lengths (in messages) of the model calls, in order; each call's answer is messages[n] when it is an assistant message. */
   calls: number[];
+  /** When each call was made (epoch ms, one per call), from a request log's timestamps. */
+  times?: number[];
   refs?: CorpusRef[];
 }
 
@@ -41,6 +43,13 @@ export interface CallCost {
   usd: number;
 }
 
+/** Counts per kind of reference evidence (see references.ts). */
+export interface KindCounts {
+  corpus: number;
+  quote: number;
+  token: number;
+}
+
 export interface SessionResult {
   session: string;
   calls: number;
@@ -50,6 +59,8 @@ export interface SessionResult {
   recall_hops: number;
   lost_references: number;
   references: number;
+  references_by_kind: KindCounts;
+  lost_by_kind: KindCounts;
 }
 
 export interface PolicyTotals {
@@ -60,6 +71,9 @@ export interface PolicyTotals {
   cache_read_share: number;
   recall_hops: number;
   lost_references: number;
+  references: number;
+  references_by_kind: KindCounts;
+  lost_by_kind: KindCounts;
   worst_session_ratio: number | null;
   worst_session: string | null;
   sessions: SessionResult[];

@@ -5,7 +5,7 @@
  * `is_error` answer the client passes on to the model.
  */
 import { Hono } from "hono";
-import { recall } from "../core/recall.ts";
+import { recallMany } from "../core/recall-many.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
@@ -21,7 +21,7 @@ export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => 
     parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)),
   );
   const config = effectiveConfig(settings, await store.getConfig(ref), requestLayer);
-  const answer = await recall({
+  const answer = await recallMany({
     store,
     session: ref,
     ...args,

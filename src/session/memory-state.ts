@@ -19,6 +19,7 @@ import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./repo
 import {
   applyCommit,
   GAP_WINDOW,
+  idleSince,
   indexDue,
   MEMO_LIMIT,
   medianGap,
@@ -104,6 +105,7 @@ export class MemorySessionState implements SessionStatePort {
       session_tool_stats:
         toolNames.length === 0 ? {} : toolStatsOf(row.records.values(), row.recalls, toolNames),
       gap_seconds: medianGap(row.times),
+      idle_seconds: idleSince(row.times, this.#now()),
     };
   }
 

@@ -31,6 +31,7 @@ import {
   applyCommit,
   expiresAt,
   GAP_WINDOW,
+  idleSince,
   indexDue,
   indexTtlSeconds,
   isExpired,
@@ -83,6 +84,7 @@ export class SessionDO extends DurableObject<Env> {
           ? {}
           : toolStatsOf(this.#t.allRecords(), this.#t.recalls(), toolNames),
       gap_seconds: medianGap(times),
+      idle_seconds: idleSince(times, Date.now()),
     };
   }
 

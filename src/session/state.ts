@@ -26,6 +26,15 @@ export function medianGap(times: readonly number[]): number | null {
 }
 
 /**
+ * Seconds since the most recent of `times` (ms), or null with none: how long the session has been
+ * idle (past the provider's cache TTL, its cached prefix has lapsed).
+ */
+export function idleSince(times: readonly number[], now: number): number | null {
+  const last = times[times.length - 1];
+  return last === undefined ? null : Math.max(0, (now - last) / 1000);
+}
+
+/**
  * Offloads and recalls per tool name (all tools, or the asked ones): offloaded records counted by
  * their tool, recalls by the tool of the record that names the mem_id.
  */

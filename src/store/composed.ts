@@ -132,6 +132,7 @@ export class ComposedStore implements ServiceStore {
       tool_stats: tenant,
       session_tool_stats: state.session_tool_stats,
       gap_seconds: state.gap_seconds,
+      idle_seconds: state.idle_seconds ?? null,
     };
   }
 

@@ -60,6 +60,8 @@ export interface SessionLoad {
   session_tool_stats: Record<string, ToolStats>;
   /** Median seconds between the session's recent turns, null before two. */
   gap_seconds: number | null;
+  /** Seconds since the last turn, null before the first. */
+  idle_seconds?: number | null;
 }
 
 export interface SessionDetail extends SessionSummary {

@@ -45,7 +45,8 @@ export function serializeValue(value: unknown): string {
 }
 
 /**
- * At most `max_chars` of head, an outline of at most 600 chars (the stub's bound) and two short lines. The
+ * At most `max_chars` of head, an outline of at most 600 chars and an index of at most 1,200 (the stub's
+ * bounds), the end of a log or text (300), and a few short lines. The
  * cost is linear in the value (it is serialized and, for JSON, parsed once): preview the result, not a page.
  */
 export function previewOf(value: unknown, options: PreviewOptions = {}): string {
@@ -62,5 +63,6 @@ export function previewOf(value: unknown, options: PreviewOptions = {}): string 
     structure: structureOf(text, kind),
     body: text,
     preview_chars: previewChars,
+    extended: true,
   }).join("\n");
 }

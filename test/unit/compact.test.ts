@@ -235,16 +235,17 @@ describe("the bytes a model reads in place of a result", () => {
     expect(
       await replaced({ ...ON, tool_result_stub_preview_chars: 160 }, "stub"),
     ).toMatchInlineSnapshot(`
-        "[tool result offloaded by edge-offload · mem_id trm_65208281b7495c28d076e510]
-        Output of bash: 80,008 chars (~29,633 tokens), json, 1 line.
-        JSON object, 2 keys:
-          $.total: number
-          $.items: array(947) of objects {id: number, sku: string, name: string, price: number, tags: array}
-        Preview (first 160 chars):
-        {"total":947,"items":[{"id":0,"sku":"SKU-000000","name":"Item number 0","price":0,"tags":["a","b"]},{"id":1,"sku":"SKU-000001","name":"Item number 1","price":0.
-        …
-        The full result is kept. To read it, call recall_tool_result with mem_id="trm_65208281b7495c28d076e510" and query="…" (every exact match, with context), or json_path="$…" (part of the JSON), or offset and max_chars (a slice)."
-      `);
+      "[tool result offloaded by edge-offload · mem_id trm_65208281b7495c28d076e510]
+      Output of bash: 80,008 chars (~29,633 tokens), json, 1 line.
+      JSON object, 2 keys:
+        $.total: 947
+        $.items: array(947) of objects {id: number, sku: string, name: string, price: number, tags: array}
+      Index $.items[*].id (name): 0 (Item number 0), 1 (Item number 1), 2 (Item number 2), 3 (Item number 3), 4 (Item number 4), 5 (Item number 5), 6 (Item number 6), 7 (Item number 7), 8 (Item number 8), 9 (Item number 9), 10 (Item number 10), 11 (Item number 11), 12 (Item number 12), 13 (Item number 13), 14 (Item number 14), 15 (Item number 15), 16 (Item number 16), 17 (Item number 17), 18 (Item number 18), 19 (Item number 19), 20 (Item number 20), 21 (Item number 21), 22 (Item number 22), 23 (Item number 23), 24 (Item number 24), 25 (Item number 25), 26 (Item number 26), 27 (Item number 27), 28 (Item number 28), 29 (Item number 29), 30 (Item number 30), 31 (Item number 31), 32 (Item number 32), 33 (Item number 33), 34 (Item number 34), 35 (Item number 35), 36 (Item number 36), 37 (Item number 37), 38 (Item number 38), 39 (Item number 39), 40 (Item number 40), 41 (Item number 41), 42 (Item number 42), 43 (Item number 43), 44 (Item number 44), 45 (Item number 45), 46 (Item number 46), 47 (Item number 47), 48 (Item number 48), 49 (Item number 49), 50 (Item number 50), 51 (Item number 51), 52 (Item number 52), 53 (Item number 53), 54 (Item number 54), 55 (Item number 55) … (+891 more)
+      Preview (first 160 chars):
+      {"total":947,"items":[{"id":0,"sku":"SKU-000000","name":"Item number 0","price":0,"tags":["a","b"]},{"id":1,"sku":"SKU-000001","name":"Item number 1","price":0.
+      …
+      The full result is kept. To read it, call recall_tool_result with mem_id="trm_65208281b7495c28d076e510" and query="…" (every exact match, with context), or json_path="$…" (part of the JSON), or offset and max_chars (a slice)."
+    `);
   });
 
   it("the size-only path's shortened preview", async () => {

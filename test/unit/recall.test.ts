@@ -267,14 +267,17 @@ describe("recallToolDefinition", () => {
     expect(Object.keys(recallInputSchema("both").properties)).toEqual([
       "mem_id",
       "query",
+      "queries",
       "window",
       "json_path",
+      "json_paths",
       "offset",
       "max_chars",
     ]);
     expect(Object.keys(recallInputSchema("window").properties)).toEqual([
       "mem_id",
       "query",
+      "queries",
       "window",
       "offset",
       "max_chars",
@@ -282,6 +285,7 @@ describe("recallToolDefinition", () => {
     expect(Object.keys(recallInputSchema("structural").properties)).toEqual([
       "mem_id",
       "json_path",
+      "json_paths",
       "offset",
       "max_chars",
     ]);

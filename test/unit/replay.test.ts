@@ -226,6 +226,9 @@ describe("policies", () => {
   it("knows every default policy by name", () => {
     for (const name of DEFAULT_POLICIES) expect(policyByName(name), name).not.toBeNull();
     expect(policyByName("nope")).toBeNull();
+    expect(policyByName("edge-offload+all/no-cold")?.name).toBe("edge-offload+all/no-cold");
+    expect(policyByName("edge-offload/bogus")).toBeNull();
+    expect(policyByName("evict-20k/no-cold")).toBeNull();
   });
 });
 
@@ -304,6 +307,9 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(2);
+    const gap = cli("replay", SAMPLE, "--gap", "soon");
+    expect(gap.status).toBe(2);
+    expect(gap.stderr).toContain("--gap must be BASE or BASE,LONG@P");
     // Seven Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
 
@@ -339,7 +345,11 @@ describe("CLI", () => {
       "cache_read_share",
       "recall_hops",
       "lost_references",
+      "references",
+      "references_by_kind",
+      "lost_by_kind",
       "worst_session_ratio",
     ]);
+    expect(Object.keys(json.policies[0].lost_by_kind)).toEqual(["corpus", "quote", "token"]);
   }, 60_000);
 });

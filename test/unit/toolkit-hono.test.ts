@@ -280,6 +280,6 @@ describe("the catalog example", () => {
     expect(shape.body).toContain(
       `JSON array(${PRODUCTS.length}) of objects {id: number, sku: string, name: string, category: string, price: number, in_stock: boolean, rating: number}`,
     );
-    expect(shape.body.length).toBeLessThan(1000);
+    expect(shape.body.length).toBeLessThan(2400);
   });
 });

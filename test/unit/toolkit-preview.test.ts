@@ -57,7 +57,7 @@ describe("previewOf", () => {
     expect(previewOf(a)).toBe(previewOf({ b: 1, a: [1, 2], "odd key": null }));
     const text = previewOf(a);
     expect(text).toContain(
-      "JSON object, 3 keys:\n  $.b: number\n  $.a: array(2) of numbers\n  $['odd key']: null",
+      "JSON object, 3 keys:\n  $.b: 1\n  $.a: array(2) of numbers\n  $['odd key']: null",
     );
     expect(text.indexOf('"b"')).toBeLessThan(text.indexOf('"a"'));
   });
@@ -75,7 +75,7 @@ describe("previewOf", () => {
       expect(head.length).toBeLessThanOrEqual(max);
       expect(head.length).toBeGreaterThan(0);
       expect(whole.startsWith(head)).toBe(true);
-      expect(text.length).toBeLessThanOrEqual(max + 600 + 200);
+      expect(text.length).toBeLessThanOrEqual(max + 600 + 1200 + 200);
     }
     const byDefault = previewOf(rows);
     expect(byDefault).toContain("Preview (first 400 chars):");
@@ -83,7 +83,7 @@ describe("previewOf", () => {
 
   it("says when the preview is the whole value", () => {
     expect(previewOf({ ok: true })).toBe(
-      '11 chars (~5 tokens), json, 1 line.\nJSON object, 1 key:\n  $.ok: boolean\nPreview (first 11 chars, the whole result):\n{"ok":true}',
+      '11 chars (~5 tokens), json, 1 line.\nJSON object, 1 key:\n  $.ok: true\nPreview (first 11 chars, the whole result):\n{"ok":true}',
     );
   });
 

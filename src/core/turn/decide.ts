@@ -5,6 +5,7 @@
  * from then on it is replayed (replay.ts), never taken again.
  */
 
+import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import { offloadGate } from "../gate.ts";
 import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
@@ -45,7 +46,9 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
     ctx.config.tool_result_first_delivery === "gated" &&
     !site.settled &&
     !isRecallResult(site) &&
-    charsOf(ctx, site) >= ctx.config.tool_result_large_offload_threshold_chars
+    charsOf(ctx, site) >=
+      (ctx.config.tool_result_first_delivery_min_chars ??
+        ctx.config.tool_result_large_offload_threshold_chars)
   );
 }
 
@@ -124,16 +127,24 @@ export async function decide(
   if (ctx.offload) {
     // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its
     // recall rate is measured, so a session whose model never recalls stops paying for caution.
-    if (tier === "medium" && !ctx.config.tool_result_offload_adaptive)
+    // (A medium result offered at first delivery, `tool_result_first_delivery_min_chars`, is gated.)
+    if (tier === "medium" && !ctx.config.tool_result_offload_adaptive && !firstDelivery)
       return kept("medium: below the offload threshold, kept full");
     const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
-    gate = offloadGate(priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery));
+    const gateInput = priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery);
+    gate = offloadGate(gateInput);
     if (!gate.fire) {
       // Declined at first delivery: not recorded, so the usual decision follows once the result is
       // settled.
       if (firstDelivery) {
         const declined = pending(ctx, site, false, `first delivery declined: ${gate.reason}`);
         return { outcome: { decision: { ...declined.decision, gate } } };
+      }
+      // Declined only because the cache is warm: not recorded, so the turn after a lapse weighs it
+      // again.
+      if (waitsForColdCache(gateInput)) {
+        const warm = pending(ctx, site, false, `kept while the cache is warm: ${gate.reason}`);
+        return { outcome: { decision: { ...warm.decision, gate } } };
       }
       return kept(`${tier}: ${gate.reason}`, gate);
     }

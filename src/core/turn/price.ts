@@ -4,7 +4,9 @@
  * learned by the adaptive gate), and what declaring the recall tool would cost when this offload
  * would be the one to declare it.
  */
+
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "../adaptive.ts";
+import { cacheCold } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { GateInput } from "../gate.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
@@ -45,6 +47,7 @@ export function priceOffload(
     context_tokens: contextTokens,
     client_caches: analysis.client_caches,
     ...(declaration === undefined ? {} : { tool_declaration: declaration }),
+    cache_cold: cacheCold(ctx.format, analysis.breakpoints, ctx.loaded.idle_seconds),
   };
 }
 

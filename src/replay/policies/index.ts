@@ -31,6 +31,14 @@ export const EDGE_OFFLOAD_CONFIGS: Record<
     config: { ...ON, tool_result_first_delivery: "gated" },
     description: "plus gated offload on first delivery",
   },
+  "edge-offload+medium-first-delivery": {
+    config: {
+      ...ON,
+      tool_result_first_delivery: "gated",
+      tool_result_first_delivery_min_chars: 8001,
+    },
+    description: "gated offload on first delivery of medium and large results",
+  },
   "edge-offload+all": {
     config: {
       ...ON,
@@ -50,8 +58,15 @@ export function policyByName(name: string): Policy | null {
   if (mask) return maskLastN(Number(mask[1]));
   const ev = /^evict-(\d+)k$/.exec(name);
   if (ev) return evict(Number(ev[1]) * 1000);
-  const ours = EDGE_OFFLOAD_CONFIGS[name];
-  if (ours !== undefined) return edgeOffload(name, ours.config, ours.description);
+  // "<row>/no-cold": the same row with the cold-cache moment hidden from the gate (to measure it).
+  const [row, variant] = name.split("/", 2) as [string, string | undefined];
+  const ours = Object.hasOwn(EDGE_OFFLOAD_CONFIGS, row) ? EDGE_OFFLOAD_CONFIGS[row] : undefined;
+  if (ours !== undefined && variant === undefined)
+    return edgeOffload(name, ours.config, ours.description);
+  if (ours !== undefined && variant === "no-cold")
+    return edgeOffload(name, ours.config, `${ours.description}, cold cache not used`, {
+      coldCache: false,
+    });
   return null;
 }
 

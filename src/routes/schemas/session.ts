@@ -9,6 +9,7 @@ import {
   OffloadConfigSchema,
   RECALL_HARD_CAP_CHARS,
 } from "../../config.ts";
+import { MAX_QUESTIONS } from "../../core/recall-many.ts";
 
 export const RecallRequestSchema = z
   .strictObject({
@@ -38,6 +39,18 @@ export const RecallRequestSchema = z
       .min(1)
       .optional()
       .describe('JSONPath into a JSON body, e.g. "$.items[3].price" ("$." may be left out).'),
+    queries: z
+      .array(z.string().min(1))
+      .min(1)
+      .max(MAX_QUESTIONS)
+      .optional()
+      .describe("Several exact substrings in one call, each answered like query."),
+    json_paths: z
+      .array(z.string().min(1))
+      .min(1)
+      .max(MAX_QUESTIONS)
+      .optional()
+      .describe("Several JSONPaths in one call, each answered like json_path."),
   })
   .describe("The model's recall_tool_result arguments, as the client received them.");
 
