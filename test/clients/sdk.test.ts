@@ -9,7 +9,7 @@
 import Anthropic, { APIError as AnthropicAPIError } from "@anthropic-ai/sdk";
 import OpenAI, { type APIError as OpenAIAPIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { unstable_startWorker } from "wrangler";
+import { type LocalWorker, startLocalWorker } from "../support/local-worker.ts";
 import {
   anthropicEvents,
   anthropicMessage,
@@ -31,37 +31,23 @@ const ANTHROPIC_KEY = "sk-ant-fake-credential";
 const OPENAI_KEY = "sk-openai-fake-credential";
 
 const fake = new FakeProvider();
-let worker: Awaited<ReturnType<typeof unstable_startWorker>> | undefined;
+let worker: LocalWorker | undefined;
 let base = "";
 
 beforeAll(async () => {
   const provider = await fake.start();
-  // No network here: miniflare would try to fetch the Request.cf data and log the failure.
-  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
-  const text = (value: string) => ({ type: "plain_text" as const, value });
-  const secret = (value: string) => ({ type: "secret_text" as const, value });
   // wrangler's programmatic dev server: the real build in workerd, whose own network makes the provider calls
   // (so a dropped connection is a failed fetch, as in production).
-  worker = await unstable_startWorker({
-    config: "wrangler.toml",
-    bindings: {
-      ANTHROPIC_BASE_URL: text(`${provider}/anthropic`),
-      OPENAI_BASE_URL: text(`${provider}/openai/v1`),
-      OFFLOAD_PROXY_MAX_HOPS: text("2"),
-      OFFLOAD_DEFAULT_CONFIG: text(JSON.stringify(ON)),
-      OFFLOAD_API_KEYS: secret(`clients:${KEY}`),
-      OFFLOAD_SECRET: secret("clients-test-secret-0123456789"),
+  worker = await startLocalWorker(
+    {
+      ANTHROPIC_BASE_URL: `${provider}/anthropic`,
+      OPENAI_BASE_URL: `${provider}/openai/v1`,
+      OFFLOAD_PROXY_MAX_HOPS: "2",
+      OFFLOAD_DEFAULT_CONFIG: JSON.stringify(ON),
     },
-    dev: {
-      server: { hostname: "127.0.0.1", port: 0 },
-      inspector: false,
-      persist: false,
-      watch: false,
-      logLevel: "none",
-    },
-  });
-  await worker.ready;
-  base = (await worker.url).href.replace(/\/$/, "");
+    { OFFLOAD_API_KEYS: `clients:${KEY}`, OFFLOAD_SECRET: "clients-test-secret-0123456789" },
+  );
+  base = worker.base;
 });
 
 afterAll(async () => {
