@@ -13,15 +13,23 @@
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { ratesFor, resolveModel, usd } from "../src/core/pricing.ts";
+import { CHARS_PER_TOKEN, type ContentKind, detectKind } from "../src/core/tokens.ts";
+import { textOfResult } from "../src/replay/blocks.ts";
+import { requestFor } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client, ReplaySession } from "../src/replay/types.ts";
+import { estimateCounter } from "../test/support/agreement/estimates.ts";
 import {
+  type AgreementFile,
   type AgreementRow,
   API_LEDGER,
   LEDGERS,
   runAgreement,
 } from "../test/support/agreement/run.ts";
+import { promptOf } from "../test/support/billing/anthropic-prompt.ts";
 import { type BillTokens, promptTokens } from "../test/support/billing/bill.ts";
+import { tokenizerCounter } from "../test/support/billing/counter.ts";
+import { countTokens } from "../test/support/billing/tokenizer.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 const MODEL = "claude-sonnet-4-6";
@@ -171,13 +179,104 @@ function tokenTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } 
   };
 }
 
-export async function benchAgreement(opts: { markdown?: boolean } = {}): Promise<AgreementRow[]> {
+/** Chars per token of the sample's tool results by content kind: the estimate's table against the fake's tokenizer. */
+function kindTable(files: AgreementFile[]): { head: string[]; rows: string[][] } {
+  const by = new Map<string, { chars: number; fake: number }>();
+  for (const f of files)
+    for (const s of f.sessions)
+      for (const m of s.messages) {
+        if (typeof m.content === "string") continue;
+        for (const b of m.content) {
+          if (b.type !== "tool_result") continue;
+          const text = textOfResult(b.content);
+          const key = `${f.name}\u0000${detectKind(text)}`;
+          const e = by.get(key) ?? { chars: 0, fake: 0 };
+          e.chars += text.length;
+          e.fake += countTokens(text);
+          by.set(key, e);
+        }
+      }
+  const head = ["file", "kind", "chars", "estimate: chars/token", "fake: chars/token"];
+  const rows = [...by.entries()]
+    .filter(([, e]) => e.chars >= 10_000)
+    .sort((a, b) => b[1].chars - a[1].chars)
+    .map(([key, e]) => {
+      const [file, kind] = key.split("\u0000") as [string, ContentKind];
+      return [
+        file,
+        kind,
+        e.chars.toLocaleString("en-US"),
+        CHARS_PER_TOKEN[kind].toFixed(1),
+        (e.chars / e.fake).toFixed(2),
+      ];
+    });
+  return { head, rows };
+}
+
+/**
+ * Where the token counts differ: the fake's tokens and the replay's estimates by part of the prompt (framing
+ * and the tool-use system prompt included), each block weighted by the calls that send it (offload off).
+ */
+function sectionTable(files: AgreementFile[]): { head: string[]; rows: string[][] } {
+  const rows: string[][] = [];
+  for (const f of files) {
+    const by = new Map<string, { fake: number; est: number }>();
+    for (const s of f.sessions) {
+      const last = s.calls[s.calls.length - 1]!;
+      const request = requestFor(s, last, MODEL, "uncached") as unknown as Record<string, unknown>;
+      const prompt = promptOf(request);
+      const fake = tokenizerCounter.prompt(prompt, request);
+      const est = estimateCounter.prompt(prompt, request);
+      prompt.blocks.forEach((b, i) => {
+        const at = Number(/^messages\[(\d+)\]/.exec(b.path)?.[1] ?? -1);
+        const weight = s.calls.filter((n) => n > at).length;
+        const part =
+          b.section === "messages" ? `${b.role} ${b.type === "text" ? "text" : b.type}` : b.section;
+        const e = by.get(part) ?? { fake: 0, est: 0 };
+        e.fake += fake[i]! * weight;
+        e.est += est[i]! * weight;
+        by.set(part, e);
+      });
+    }
+    const total = [...by.values()].reduce((n, e) => n + e.est, 0);
+    for (const [part, e] of [...by.entries()].sort((a, b) => b[1].est - a[1].est))
+      rows.push([
+        f.name,
+        part,
+        `${((e.est / total) * 100).toFixed(1)}%`,
+        (e.fake / e.est).toFixed(3),
+      ]);
+  }
+  return { head: ["file", "part of the prompt", "share (estimate)", "fake / estimate"], rows };
+}
+
+function print(
+  tables: readonly (readonly [string, { head: string[]; rows: string[][] }])[],
+  md: boolean,
+) {
+  for (const [title, t] of tables) console.log(`\n${title}\n${table(t.head, t.rows)}`);
+  if (md) for (const [title, t] of tables) console.log(`\n${title}\n\n${markdown(t.head, t.rows)}`);
+}
+
+/** `tokensOnly`: the token-count tables alone (no proxy run; a second or two). */
+export async function benchAgreement(
+  opts: { markdown?: boolean; tokensOnly?: boolean } = {},
+): Promise<AgreementRow[]> {
   const t0 = performance.now();
+  const files: AgreementFile[] = [
+    { name: "swe", sessions: sample("swe") },
+    { name: "large", sessions: sample("large") },
+  ];
+  const tokenTables = [
+    ["Prompt tokens by part", sectionTable(files)],
+    ["Tool results by kind", kindTable(files)],
+  ] as const;
+  if (opts.tokensOnly) {
+    print(tokenTables, opts.markdown === true);
+    return [];
+  }
   const rows = await runAgreement({
-    files: [
-      { name: "swe", sessions: sample("swe") },
-      { name: "large", sessions: sample("large") },
-    ],
+    files,
     policies: POLICIES,
     clients: CLIENTS,
     model: MODEL,
@@ -189,19 +288,23 @@ export async function benchAgreement(opts: { markdown?: boolean } = {}): Promise
   console.log(
     `\nagreement: ${rows.reduce((n, r) => n + r.provider_calls, 0)} provider calls through the proxy in ${((performance.now() - t0) / 1000).toFixed(0)} s; model ${MODEL}, ${GAP_SECONDS} s between calls; ${mismatches} client answers whose usage differs from the fake's bill, ${lost} lost references`,
   );
-  const tables = [
+  print(
     [
-      "The bill against the replay's prediction (steps as shares of the prediction)",
-      agreementTable(rows),
+      [
+        "The bill against the replay's prediction (steps as shares of the prediction)",
+        agreementTable(rows),
+      ],
+      ["Claimed savings against the bills", savingsTable(rows)],
+      ["Token counts", tokenTable(rows)],
+      ...tokenTables,
     ],
-    ["Claimed savings against the bills", savingsTable(rows)],
-    ["Token counts", tokenTable(rows)],
-  ] as const;
-  for (const [title, t] of tables) console.log(`\n${title}\n${table(t.head, t.rows)}`);
-  if (opts.markdown)
-    for (const [title, t] of tables) console.log(`\n${title}\n\n${markdown(t.head, t.rows)}`);
+    opts.markdown === true,
+  );
   return rows;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`)
-  await benchAgreement({ markdown: process.argv.includes("--markdown") });
+  await benchAgreement({
+    markdown: process.argv.includes("--markdown"),
+    tokensOnly: process.argv.includes("--tokens"),
+  });

@@ -33,7 +33,11 @@ const benches: Record<string, () => Promise<unknown>> = {
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
   replay: () => benchReplay({ markdown: true }),
-  agreement: () => benchAgreement({ markdown: process.argv.includes("--markdown") }),
+  agreement: () =>
+    benchAgreement({
+      markdown: process.argv.includes("--markdown"),
+      tokensOnly: process.argv.includes("--tokens"),
+    }),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));
