@@ -116,6 +116,28 @@ function agreementTable(rows: AgreementRow[]): { head: string[]; rows: string[][
   return { head, rows: out };
 }
 
+/** The short form: the bill against the prediction, the cache rules' share and the tokenizer's. */
+function summaryTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
+  const head = [...KEYS, "replay $", "billed $", "billed vs replay", "cache rules", "tokenizer"];
+  return {
+    head,
+    rows: rows.map((r) => {
+      const rules = r.ledgers[API_LEDGER]!.usd - r.sent.usd;
+      const tokenizer = r.fake.usd - r.ledgers[API_LEDGER]!.usd;
+      return [
+        r.file,
+        r.client,
+        r.policy,
+        r.replay.usd.toFixed(3),
+        r.fake.usd.toFixed(3),
+        pct(r.fake.usd / r.replay.usd - 1),
+        pct(rules / r.replay.usd),
+        pct(tokenizer / r.replay.usd),
+      ];
+    }),
+  };
+}
+
 /** Claimed savings against the bills' difference, and what the claim leaves out (in the last ledger). */
 function savingsTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
   const head = [
