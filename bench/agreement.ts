@@ -280,15 +280,41 @@ function print(
   if (md) for (const [title, t] of tables) console.log(`\n${title}\n\n${markdown(t.head, t.rows)}`);
 }
 
-/** `tokensOnly`: the token-count tables alone (no proxy run; a second or two). */
-export async function benchAgreement(
-  opts: { markdown?: boolean; tokensOnly?: boolean } = {},
-): Promise<AgreementRow[]> {
+export interface AgreementBenchOptions {
+  markdown?: boolean;
+  /** The token-count tables alone (no proxy run; a second or two). */
+  tokensOnly?: boolean;
+  /** Seconds between calls on the fake's clock (default 30): larger gaps let cache entries expire. */
+  gapSeconds?: number;
+  /** Some of the files and clients only. */
+  files?: ("swe" | "large")[];
+  clients?: Client[];
+}
+
+/** Options from the command line: `--markdown`, `--tokens`, `--gap=240`, `--files=large`, `--clients=cached`. */
+export function optionsFrom(argv: readonly string[]): AgreementBenchOptions {
+  const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
+  const gap = value("gap");
+  return {
+    markdown: argv.includes("--markdown"),
+    tokensOnly: argv.includes("--tokens"),
+    ...(gap === undefined ? {} : { gapSeconds: Number(gap) }),
+    ...(value("files") === undefined
+      ? {}
+      : { files: value("files")!.split(",") as ("swe" | "large")[] }),
+    ...(value("clients") === undefined
+      ? {}
+      : { clients: value("clients")!.split(",") as Client[] }),
+  };
+}
+
+export async function benchAgreement(opts: AgreementBenchOptions = {}): Promise<AgreementRow[]> {
   const t0 = performance.now();
-  const files: AgreementFile[] = [
-    { name: "swe", sessions: sample("swe") },
-    { name: "large", sessions: sample("large") },
-  ];
+  const gapSeconds = opts.gapSeconds ?? GAP_SECONDS;
+  const files: AgreementFile[] = (opts.files ?? ["swe", "large"]).map((name) => ({
+    name,
+    sessions: sample(name),
+  }));
   const tokenTables = [
     ["Prompt tokens by part", sectionTable(files)],
     ["Tool results by kind", kindTable(files)],
@@ -300,22 +326,20 @@ export async function benchAgreement(
   const rows = await runAgreement({
     files,
     policies: POLICIES,
-    clients: CLIENTS,
+    clients: opts.clients ?? CLIENTS,
     model: MODEL,
-    gapSeconds: GAP_SECONDS,
+    gapSeconds,
     log: (l) => console.log(`  ${l}`),
   });
   const mismatches = rows.reduce((n, r) => n + r.usage_mismatches, 0);
   const lost = rows.reduce((n, r) => n + r.lost, 0);
   console.log(
-    `\nagreement: ${rows.reduce((n, r) => n + r.provider_calls, 0)} provider calls through the proxy in ${((performance.now() - t0) / 1000).toFixed(0)} s; model ${MODEL}, ${GAP_SECONDS} s between calls; ${mismatches} client answers whose usage differs from the fake's bill, ${lost} lost references`,
+    `\nagreement: ${rows.reduce((n, r) => n + r.provider_calls, 0)} provider calls through the proxy in ${((performance.now() - t0) / 1000).toFixed(0)} s; model ${MODEL}, ${gapSeconds} s between calls; ${mismatches} client answers whose usage differs from the fake's bill, ${lost} lost references`,
   );
   print(
     [
-      [
-        "The bill against the replay's prediction (steps as shares of the prediction)",
-        agreementTable(rows),
-      ],
+      ["The bill against the replay's prediction", summaryTable(rows)],
+      ["Step by step (shares of the prediction)", agreementTable(rows)],
       ["Claimed savings against the bills", savingsTable(rows)],
       ["Token counts", tokenTable(rows)],
       ...tokenTables,
@@ -326,7 +350,4 @@ export async function benchAgreement(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`)
-  await benchAgreement({
-    markdown: process.argv.includes("--markdown"),
-    tokensOnly: process.argv.includes("--tokens"),
-  });
+  await benchAgreement(optionsFrom(process.argv));

@@ -34,9 +34,9 @@
  *   (`ephemeral_5m_input_tokens`, `ephemeral_1h_input_tokens`).
  *   https://platform.claude.com/docs/en/build-with-claude/streaming: "The token counts shown in the `usage`
  *   field of the `message_delta` event are *cumulative*" (message_start carries the input side first).
- * - Tool use adds tokens. https://platform.claude.com/docs/en/agents-and-tools/tool-use/overview (pricing):
+ * - Tool use adds tokens. https://platform.claude.com/docs/en/docs/tool-use-pricing-and-tokens:
  *   "we also automatically include a special system prompt for the model which enables tool use": 346 tokens
- *   (tool_choice auto/none) or 313 (any/tool) on the current models.
+ *   (tool_choice auto/none) or 313 (any/tool) on the 4.5 models.
  * - OpenAI. https://developers.openai.com/api/docs/guides/prompt-caching (the rules for models before GPT-5.6):
  *   "Caching is available for prompts containing 1024 tokens or more, with cache hits occurring in increments
  *   of 128 tokens"; "`in_memory`: Entries typically remain active for around 5 to 10 minutes of inactivity,
