@@ -59,7 +59,12 @@
  *   token prefix is compared segment by segment (messages, tools), and 24h retention is taken at its maximum.
  */
 import { anthropicBody, anthropicStream, errorBody, openaiBody } from "./billing/answers.ts";
-import { AnthropicCache, API_RULES, type CacheRules } from "./billing/anthropic-cache.ts";
+import {
+  AnthropicCache,
+  API_RULES,
+  type CacheOutcome,
+  type CacheRules,
+} from "./billing/anthropic-cache.ts";
 import { InvalidRequest, promptOf } from "./billing/anthropic-prompt.ts";
 import { addTokens, type BillTokens, billUsd, NO_TOKENS } from "./billing/bill.ts";
 import { FakeClock } from "./billing/clock.ts";
@@ -129,6 +134,16 @@ export interface BillingFakeOptions {
   observe?: (call: BilledCall, request: Record<string, unknown>) => void;
 }
 
+function billed(o: CacheOutcome, output: number): BillTokens {
+  return {
+    input: o.input_tokens,
+    cache_read: o.cache_read_input_tokens,
+    cache_write_5m: o.cache_write_5m_tokens,
+    cache_write_1h: o.cache_write_1h_tokens,
+    output,
+  };
+}
+
 function formatOf(path: string): Format | null {
   if (path.endsWith("/v1/messages")) return "anthropic";
   if (path.endsWith("/chat/completions")) return "openai-chat";
@@ -157,6 +172,10 @@ function events(list: readonly string[]): Response {
   });
 }
 
+/**
+ * The fake on 127.0.0.1 (`start()`), or as a fetch handler (`fetch()`). Answers come from the queue
+ * (`reply()`), then from `script`; cache lifetimes run on `clock`; `calls` is the bill.
+ */
 export class BillingFake {
   readonly clock = new FakeClock();
   readonly calls: BilledCall[] = [];
@@ -192,7 +211,7 @@ export class BillingFake {
     for (const [, , cache] of this.#shadows) cache.clear();
   }
 
-  /** Calls of one conversation, or since an index. */
+  /** The calls of one conversation. */
   of(conversation: string): BilledCall[] {
     return this.calls.filter((c) => c.conversation === conversation);
   }
@@ -262,28 +281,15 @@ export class BillingFake {
     const model = prompt.model;
     const outcome = this.#anthropic.bill(prompt, tokenizerCounter.prompt(prompt, request));
     const output = tokenizerCounter.output(scripted.content);
-    const tokens: BillTokens = {
-      input: outcome.input_tokens,
-      cache_read: outcome.cache_read_input_tokens,
-      cache_write_5m: outcome.cache_write_5m_tokens,
-      cache_write_1h: outcome.cache_write_1h_tokens,
-      output,
-    };
+    const tokens = billed(outcome, output);
     const shadows: BilledCall["shadows"] = {};
     for (const [name, s, cache] of this.#shadows) {
       const counter = s.counter ?? tokenizerCounter;
-      const o = cache.bill(
-        prompt,
-        counter.prompt(prompt, request),
-        s.scoped ? incoming.conversation : "",
+      const scope = s.scoped ? incoming.conversation : "";
+      const t = billed(
+        cache.bill(prompt, counter.prompt(prompt, request), scope),
+        counter.output(scripted.content),
       );
-      const t: BillTokens = {
-        input: o.input_tokens,
-        cache_read: o.cache_read_input_tokens,
-        cache_write_5m: o.cache_write_5m_tokens,
-        cache_write_1h: o.cache_write_1h_tokens,
-        output: counter.output(scripted.content),
-      };
       shadows[name] = { tokens: t, usd: billUsd(model, t) };
     }
     const usage = {
