@@ -9,7 +9,6 @@
 import Anthropic, { APIError as AnthropicAPIError } from "@anthropic-ai/sdk";
 import OpenAI, { type APIError as OpenAIAPIError } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type LocalWorker, startLocalWorker } from "../support/local-worker.ts";
 import {
   anthropicEvents,
   anthropicMessage,
@@ -24,6 +23,7 @@ import {
   responseEvents,
   responsesRequest,
 } from "../support/providers.ts";
+import { type LocalWorker, startProxyWorker } from "../support/worker.ts";
 import { FakeProvider, type Received } from "./fake-provider.ts";
 
 const KEY = "sk-offload-clients-test";
@@ -35,18 +35,14 @@ let worker: LocalWorker | undefined;
 let base = "";
 
 beforeAll(async () => {
-  const provider = await fake.start();
-  // wrangler's programmatic dev server: the real build in workerd, whose own network makes the provider calls
-  // (so a dropped connection is a failed fetch, as in production).
-  worker = await startLocalWorker(
-    {
-      ANTHROPIC_BASE_URL: `${provider}/anthropic`,
-      OPENAI_BASE_URL: `${provider}/openai/v1`,
-      OFFLOAD_PROXY_MAX_HOPS: "2",
-      OFFLOAD_DEFAULT_CONFIG: JSON.stringify(ON),
+  worker = await startProxyWorker({
+    provider: await fake.start(),
+    vars: { OFFLOAD_PROXY_MAX_HOPS: "2", OFFLOAD_DEFAULT_CONFIG: JSON.stringify(ON) },
+    secrets: {
+      OFFLOAD_API_KEYS: `clients:${KEY}`,
+      OFFLOAD_SECRET: "clients-test-secret-0123456789",
     },
-    { OFFLOAD_API_KEYS: `clients:${KEY}`, OFFLOAD_SECRET: "clients-test-secret-0123456789" },
-  );
+  });
   base = worker.base;
 });
 

@@ -15,7 +15,7 @@ import type { Client, ReplaySession } from "../../../src/replay/types.ts";
 import { API_RULES } from "../billing/anthropic-cache.ts";
 import { addTokens, type BillTokens, NO_TOKENS } from "../billing/bill.ts";
 import { BillingFake, type ShadowLedger } from "../billing-fake.ts";
-import { startLocalWorker } from "../local-worker.ts";
+import { startProxyWorker } from "../worker.ts";
 import { driveSession } from "./drive.ts";
 import { estimateCounter, ReplayPricer } from "./estimates.ts";
 
@@ -119,13 +119,13 @@ export async function runAgreement(o: AgreementOptions): Promise<AgreementRow[]>
     },
   });
   await fake.start();
-  const worker = await startLocalWorker(
-    { ANTHROPIC_BASE_URL: fake.url, OPENAI_BASE_URL: `${fake.url}/v1` },
-    {
+  const worker = await startProxyWorker({
+    provider: fake.url,
+    secrets: {
       OFFLOAD_API_KEYS: keys.join(","),
       OFFLOAD_SECRET: "agreement-bench-secret-0123456789",
     },
-  );
+  });
   const rows: AgreementRow[] = [];
   try {
     const predictions = new Map<string, Awaited<ReturnType<typeof replay>>>();

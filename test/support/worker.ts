@@ -1,0 +1,45 @@
+/**
+ * The Worker as a client reaches it: wrangler's programmatic dev server (the real build in workerd, with
+ * miniflare's bindings) on 127.0.0.1, its provider base URLs pointed at a fake provider. workerd's own network
+ * makes the provider calls, so a dropped connection is a failed fetch, as in production.
+ */
+import { unstable_startWorker } from "wrangler";
+
+export interface LocalWorker {
+  /** `http://127.0.0.1:<port>`, no trailing slash. */
+  base: string;
+  dispose(): Promise<void>;
+}
+
+/** `provider` is the fake's origin; it serves Anthropic under /anthropic and OpenAI under /openai/v1. */
+export async function startProxyWorker(input: {
+  provider: string;
+  vars?: Record<string, string>;
+  secrets: Record<string, string>;
+}): Promise<LocalWorker> {
+  // No network here: miniflare would try to fetch the Request.cf data and log the failure.
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  const text = (value: string) => ({ type: "plain_text" as const, value });
+  const secret = (value: string) => ({ type: "secret_text" as const, value });
+  const worker = await unstable_startWorker({
+    config: "wrangler.toml",
+    bindings: {
+      ANTHROPIC_BASE_URL: text(`${input.provider}/anthropic`),
+      OPENAI_BASE_URL: text(`${input.provider}/openai/v1`),
+      ...Object.fromEntries(Object.entries(input.vars ?? {}).map(([k, v]) => [k, text(v)])),
+      ...Object.fromEntries(Object.entries(input.secrets).map(([k, v]) => [k, secret(v)])),
+    },
+    dev: {
+      server: { hostname: "127.0.0.1", port: 0 },
+      inspector: false,
+      persist: false,
+      watch: false,
+      logLevel: "none",
+    },
+  });
+  await worker.ready;
+  return {
+    base: (await worker.url).href.replace(/\/$/, ""),
+    dispose: () => worker.dispose(),
+  };
+}
