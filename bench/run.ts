@@ -3,6 +3,7 @@
  * noisy, so absolute times are context, not results). `npm run bench -- transform` runs only the named ones.
  */
 import { spawnSync } from "node:child_process";
+import { benchAgreement, optionsFrom } from "./agreement.ts";
 import { benchFormats } from "./formats.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
@@ -32,6 +33,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
   replay: () => benchReplay({ markdown: true }),
+  agreement: () => benchAgreement(optionsFrom(process.argv)),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

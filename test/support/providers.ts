@@ -61,7 +61,14 @@ export function anthropicMessage(
   };
 }
 
-export function anthropicEvents(message: Record<string, unknown>): string[] {
+/**
+ * `deltaUsage` is what the closing message_delta carries: by default the output tokens alone (the API's older
+ * streams); the current API repeats the input side there, its counts cumulative.
+ */
+export function anthropicEvents(
+  message: Record<string, unknown>,
+  deltaUsage?: Record<string, unknown>,
+): string[] {
   const usage = message.usage as Record<string, number>;
   const out = [
     sse("message_start", {
@@ -137,7 +144,7 @@ export function anthropicEvents(message: Record<string, unknown>): string[] {
     sse("message_delta", {
       type: "message_delta",
       delta: { stop_reason: message.stop_reason, stop_sequence: null },
-      usage: { output_tokens: usage.output_tokens },
+      usage: deltaUsage ?? { output_tokens: usage.output_tokens },
     }),
   );
   out.push(sse("message_stop", { type: "message_stop" }));

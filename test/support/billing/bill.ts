@@ -1,0 +1,48 @@
+/** A call's bill at the project's price table (src/core/pricing.ts): what the provider's invoice would say. */
+import { ratesFor, resolveModel, usd } from "../../../src/core/pricing.ts";
+
+/** Billed tokens by rate. OpenAI's cached tokens are `cache_read`; its prompt's rest is `input`. */
+export interface BillTokens {
+  input: number;
+  cache_read: number;
+  cache_write_5m: number;
+  cache_write_1h: number;
+  output: number;
+}
+
+export const NO_TOKENS: Readonly<BillTokens> = {
+  input: 0,
+  cache_read: 0,
+  cache_write_5m: 0,
+  cache_write_1h: 0,
+  output: 0,
+};
+
+export function promptTokens(t: BillTokens): number {
+  return t.input + t.cache_read + t.cache_write_5m + t.cache_write_1h;
+}
+
+/** USD of a call's tokens for `model`, or null for a model the table does not price. */
+export function billUsd(model: string, t: BillTokens): number | null {
+  const price = resolveModel(model);
+  if (price === null) return null;
+  const r = ratesFor(price, promptTokens(t));
+  return (
+    usd(t.input, r.input) +
+    usd(t.cache_read, r.cache_read) +
+    usd(t.cache_write_5m, r.cache_write_5m) +
+    usd(t.cache_write_1h, r.cache_write_1h) +
+    usd(t.output, r.output)
+  );
+}
+
+/** Sum of token counts. */
+export function addTokens(a: BillTokens, b: BillTokens): BillTokens {
+  return {
+    input: a.input + b.input,
+    cache_read: a.cache_read + b.cache_read,
+    cache_write_5m: a.cache_write_5m + b.cache_write_5m,
+    cache_write_1h: a.cache_write_1h + b.cache_write_1h,
+    output: a.output + b.output,
+  };
+}
