@@ -75,7 +75,8 @@ function toolsUsed(session: ReplaySession): unknown[] {
   }));
 }
 
-function available(sent: Map<string, Block[]>, ref: Reference): boolean {
+/** A reference's quote is in one of its sources as sent (some results share an id). */
+export function available(sent: Map<string, Block[]>, ref: Reference): boolean {
   return ref.sources.some((id) =>
     (sent.get(id) ?? []).some((b) => textOfResult(b.content).includes(ref.quote)),
   );

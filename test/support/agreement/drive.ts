@@ -12,7 +12,7 @@ import { addUsage, overlayUsage } from "../../../src/proxy/usage.ts";
 import { textOfResult } from "../../../src/replay/blocks.ts";
 import { resultsOf } from "../../../src/replay/policy.ts";
 import { detectReferences, type Reference } from "../../../src/replay/references.ts";
-import { requestFor } from "../../../src/replay/run.ts";
+import { available, requestFor } from "../../../src/replay/run.ts";
 import type { Block, Client, ReplaySession, Request } from "../../../src/replay/types.ts";
 import type { AnswerBlock } from "../billing/counter.ts";
 import type { BillingFake, Script } from "../billing-fake.ts";
@@ -49,13 +49,6 @@ export interface SessionRun {
   hop_seqs: number[];
 }
 
-function available(sent: Map<string, Block>, ref: Reference): boolean {
-  return ref.sources.some((id) => {
-    const b = sent.get(id);
-    return b !== undefined && textOfResult(b.content).includes(ref.quote);
-  });
-}
-
 function answersRecall(message: Request["messages"][number] | undefined): boolean {
   return (
     message?.role === "user" &&
@@ -84,8 +77,11 @@ function scriptFor(session: ReplaySession, n: number, refs: Reference[], run: Se
     for (const ref of refs) {
       if (available(sent, ref)) continue;
       const source = ref.sources[0]!;
-      const block = sent.get(source);
-      const memId = declared && block ? /trm_[0-9a-f]{24}/.exec(textOfResult(block.content)) : null;
+      const memId = declared
+        ? ((sent.get(source) ?? [])
+            .map((b) => /trm_[0-9a-f]{24}/.exec(textOfResult(b.content)))
+            .find((m) => m !== null) ?? null)
+        : null;
       if (memId === null) {
         run.lost++;
         continue;
