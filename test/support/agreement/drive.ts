@@ -13,7 +13,7 @@ import { textOfResult } from "../../../src/replay/blocks.ts";
 import { resultsOf } from "../../../src/replay/policy.ts";
 import { detectReferences, type Reference } from "../../../src/replay/references.ts";
 import { available, requestFor } from "../../../src/replay/run.ts";
-import type { Block, Client, ReplaySession, Request } from "../../../src/replay/types.ts";
+import type { Client, ReplaySession, Request } from "../../../src/replay/types.ts";
 import type { AnswerBlock } from "../billing/counter.ts";
 import type { BillingFake, Script } from "../billing-fake.ts";
 
