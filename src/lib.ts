@@ -210,6 +210,16 @@ export {
   resolveExtractOptions,
 } from "./extract/options.ts";
 export type * from "./extract/types.ts";
+export type { OffloadFetchOptions } from "./integrations/fetch.ts";
+export { offloadFetch } from "./integrations/fetch.ts";
+export type {
+  InProcessOptions,
+  InProcessStore,
+  OffloadCallReport,
+  OffloadProblem,
+  PassThroughProblem,
+  SessionOf,
+} from "./integrations/options.ts";
 export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MemoryStore } from "./store/memory.ts";
 export type {
