@@ -210,6 +210,9 @@ export {
   resolveExtractOptions,
 } from "./extract/options.ts";
 export type * from "./extract/types.ts";
+export type { OffloadMiddlewareOptions } from "./integrations/ai-sdk.ts";
+export { offloadMiddleware } from "./integrations/ai-sdk.ts";
+export type { ModelCall } from "./integrations/ai-sdk-turn.ts";
 export type { OffloadFetchOptions } from "./integrations/fetch.ts";
 export { offloadFetch } from "./integrations/fetch.ts";
 export type {

@@ -14,7 +14,7 @@
  *   `ComposedStore` (composed.ts) puts them together into the core's `OffloadStore` plus
  *   `ServiceStore`, what the routes and the proxy need.
  */
-import type { OffloadConfigPatch, RecallMode } from "../config.ts";
+import type { OffloadConfigPatch } from "../config.ts";
 import type {
   CachedExtraction,
   OffloadStore,
@@ -25,15 +25,13 @@ import type {
 import type { IndexProblem, StatsProblem } from "../core/problems.ts";
 import type {
   BodyMeta,
-  Format,
-  ProxyTurnNote,
   ResultRecord,
   SessionRef,
   StoredBody,
   TurnDecision,
   TurnLog,
 } from "../core/types.ts";
-import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
+import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
 
 export interface SessionCommitResult {
   /**

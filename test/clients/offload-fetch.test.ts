@@ -11,34 +11,33 @@ import { createOpenAI } from "@ai-sdk/openai";
 import Anthropic from "@anthropic-ai/sdk";
 import { ChatAnthropic } from "@langchain/anthropic";
 import { ChatOpenAI } from "@langchain/openai";
-import { generateText, type ModelMessage, stepCountIs, streamText, tool } from "ai";
+import { generateText, stepCountIs, streamText } from "ai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
 import { offloadFetch } from "../../src/integrations/fetch.ts";
 import type { OffloadCallReport, OffloadProblem } from "../../src/integrations/options.ts";
-import { MemorySessionState } from "../../src/session/memory-state.ts";
-import { ComposedStore } from "../../src/store/composed.ts";
+import type { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import { MemoryIndex } from "../../src/store/memory-index.ts";
-import { MemoryLedger } from "../../src/store/memory-ledger.ts";
 import {
-  anthropicEvents,
   anthropicMessage,
   anthropicRequest,
   catalog,
-  chatCompletion,
-  chatEvents,
   chatRequest,
-  memIdIn,
   ON,
-  type Part,
   RECALL_NAME,
-  response,
-  responseEvents,
   responsesRequest,
 } from "../support/providers.ts";
-import { FakeProvider, type Received, type Script, type Scripted } from "./fake-provider.ts";
+import { FakeProvider } from "./fake-provider.ts";
+import {
+  aiMessages,
+  aiTools,
+  brokenStore,
+  expectCompacted,
+  expectResponsesThenChat,
+  hop,
+  names,
+  statusCalls,
+} from "./scripts.ts";
 
 const SECRET = "in-process-test-secret-0123456789";
 const fake = new FakeProvider();
@@ -81,60 +80,6 @@ function harness(
     log: () => {},
   });
   return { store, fetch: f, reports, problems };
-}
-
-const recallArgs = (r: Received) => ({ mem_id: memIdIn(r.body), json_path: "$.items[1499]" });
-
-type Api = "anthropic" | "chat" | "responses";
-
-/** One provider answer of `api`, as JSON or as its event stream. */
-function answerOf(api: Api, id: string, parts: Part[], stream: boolean): Scripted {
-  const usage = { input: 900, output: 15 };
-  if (api === "anthropic") {
-    const m = anthropicMessage(id, parts, usage);
-    return stream ? { events: anthropicEvents(m) } : { json: m };
-  }
-  if (api === "chat") {
-    const c = chatCompletion(id, parts, usage);
-    return stream ? { events: chatEvents(c) } : { json: c };
-  }
-  const r = response(id, parts, usage, { store: false });
-  return stream ? { events: responseEvents(r) } : { json: r };
-}
-
-/** The model reads item 1499 back through our tool (alone, or between `before` and `after`), then says `text`. */
-function hop(
-  api: Api,
-  text: string,
-  opts: { stream?: boolean; before?: Part[]; after?: Part[] } = {},
-): Script[] {
-  const stream = opts.stream ?? false;
-  return [
-    (r) =>
-      answerOf(
-        api,
-        `${api}_a${++n}`,
-        [
-          ...(opts.before ?? []),
-          { call: RECALL_NAME, id: `toolu_r${n}`, input: recallArgs(r) },
-          ...(opts.after ?? []),
-        ],
-        stream,
-      ),
-    answerOf(api, `${api}_b${n}`, [{ text }], stream),
-  ];
-}
-
-function names(tools: unknown, key: (t: Record<string, unknown>) => unknown): unknown[] {
-  return (tools as Record<string, unknown>[]).map(key);
-}
-
-/** The first request carries our stub (not the catalog) and our tool, once and last. */
-function expectCompacted(r: Received, toolNames: unknown[]): void {
-  expect(r.body).not.toContain("item-1499");
-  expect(r.body).toContain("trm_");
-  expect(toolNames.filter((t) => t === RECALL_NAME)).toHaveLength(1);
-  expect(toolNames.at(-1)).toBe(RECALL_NAME);
 }
 
 function anthropicClient(h: Harness): Anthropic {
@@ -375,60 +320,6 @@ describe("openai with offloadFetch", () => {
   });
 });
 
-/** A conversation in the AI SDK's messages: the catalog (settled) and a small hot result. */
-function aiMessages(): ModelMessage[] {
-  return [
-    { role: "user", content: "Load the catalog and tell me the most expensive item." },
-    {
-      role: "assistant",
-      content: [{ type: "tool-call", toolCallId: "toolu_1", toolName: "dump", input: {} }],
-    },
-    {
-      role: "tool",
-      content: [
-        {
-          type: "tool-result",
-          toolCallId: "toolu_1",
-          toolName: "dump",
-          output: { type: "text", value: catalog() },
-        },
-      ],
-    },
-    {
-      role: "assistant",
-      content: [{ type: "tool-call", toolCallId: "toolu_2", toolName: "status", input: {} }],
-    },
-    {
-      role: "tool",
-      content: [
-        {
-          type: "tool-result",
-          toolCallId: "toolu_2",
-          toolName: "status",
-          output: { type: "text", value: "ok" },
-        },
-      ],
-    },
-  ];
-}
-
-const statusCalls: string[] = [];
-const aiTools = {
-  dump: tool({
-    description: "Dump the catalog",
-    inputSchema: z.object({}),
-    execute: async () => catalog(),
-  }),
-  status: tool({
-    description: "Check the status",
-    inputSchema: z.object({}),
-    execute: async () => {
-      statusCalls.push("status");
-      return "ok";
-    },
-  }),
-};
-
 const aiAnthropic = (h: Harness) =>
   createAnthropic({ apiKey: "k", baseURL: `${base}/anthropic/v1`, fetch: h.fetch });
 
@@ -517,20 +408,7 @@ describe("the AI SDK's provider packages with offloadFetch", () => {
     expect(await viaChat.text).toBe("still item-1499.");
     expect(JSON.stringify(await viaChat.steps)).not.toContain(RECALL_NAME);
     const got = fake.since(from);
-    expect(got.map((r) => r.path)).toEqual([
-      "/openai/v1/responses",
-      "/openai/v1/responses",
-      "/openai/v1/chat/completions",
-      "/openai/v1/chat/completions",
-    ]);
-    expectCompacted(
-      got[0]!,
-      names(got[0]!.json.tools, (t) => t.name),
-    );
-    expectCompacted(
-      got[2]!,
-      names(got[2]!.json.tools, (t) => (t.function as { name: string }).name),
-    );
+    expectResponsesThenChat(got);
   });
 
   it("a provider error reaches generateText as the provider package reports it", async () => {
@@ -625,16 +503,4 @@ function langchainHistory(prefix = "toolu") {
     },
     { role: "tool", tool_call_id: `${prefix}_2`, content: "ok" },
   ];
-}
-
-/** A store whose session state (or ledger) fails, as an unreachable backend would. */
-function brokenStore(which: { ledger?: boolean } = {}): ComposedStore {
-  const sessions = new MemorySessionState();
-  const ledger = new MemoryLedger();
-  const down = async (): Promise<never> => {
-    throw new Error("backend down");
-  };
-  if (which.ledger) ledger.put = down;
-  else Object.assign(sessions, { proxyState: down, load: down, commit: down });
-  return new ComposedStore({ sessions, ledger, index: new MemoryIndex(), log: () => {} });
 }
