@@ -223,6 +223,10 @@ export type {
   PassThroughProblem,
   SessionOf,
 } from "./integrations/options.ts";
+export type { AgentStoreOptions } from "./store/agent.ts";
+export { AgentStore } from "./store/agent.ts";
+export type { AgentLedgerOptions, BodyBucket } from "./store/agent-ledger.ts";
+export type { AgentStorage } from "./store/agent-sql.ts";
 export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MemoryStore } from "./store/memory.ts";
 export type {
