@@ -82,7 +82,7 @@ export class AgentLedger implements BodyLedgerPort {
         JSON.stringify(meta),
         pieces.length,
       );
-      pieces.forEach((piece, n) =>
+      for (const [n, piece] of pieces.entries())
         sql.exec(
           "INSERT INTO eo_body_chunks (tenant, session, mem_id, n, text) VALUES (?, ?, ?, ?, ?)",
           ref.tenant,
@@ -90,8 +90,7 @@ export class AgentLedger implements BodyLedgerPort {
           meta.mem_id,
           n,
           JSON.stringify(piece),
-        ),
-      );
+        );
     });
   }
 
