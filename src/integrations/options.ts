@@ -103,13 +103,15 @@ export function settingsOf<C>(options: InProcessOptions<C>): Settings<C> {
       { path: "maxHops" },
     );
   const layer = options.config ?? {};
-  resolveConfig(layer);
+  // Parsed once: most sessions have no layer of their own, and a call then needs no parse at all.
+  const resolved = resolveConfig(layer);
   const log = options.log ?? ((line: string) => console.warn(line));
   const { onReport, onProblem } = options;
   return {
     store: options.store,
     session: options.session,
-    config: (sessionLayer) => resolveConfig(layer, sessionLayer),
+    config: (sessionLayer) =>
+      isEmpty(sessionLayer) ? resolved : resolveConfig(layer, sessionLayer),
     secret: options.secret,
     maxHops,
     extractor: options.extractor,
@@ -123,6 +125,10 @@ export function settingsOf<C>(options: InProcessOptions<C>): Settings<C> {
       if (onProblem !== undefined) quietly(() => onProblem(problem, session), log);
     },
   };
+}
+
+function isEmpty(layer: unknown): boolean {
+  return typeof layer === "object" && layer !== null && Object.keys(layer).length === 0;
 }
 
 /** An app's callback must not fail the app's call. */

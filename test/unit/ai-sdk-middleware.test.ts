@@ -364,6 +364,7 @@ describe("offloadMiddleware, stream", () => {
       model: wrapLanguageModel({ model: inner, middleware: h.middleware }),
       messages: aiMessages(),
       tools,
+      onError: () => {},
     });
     const types: string[] = [];
     for await (const p of result.fullStream) types.push(p.type);
