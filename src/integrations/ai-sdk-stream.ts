@@ -60,16 +60,16 @@ class HopReader {
         return { ...part, id: this.#prefix + part.id };
       }
       case "text-delta":
-      case "reasoning-delta": {
-        const c = this.#open.get(part.id);
-        if (c !== undefined) c.text += part.delta;
-        return { ...part, id: this.#prefix + part.id };
-      }
+      case "reasoning-delta":
       case "text-end":
       case "reasoning-end": {
         const c = this.#open.get(part.id);
-        if (c !== undefined && part.providerMetadata !== undefined)
-          c.providerMetadata = { ...c.providerMetadata, ...part.providerMetadata };
+        if (c !== undefined) {
+          if ("delta" in part) c.text += part.delta;
+          // A thinking block's signature may come on a delta (Anthropic) or on the end part.
+          if (part.providerMetadata !== undefined)
+            c.providerMetadata = mergeMetadata(c.providerMetadata, part.providerMetadata);
+        }
         return { ...part, id: this.#prefix + part.id };
       }
       case "tool-input-start":
@@ -99,6 +99,17 @@ class HopReader {
         return part;
     }
   }
+}
+
+/** Provider metadata merged per provider, later fields over earlier ones. */
+function mergeMetadata(
+  a: LanguageModelV4Content["providerMetadata"],
+  b: NonNullable<LanguageModelV4Content["providerMetadata"]>,
+): NonNullable<LanguageModelV4Content["providerMetadata"]> {
+  const out = { ...a };
+  for (const [provider, fields] of Object.entries(b))
+    out[provider] = { ...out[provider], ...fields };
+  return out;
 }
 
 function meta(part: { providerMetadata?: LanguageModelV4Content["providerMetadata"] }) {

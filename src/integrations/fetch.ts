@@ -190,7 +190,11 @@ async function offloaded(
   return answer(settings, dialect, session, res);
 }
 
-/** The answer as the app reads it: our summary header goes to onReport instead. */
+/**
+ * The answer as the app reads it: our summary header goes to onReport instead. A stream's hops are
+ * known only at its end (the loop's closing `: edge-offload {…}` comment), so its report waits for
+ * the end of the stream, or for the app to stop reading it.
+ */
 function answer(
   settings: Settings<Request>,
   dialect: Dialect,
@@ -206,6 +210,68 @@ function answer(
   } catch {
     return res;
   }
-  settings.report({ session, format: dialect.format, summary });
-  return res;
+  const report = (tail: Record<string, unknown> | null) =>
+    settings.report({
+      session,
+      format: dialect.format,
+      summary: tail === null ? summary : { ...summary, proxy: { ...summary.proxy!, ...tail } },
+    });
+  if (summary.proxy?.stream !== true || res.body === null) {
+    report(null);
+    return res;
+  }
+  return new Response(watchTail(res.body, report), {
+    status: res.status,
+    statusText: res.statusText,
+    headers: res.headers,
+  });
+}
+
+const COMMENT = ": edge-offload ";
+
+/** The stream as it is, and what its closing comment says once it ends (null if it had none). */
+function watchTail(
+  body: ReadableStream<Uint8Array>,
+  done: (tail: Record<string, unknown> | null) => void,
+): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  let tail: Record<string, unknown> | null = null;
+  let reported = false;
+  const end = () => {
+    if (!reported) done(tail);
+    reported = true;
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const { done: finished, value } = await reader.read();
+        if (finished) {
+          end();
+          return controller.close();
+        }
+        // The loop writes its comment as a piece of its own: only such a piece is decoded.
+        if (value[0] === 0x3a) {
+          const text = decoder.decode(value);
+          if (text.startsWith(COMMENT)) tail = parseTail(text.slice(COMMENT.length));
+        }
+        controller.enqueue(value);
+      } catch (e) {
+        end();
+        controller.error(e);
+      }
+    },
+    async cancel(reason) {
+      end();
+      await reader.cancel(reason);
+    },
+  });
+}
+
+function parseTail(text: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(text.trim());
+    return typeof v === "object" && v !== null ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
 }

@@ -101,6 +101,35 @@ describe("offloadMiddleware with @ai-sdk/anthropic", () => {
     expect(w.reports.map((r) => r.summary.proxy?.hops)).toEqual([1, 1]);
   });
 
+  it("a hop sends the model's thinking back with its signature, as tool use with thinking requires", async () => {
+    const w = wrap(anthropic()("claude-sonnet-4-6"));
+    const from = fake.received.length;
+    fake.reply(
+      ...hop("anthropic", "item-1499.", {
+        before: [{ thinking: "Read the stub.", signature: "sig-1" }],
+      }),
+      ...hop("anthropic", "again item-1499.", {
+        stream: true,
+        before: [{ thinking: "Read it again.", signature: "sig-2" }],
+      }),
+    );
+    const out = await generateText({ model: w.model, messages: aiMessages(), tools: aiTools });
+    expect(out.text).toBe("item-1499.");
+    expect(out.reasoningText).toBe("Read the stub.");
+    await streamedText(streamText({ model: w.model, messages: aiMessages(), tools: aiTools }));
+    const [, generatedHop, , streamedHop] = fake.since(from);
+    for (const [hopReq, signature] of [
+      [generatedHop!, "sig-1"],
+      [streamedHop!, "sig-2"],
+    ] as const) {
+      const assistant = (
+        hopReq.json.messages as { role: string; content: { type: string }[] }[]
+      ).at(-2)!;
+      expect(assistant.content[0]).toMatchObject({ type: "thinking", signature });
+      expect(assistant.content.at(-1)).toMatchObject({ type: "tool_use", name: RECALL_NAME });
+    }
+  });
+
   it("a mixed step: the app's tool runs, ours never shows, and the next step carries our recall", async () => {
     const w = wrap(anthropic()("claude-sonnet-4-6"));
     const from = fake.received.length;

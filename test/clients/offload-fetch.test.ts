@@ -150,7 +150,8 @@ describe("@anthropic-ai/sdk with offloadFetch", () => {
     ]);
     expect(final.usage.output_tokens).toBe(30);
     expect(JSON.stringify(final)).not.toContain(RECALL_NAME);
-    expect(h.reports[0]!.summary.proxy).toMatchObject({ stream: true });
+    // A stream's report comes at its end, with the hops.
+    expect(h.reports[0]!.summary.proxy).toMatchObject({ stream: true, hops: 1, recalls: 1 });
   });
 
   it("a provider error reaches the SDK as the provider sent it (status, body, headers)", async () => {
