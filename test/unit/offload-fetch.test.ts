@@ -17,20 +17,29 @@ function provider() {
   return { f, calls };
 }
 
+/** offloadFetch over a stub provider, with the problems it reported. */
+function ours(session: Parameters<typeof offloadFetch>[0]["session"] = "s") {
+  const { f, calls } = provider();
+  const problems: OffloadProblem[] = [];
+  const fetch = offloadFetch({
+    store: new MemoryStore(),
+    session,
+    secret: SECRET,
+    config: ON,
+    fetch: f,
+    log: () => {},
+    onProblem: (p) => problems.push(p),
+  });
+  return { fetch, calls, problems };
+}
+
 describe("offloadFetch passes through, and says why", () => {
   it("a session that cannot be named: the request goes as sent, a passed_through problem", async () => {
-    const { f, calls } = provider();
-    const problems: OffloadProblem[] = [];
-    const ours = offloadFetch({
-      store: new MemoryStore(),
-      session: (req) => req.headers.get("x-chat") ?? "not a valid id!",
-      secret: SECRET,
-      config: ON,
-      fetch: f,
-      onProblem: (p) => problems.push(p),
-    });
+    const { fetch, calls, problems } = ours(
+      (req) => req.headers.get("x-chat") ?? "not a valid id!",
+    );
     const init = { method: "POST", body: JSON.stringify(anthropicRequest()) };
-    await ours("https://api.anthropic.com/v1/messages", init);
+    await fetch("https://api.anthropic.com/v1/messages", init);
     expect(calls[0]!.init).toBe(init);
     expect(problems).toEqual([
       expect.objectContaining({ code: "passed_through", cause: "invalid_argument" }),
@@ -38,18 +47,9 @@ describe("offloadFetch passes through, and says why", () => {
   });
 
   it("a body the adapter cannot read goes as sent (the provider answers it as it would)", async () => {
-    const { f, calls } = provider();
-    const problems: OffloadProblem[] = [];
-    const ours = offloadFetch({
-      store: new MemoryStore(),
-      session: "s",
-      secret: SECRET,
-      config: ON,
-      fetch: f,
-      onProblem: (p) => problems.push(p),
-    });
+    const { fetch, calls, problems } = ours();
     const init = { method: "POST", body: '{"messages": 5}' };
-    const res = await ours("https://api.anthropic.com/v1/messages", init);
+    const res = await fetch("https://api.anthropic.com/v1/messages", init);
     expect(res.status).toBe(200);
     expect(calls[0]!.init).toBe(init);
     expect(problems[0]).toMatchObject({ code: "passed_through", cause: "invalid_request" });
@@ -77,16 +77,9 @@ describe("offloadFetch passes through, and says why", () => {
   });
 
   it("sends the app's abort signal with the provider call", async () => {
-    const { f, calls } = provider();
-    const ours = offloadFetch({
-      store: new MemoryStore(),
-      session: "s",
-      secret: SECRET,
-      config: ON,
-      fetch: f,
-    });
+    const { fetch, calls } = ours();
     const controller = new AbortController();
-    await ours("https://api.anthropic.com/v1/messages", {
+    await fetch("https://api.anthropic.com/v1/messages", {
       method: "POST",
       body: JSON.stringify(anthropicRequest()),
       signal: controller.signal,
