@@ -35,6 +35,25 @@ export default defineConfig({
         },
       },
       {
+        // The Agents example in workerd: its own Worker (examples/agent-chat), a fake provider at its fetch.
+        plugins: [
+          cloudflareTest({
+            wrangler: { configPath: "./examples/agent-chat/wrangler.toml" },
+            miniflare: {
+              bindings: {
+                ANTHROPIC_API_KEY: "sk-ant-fake-agents",
+                OFFLOAD_SECRET: "agents-test-secret-0123456789",
+              },
+            },
+          }),
+        ],
+        test: {
+          name: "cf-agents",
+          include: ["test/cf-agents/**/*.test.ts"],
+          testTimeout: 30_000,
+        },
+      },
+      {
         test: {
           name: "smoke",
           include: ["test/smoke/**/*.test.ts"],

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
 import { benchFormats } from "./formats.ts";
+import { benchInProcess } from "./in-process.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
 import { benchReplay } from "./replay.ts";
@@ -29,6 +30,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   formats: () => benchFormats(),
   memory: () => benchMemory(),
   proxy: () => benchProxy(),
+  "in-process": () => benchInProcess(),
   toolkit: () => script("toolkit.ts"),
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),

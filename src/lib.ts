@@ -225,6 +225,23 @@ export {
   resolveExtractOptions,
 } from "./extract/options.ts";
 export type * from "./extract/types.ts";
+export type { OffloadMiddlewareOptions } from "./integrations/ai-sdk.ts";
+export { offloadMiddleware } from "./integrations/ai-sdk.ts";
+export type { ModelCall } from "./integrations/ai-sdk-turn.ts";
+export type { OffloadFetchOptions } from "./integrations/fetch.ts";
+export { offloadFetch } from "./integrations/fetch.ts";
+export type {
+  InProcessOptions,
+  InProcessStore,
+  OffloadCallReport,
+  OffloadProblem,
+  PassThroughProblem,
+  SessionOf,
+} from "./integrations/options.ts";
+export type { AgentStoreOptions } from "./store/agent.ts";
+export { AgentStore } from "./store/agent.ts";
+export type { AgentLedgerOptions, BodyBucket } from "./store/agent-ledger.ts";
+export type { AgentStorage } from "./store/agent-sql.ts";
 export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MemoryStore } from "./store/memory.ts";
 export type {

@@ -8,6 +8,7 @@
  */
 import { type CheckedConfig, type OffloadConfigLike, resolveConfig } from "../config.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
+import { aiSdkAdapter } from "./formats/ai-sdk.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
 import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
@@ -28,7 +29,9 @@ export interface CompactInput<
   R extends string | object,
   C extends OffloadConfigLike = OffloadConfigLike,
 > {
-  /** The request's format: "anthropic" (the default), "openai-chat" or "openai-responses". */
+  /**
+   * The request's format: "anthropic" (the default), "openai-chat", "openai-responses" or "ai-sdk".
+   */
   format?: Format;
   /** The provider request, parsed or as raw JSON text. */
   request: R;
@@ -60,6 +63,7 @@ const ADAPTERS: Record<Format, FormatAdapter> = {
   anthropic: anthropicAdapter,
   "openai-chat": openaiChatAdapter,
   "openai-responses": openaiResponsesAdapter,
+  "ai-sdk": aiSdkAdapter,
 };
 
 export function adapterFor(format: Format): FormatAdapter {

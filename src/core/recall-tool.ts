@@ -10,6 +10,9 @@ export const RECALL_TOOL_NAME = "recall_tool_result";
 
 export type ToolFormat = "anthropic" | "openai-chat" | "openai-responses";
 
+/** Where the recall tool is declared: the three provider APIs, and the AI SDK's call options. */
+export type RecallToolFormat = ToolFormat | "ai-sdk";
+
 type JsonSchema = {
   type: "object";
   properties: Record<string, unknown>;
@@ -36,6 +39,8 @@ export type RecallToolDefinitions = {
     parameters: JsonSchema;
     strict: false;
   };
+  // The AI SDK's function tool (LanguageModelV4FunctionTool), as the middleware adds it to a call.
+  "ai-sdk": { type: "function"; name: string; description: string; inputSchema: JsonSchema };
 };
 
 /**
@@ -79,7 +84,7 @@ export function recallToolDescription(mode: RecallMode = "both"): string {
 }
 
 /** The tool's definition in the given provider's request format. */
-export function recallToolDefinition<F extends ToolFormat = "anthropic">(
+export function recallToolDefinition<F extends RecallToolFormat = "anthropic">(
   format?: F,
   mode: RecallMode = "both",
 ): RecallToolDefinitions[F] {
@@ -98,6 +103,12 @@ export function recallToolDefinition<F extends ToolFormat = "anthropic">(
       parameters: schema,
       strict: false,
     }),
-  } satisfies { [K in ToolFormat]: () => RecallToolDefinitions[K] };
+    "ai-sdk": () => ({
+      type: "function",
+      name: RECALL_TOOL_NAME,
+      description,
+      inputSchema: schema,
+    }),
+  } satisfies { [K in RecallToolFormat]: () => RecallToolDefinitions[K] };
   return definitions[format ?? "anthropic"]() as RecallToolDefinitions[F];
 }

@@ -2,8 +2,12 @@
 import type { ExtractionProblem } from "./problems.ts";
 import type { ContentKind } from "./tokens.ts";
 
-/** A provider request format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses. */
-export type Format = "anthropic" | "openai-chat" | "openai-responses";
+/**
+ * A provider request format: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses, or the
+ * AI SDK's provider-neutral prompt (`ai-sdk`: `{ model, provider, tools, prompt }` as JSON, what the
+ * AI SDK middleware compacts).
+ */
+export type Format = "anthropic" | "openai-chat" | "openai-responses" | "ai-sdk";
 
 /** Which session a turn belongs to. Every stored key is scoped by both. */
 export interface SessionRef {

@@ -16,8 +16,8 @@ import type { Dialect } from "./dialect.ts";
 import { dryRunStore } from "./dry-run-store.ts";
 import { clientHeaders } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
+import { memoAnswers } from "./memo-answers.ts";
 import type { ProxyMemo, ProxyStore } from "./port.ts";
-import { type RecallResult, runRecalls } from "./recalls.ts";
 import { send } from "./upstream.ts";
 
 /**
@@ -150,25 +150,7 @@ async function spliceMemos(
     (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)),
   );
   if (candidates.length === 0) return { text, spliced: 0 };
-  const answers = new Map<string, RecallResult>();
-  for (const memo of candidates) {
-    try {
-      const replayed = await runRecalls(memo.calls, {
-        store: input.store,
-        ref: input.ref,
-        params: memo.params,
-        count: false,
-      });
-      for (const r of replayed) answers.set(r.id, r);
-    } catch (e) {
-      // Left out, the turn is still valid as the client holds it; only the model's recall answer is
-      // missing.
-      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-      input.log(
-        "[edge-offload] a remembered recall could not be replayed; the request goes without it",
-      );
-    }
-  }
+  const answers = await memoAnswers(candidates, input);
   try {
     const { edits, spliced } = dialect.splice(text, candidates, answers);
     return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };

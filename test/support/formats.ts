@@ -4,6 +4,12 @@
  * requests the suite sends are ones the SDKs (and so the APIs) accept, and the suite checks that the
  * transform changes nothing in them but result contents and the appended recall tool.
  */
+import type {
+  LanguageModelV4FunctionTool,
+  LanguageModelV4Message,
+  LanguageModelV4Prompt,
+  LanguageModelV4ToolResultOutput,
+} from "@ai-sdk/provider";
 import type Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import type { Format } from "../../src/core/types.ts";
@@ -46,7 +52,7 @@ export interface Kit {
   /** A priced model for which the suite's large results offload at the default config. */
   model: string;
   /** The member holding the conversation. */
-  key: "messages" | "input";
+  key: "messages" | "input" | "prompt";
   /** The text part's type and the name of the cache marker a part may carry. */
   textType: string;
   markerKey: string;
@@ -634,4 +640,225 @@ export const responsesKit: Kit = {
   },
 };
 
-export const KITS: readonly Kit[] = [anthropicKit, chatKit, responsesKit];
+// ------------------------------------------------------------------------- The AI SDK's prompt (middleware)
+
+type AiContent = Extract<LanguageModelV4ToolResultOutput, { type: "content" }>["value"];
+
+function aiOutput(t: Turn): LanguageModelV4ToolResultOutput {
+  if (typeof t.result === "string")
+    return { type: t.is_error ? "error-text" : "text", value: t.result };
+  return {
+    type: "content",
+    value: t.result.map((p): AiContent[number] =>
+      p.type === "image"
+        ? { type: "file", mediaType: "image/png", data: { type: "data", data: IMAGE_PNG } }
+        : {
+            type: "text",
+            text: p.text,
+            ...(p.marker
+              ? { providerOptions: { anthropic: { cacheControl: { type: "ephemeral" } } } }
+              : {}),
+          },
+    ),
+  };
+}
+
+function aiMessages(step: Step): LanguageModelV4Message[] {
+  const ts = steps(step);
+  return [
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: `calling ${ts[0]!.name ?? "bash"}` },
+        ...ts.map((t) => ({
+          type: "tool-call" as const,
+          toolCallId: t.id,
+          toolName: t.name ?? "bash",
+          input: t.input ?? { cmd: t.id },
+        })),
+      ],
+    },
+    {
+      role: "tool",
+      content: ts.map((t) => ({
+        type: "tool-result" as const,
+        toolCallId: t.id,
+        toolName: t.name ?? "bash",
+        output: aiOutput(t),
+      })),
+    },
+  ];
+}
+
+const aiCall = (id: string): LanguageModelV4Message => ({
+  role: "assistant",
+  content: [{ type: "tool-call", toolCallId: id, toolName: "bash", input: {} }],
+});
+const aiResult = (id: string, output: unknown): Req => ({
+  role: "tool",
+  content: [{ type: "tool-result", toolCallId: id, toolName: "bash", output }],
+});
+
+/** What the AI SDK middleware compacts: the call's model, provider, tools and prompt, as JSON. */
+export const aiSdkKit: Kit = {
+  format: "ai-sdk",
+  model: "claude-opus-4-5",
+  key: "prompt",
+  textType: "text",
+  markerKey: "providerOptions",
+  media: true,
+  conversation(all, opts = {}) {
+    const prompt: LanguageModelV4Prompt = [
+      { role: "user", content: [{ type: "text", text: TASK }] },
+      ...all.flatMap(aiMessages),
+    ];
+    if (opts.answered)
+      prompt.push({ role: "assistant", content: [{ type: "text", text: "done" }] });
+    const tools: LanguageModelV4FunctionTool[] = [
+      {
+        type: "function",
+        name: "bash",
+        description: "run a command",
+        inputSchema: { type: "object", properties: { cmd: { type: "string" } } },
+      },
+    ];
+    return {
+      model: opts.model ?? this.model,
+      provider: "anthropic.messages",
+      ...(opts.tools === null ? {} : { tools }),
+      prompt,
+      ...(opts.extra ?? {}),
+    };
+  },
+  addTurn(req, step) {
+    return { ...req, prompt: [...req.prompt, ...aiMessages(step)] };
+  },
+  results(req) {
+    const out: { id: string; content: unknown }[] = [];
+    for (const m of req.prompt)
+      if (m.role === "tool")
+        for (const p of m.content)
+          if (p.type === "tool-result") out.push({ id: p.toolCallId, content: p.output.value });
+    return out;
+  },
+  toolNames: (req) => (req.tools ?? []).map((t: Req) => t.name),
+  badShapes: [
+    [[], "$"],
+    [{ model: 5, prompt: [] }, "model"],
+    [{ provider: 5, prompt: [] }, "provider"],
+    [{}, "$"],
+    [{ prompt: {} }, "prompt"],
+    [{ prompt: [5] }, "prompt[0]"],
+    [{ prompt: [{ role: 5, content: "x" }] }, "prompt[0].role"],
+    [{ prompt: [{ role: "user" }] }, "prompt[0]"],
+    [{ prompt: [{ role: "user", content: "x" }] }, "prompt[0].content"],
+    [{ prompt: [{ role: "system", content: [] }] }, "prompt[0].content"],
+    [{ prompt: [{ role: "user", content: [{ text: "no type" }] }] }, "prompt[0].content[0]"],
+    [
+      { prompt: [{ role: "assistant", content: [{ type: "tool-call", toolName: "x" }] }] },
+      "prompt[0].content[0]",
+    ],
+    [
+      {
+        prompt: [
+          aiCall("a"),
+          { role: "tool", content: [{ type: "tool-result", toolCallId: "a", toolName: "bash" }] },
+        ],
+      },
+      "prompt[1].content[0]",
+    ],
+    [{ prompt: [aiCall("a"), aiResult("a", "x")] }, "prompt[1].content[0].output"],
+    [
+      { prompt: [aiCall("a"), aiResult("a", { type: "blob" })] },
+      "prompt[1].content[0].output.type",
+    ],
+    [{ prompt: [aiCall("a"), aiResult("a", { type: "text" })] }, "prompt[1].content[0].output"],
+    [
+      { prompt: [aiCall("a"), aiResult("a", { type: "text", value: 5 })] },
+      "prompt[1].content[0].output.value",
+    ],
+    [
+      { prompt: [aiCall("a"), aiResult("a", { type: "content", value: "x" })] },
+      "prompt[1].content[0].output.value",
+    ],
+    [
+      { prompt: [aiCall("a"), aiResult("a", { type: "content", value: [{ type: "text" }] })] },
+      "prompt[1].content[0].output.value[0].text",
+    ],
+    [{ tools: {}, prompt: [] }, "tools"],
+    [{ tools: [{ type: "function" }], prompt: [] }, "tools[0]"],
+  ],
+  unplaced: [
+    [{ prompt: [{ role: "robot", content: [] }] }, "prompt[0].role"],
+    [
+      { prompt: [aiResult("nope", { type: "text", value: "x" })] },
+      "prompt[0].content[0].toolCallId",
+    ],
+  ],
+  badPairing() {
+    // A result answers a call of an earlier assistant message, once.
+    const before = this.conversation([]);
+    before.prompt.push(aiResult("a", { type: "text", value: "x" }), aiCall("a"));
+    const twice = this.conversation([{ id: "a", result: "x" }]);
+    twice.prompt.push(aiResult("a", { type: "text", value: "again" }));
+    return [
+      [before, "prompt[1].content[0].toolCallId"],
+      [twice, "prompt[3].content[0].toolCallId"],
+    ];
+  },
+  fromAnthropic(prompt, model) {
+    const messages: LanguageModelV4Prompt = [{ role: "system", content: prompt.system as string }];
+    const names = new Map<string, string>();
+    for (const m of prompt.messages) {
+      if (typeof m.content === "string") {
+        messages.push({ role: m.role, content: [{ type: "text", text: m.content }] });
+        continue;
+      }
+      const blocks = m.content as Req[];
+      const texts = blocks
+        .filter((b) => b.type === "text")
+        .map((b) => ({ type: "text" as const, text: b.text as string }));
+      if (m.role === "assistant") {
+        for (const b of blocks) if (b.type === "tool_use") names.set(b.id, b.name);
+        messages.push({
+          role: "assistant",
+          content: [
+            ...texts,
+            ...blocks
+              .filter((b) => b.type === "tool_use")
+              .map((b) => ({
+                type: "tool-call" as const,
+                toolCallId: b.id as string,
+                toolName: b.name as string,
+                input: b.input,
+              })),
+          ],
+        });
+      } else {
+        const results = blocks.filter((b) => b.type === "tool_result");
+        if (results.length > 0)
+          messages.push({
+            role: "tool",
+            content: results.map((b) => ({
+              type: "tool-result" as const,
+              toolCallId: b.tool_use_id as string,
+              toolName: names.get(b.tool_use_id) ?? "",
+              output: { type: "text" as const, value: anthropicResultText(b.content) },
+            })),
+          });
+        if (texts.length > 0) messages.push({ role: "user", content: texts });
+      }
+    }
+    const tools = (prompt.tools as Req[]).map(
+      (t): LanguageModelV4FunctionTool => ({
+        type: "function",
+        name: t.name,
+        description: t.description,
+        inputSchema: t.input_schema,
+      }),
+    );
+    return { model, provider: "anthropic.messages", tools, prompt: messages };
+  },
+};
+
+export const KITS: readonly Kit[] = [anthropicKit, chatKit, responsesKit, aiSdkKit];

@@ -29,6 +29,11 @@ export interface ToolResultSite {
   content: JsonNode | undefined;
   /** The text pieces measured and offloaded (invariant 10: media blocks are not). */
   texts: JsonString[];
+  /**
+   * A result that is a JSON value rather than text (the AI SDK's `json` outputs, which providers
+   * send as the value's JSON text): measured and offloaded as its raw JSON text, in place of `texts`.
+   */
+  json_text?: JsonNode;
   /** The result carries image/document blocks besides text. */
   has_media: boolean;
   /** Offset of the result in prompt order (chars of raw request text before it). */

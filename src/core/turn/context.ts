@@ -58,11 +58,13 @@ export interface Outcome {
 
 /** The text of a result as measured and offloaded: its text pieces, joined by newlines. */
 export function textOf(ctx: TurnContext, site: ToolResultSite): string {
+  if (site.json_text !== undefined) return ctx.raw.slice(site.json_text.start, site.json_text.end);
   return site.texts.map((t) => decodeString(ctx.raw, t)).join("\n");
 }
 
 /** Decoded chars of a result without decoding it (escaped strings are counted once). */
 export function charsOf(ctx: TurnContext, site: ToolResultSite): number {
+  if (site.json_text !== undefined) return site.json_text.end - site.json_text.start;
   let n = Math.max(0, site.texts.length - 1);
   for (const t of site.texts) n += stringLength(ctx.raw, t);
   return n;

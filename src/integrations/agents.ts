@@ -1,0 +1,12 @@
+/**
+ * edge-offload for Cloudflare Agents (`edge-offload/agents`): the store that lives in the agent's own
+ * Durable Object, and the AI SDK middleware to use it with in `onChatMessage`.
+ */
+
+export type { AgentStoreOptions } from "../store/agent.ts";
+export { AgentStore } from "../store/agent.ts";
+export type { AgentLedgerOptions, BodyBucket } from "../store/agent-ledger.ts";
+export type { AgentStorage } from "../store/agent-sql.ts";
+export type { OffloadMiddlewareOptions } from "./ai-sdk.ts";
+export { offloadMiddleware } from "./ai-sdk.ts";
+export type { OffloadCallReport, OffloadProblem } from "./options.ts";

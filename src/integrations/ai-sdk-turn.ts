@@ -1,0 +1,136 @@
+/**
+ * What the middleware's generated and streamed calls share: the prepared call, how the loop reads an
+ * answer and decides (the proxy's rule: recalls alone are answered here, a mixed answer goes to the
+ * app with our calls remembered), and how a call is finished (its hops noted, its memos kept, the
+ * app told).
+ */
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4ToolCall,
+} from "@ai-sdk/provider";
+import type { SessionRef } from "../core/types.ts";
+import type { Summary } from "../http/summary.ts";
+import type { Ending } from "../proxy/dialect.ts";
+import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
+import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
+import { isOurCall } from "./ai-sdk-prompt.ts";
+import type { Settings } from "./options.ts";
+
+/** What a session function reads: the call's options and the model it goes to. */
+export interface ModelCall {
+  params: LanguageModelV4CallOptions;
+  model: LanguageModelV4;
+}
+
+/** A call edge-offload takes part in: compacted, with what its loop needs. */
+export interface Prepared {
+  settings: Settings<ModelCall>;
+  ref: SessionRef;
+  store: ProxyStore;
+  model: LanguageModelV4;
+  /** The call as sent (compacted, recalls spliced). */
+  params: LanguageModelV4CallOptions;
+  /** Our recall tool is in the call (declared by us): only then are answers watched for it. */
+  intercept: boolean;
+  recall: RecallParams;
+  summary: Summary;
+}
+
+export interface Outcome {
+  hops: number;
+  recalls: number;
+  ending: Ending;
+  memos: ProxyMemo[];
+}
+
+/** Our calls and the app's in an answer, and whether it stopped to have tools run. */
+export function inspect(content: readonly LanguageModelV4Content[], toolTurn: boolean) {
+  const calls = content.filter((c): c is LanguageModelV4ToolCall => c.type === "tool-call");
+  return {
+    ours: calls
+      .filter(isOurCall)
+      .map((c): RememberedCall => ({ id: c.toolCallId, arguments: c.input })),
+    app: calls.filter((c) => !isOurCall(c) && c.providerExecuted !== true).map((c) => c.toolCallId),
+    toolTurn,
+  };
+}
+
+/** Which way the loop goes after an answer (the proxy's rule). */
+export function decide(
+  ins: ReturnType<typeof inspect>,
+  hops: number,
+  maxHops: number,
+): Ending | "hop" {
+  if (ins.ours.length === 0) return "done";
+  if (ins.app.length > 0) return "mixed";
+  if (!ins.toolTurn) return "done";
+  return hops >= maxHops ? "exhausted" : "hop";
+}
+
+export function execute(p: Prepared, calls: readonly RememberedCall[]): Promise<RecallResult[]> {
+  return runRecalls(calls, { store: p.store, ref: p.ref, params: p.recall, count: true });
+}
+
+export function memosOf(p: Prepared, ins: ReturnType<typeof inspect>, ending: Ending): ProxyMemo[] {
+  if (ending !== "mixed") return [];
+  return [
+    { kind: "recall", format: "ai-sdk", anchors: ins.app, calls: ins.ours, params: p.recall },
+  ];
+}
+
+/** An answer whose only calls were ours did not stop for the app's tools. */
+export function finishReasonOf(
+  reason: LanguageModelV4GenerateResult["finishReason"],
+  ending: Ending,
+  content: readonly { type: string }[],
+): LanguageModelV4GenerateResult["finishReason"] {
+  if (ending === "exhausted") return { unified: "stop", raw: reason.raw };
+  if (reason.unified === "tool-calls" && !content.some((c) => c.type === "tool-call"))
+    return { unified: "stop", raw: reason.raw };
+  return reason;
+}
+
+/**
+ * Notes the hops on the turn's log line, keeps the memos, and reports the call. Runs after the app
+ * has its answer; a failure loses only the note (said in the report).
+ */
+export function finish(p: Prepared, outcome: Outcome): Promise<void> {
+  const summary: Summary = {
+    ...p.summary,
+    errors: [...p.summary.errors],
+    proxy: {
+      ...p.summary.proxy!,
+      hops: outcome.hops,
+      recalls: outcome.recalls,
+      ending: outcome.ending,
+      memos: outcome.memos.length,
+    },
+  };
+  const report = () => p.settings.report({ session: p.ref, format: "ai-sdk", summary });
+  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0) {
+    report();
+    return Promise.resolve();
+  }
+  return p.store
+    .finishProxyTurn(p.ref, {
+      turn_seq: p.store.lastTurnSeq,
+      note: {
+        hops: outcome.hops,
+        recalls: outcome.recalls,
+        exhausted: outcome.ending === "exhausted",
+      },
+      memos: outcome.memos,
+    })
+    .catch(() => {
+      summary.errors.push({
+        code: "storage_error",
+        message:
+          "the turn could not be saved; a mixed turn's recall answer will not be spliced into later calls",
+      });
+      summary.errors_total++;
+    })
+    .then(report);
+}

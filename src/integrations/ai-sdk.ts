@@ -1,0 +1,240 @@
+/**
+ * `offloadMiddleware`: edge-offload for the AI SDK, on its provider-neutral prompt, so it serves
+ * every provider the AI SDK speaks (Anthropic, OpenAI, Google, Mistral, Bedrock, OpenAI-compatible
+ * servers…). Each call: splice back the recall answers the session remembers, compact the prompt
+ * with the session's state (stubs in place, our recall tool added when an offload needs it), call the
+ * model, and while the model asks for recall_tool_result alone, answer it from the ledger and call
+ * the model again (up to the hop limit). The caller gets one result, or one stream, in which our tool
+ * never appears; usage is summed over the hops.
+ *
+ * Prices come from the model's id (`model.modelId`); a model the price table does not know never
+ * offloads (the report's `priced_as` is null) unless `tool_result_pricing_model` names one to price
+ * it as. A store that fails, a session that cannot be named or a prompt the adapter cannot read
+ * leaves the call as the app made it, and the app hears why (`onProblem`, `onReport`).
+ */
+import type {
+  LanguageModelV4,
+  LanguageModelV4CallOptions,
+  LanguageModelV4Content,
+  LanguageModelV4GenerateResult,
+  LanguageModelV4Middleware,
+} from "@ai-sdk/provider";
+import { compact } from "../core/compact.ts";
+import type { SessionRef } from "../core/types.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
+import { passThroughSummary, type Summary, summaryOf } from "../http/summary.ts";
+import { type Ending, noticeText } from "../proxy/dialect.ts";
+import { memoAnswers } from "../proxy/memo-answers.ts";
+import type { ProxyMemo, ProxyStore, RecallParams } from "../proxy/port.ts";
+import type { RecallResult } from "../proxy/recalls.ts";
+import { addUsage } from "../proxy/usage.ts";
+import { isOurCall, nextParams, rebuild, spliceRecalls, wireOf } from "./ai-sdk-prompt.ts";
+import { streamTurn } from "./ai-sdk-stream.ts";
+import {
+  decide,
+  execute,
+  finish,
+  finishReasonOf,
+  inspect,
+  type ModelCall,
+  memosOf,
+  type Prepared,
+} from "./ai-sdk-turn.ts";
+import {
+  type InProcessOptions,
+  passedThrough,
+  resolveSession,
+  type Settings,
+  settingsOf,
+} from "./options.ts";
+
+export type OffloadMiddlewareOptions = InProcessOptions<ModelCall>;
+
+/**
+ * AI SDK middleware (`wrapLanguageModel({ model, middleware })`) that runs edge-offload on every
+ * call of the model: compaction, the recall loop, sticky decisions in `store`.
+ *
+ * @example
+ * const model = wrapLanguageModel({
+ *   model: anthropic("claude-sonnet-4-6"),
+ *   middleware: offloadMiddleware({
+ *     store, session: chatId, secret: process.env.OFFLOAD_SECRET!,
+ *     config: { tool_result_compaction_enabled: true, tool_result_offload_enabled: true },
+ *   }),
+ * });
+ * const { text } = await generateText({ model, messages, tools });
+ */
+export function offloadMiddleware(options: OffloadMiddlewareOptions): LanguageModelV4Middleware {
+  const settings = settingsOf(options);
+  return {
+    specificationVersion: "v4",
+    async wrapGenerate({ doGenerate, params, model }) {
+      const prepared = await prepare(settings, params, model, false);
+      if (prepared === null) return doGenerate();
+      return generateTurn(prepared);
+    },
+    async wrapStream({ doStream, params, model }) {
+      const prepared = await prepare(settings, params, model, true);
+      if (prepared === null) return doStream();
+      return streamTurn(prepared);
+    },
+  };
+}
+
+/** The call compacted, or null when it goes as the app made it (reported already). */
+async function prepare(
+  settings: Settings<ModelCall>,
+  params: LanguageModelV4CallOptions,
+  model: LanguageModelV4,
+  stream: boolean,
+): Promise<Prepared | null> {
+  const ref = await resolveSession(settings.session, () => ({ params, model }));
+  if (ref instanceof OffloadError) {
+    settings.problem(passedThrough(ref, "no session"), null);
+    return null;
+  }
+  const store = settings.store.forCall();
+  const asIs = (summary: Summary) => {
+    settings.report({
+      session: ref,
+      format: "ai-sdk",
+      summary: { ...summary, proxy: { stream, spliced: 0 } },
+    });
+    return null;
+  };
+  try {
+    let state: Awaited<ReturnType<ProxyStore["proxyState"]>>;
+    try {
+      state = await store.proxyState(ref);
+    } catch (e) {
+      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+      const message = `${e.message}; call passed through unchanged`;
+      return asIs({
+        ...passThroughSummary("ai-sdk"),
+        errors: [{ code: "storage_error", message }],
+        errors_total: 1,
+      });
+    }
+    const config = settings.config(state.config);
+    if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary("ai-sdk"));
+    const recall: RecallParams = {
+      mode: config.tool_result_recall_mode,
+      max_chars: config.tool_result_recall_max_chars,
+      window: config.tool_result_recall_window_chars,
+    };
+    const spliced = await spliceMemos(settings, store, ref, params, state.memos);
+    const out = await compact({
+      format: "ai-sdk",
+      request: wireOf(spliced.params, model),
+      session: ref,
+      config,
+      store,
+      secret: settings.secret,
+      extractor: settings.extractor,
+    });
+    return {
+      settings,
+      ref,
+      store,
+      model,
+      params: out.changed ? rebuild(spliced.params, out.request, out.decisions) : spliced.params,
+      intercept: out.report.recall_tool === "added",
+      recall,
+      summary: {
+        ...summaryOf(out.report, out.changed, store.notes),
+        proxy: { stream, spliced: spliced.count },
+      },
+    };
+  } catch (e) {
+    const err = isOffloadError(e) ? e : new OffloadError("internal", "preparing the call failed");
+    if (!isOffloadError(e))
+      settings.log(`[edge-offload] offloadMiddleware: ${String(e).slice(0, 200)}`);
+    settings.problem(passedThrough(err, "call sent as it was"), ref);
+    return null;
+  }
+}
+
+/** The session's remembered recalls of mixed turns, answered again from the ledger and spliced in. */
+async function spliceMemos(
+  settings: Settings<ModelCall>,
+  store: ProxyStore,
+  ref: SessionRef,
+  params: LanguageModelV4CallOptions,
+  memos: readonly ProxyMemo[],
+): Promise<{ params: LanguageModelV4CallOptions; count: number }> {
+  const mine = memos.filter(
+    (m): m is Extract<ProxyMemo, { kind: "recall" }> =>
+      m.kind === "recall" && m.format === "ai-sdk",
+  );
+  if (mine.length === 0) return { params, count: 0 };
+  const ids = new Set<string>();
+  for (const m of params.prompt)
+    if (m.role === "assistant")
+      for (const p of m.content) if (p.type === "tool-call") ids.add(p.toolCallId);
+  const candidates = mine.filter((m) => m.anchors.some((a) => ids.has(a)));
+  const answers = await memoAnswers(candidates, { store, ref, log: settings.log });
+  const { prompt, spliced } = spliceRecalls(params.prompt, candidates, answers);
+  return { params: spliced === 0 ? params : { ...params, prompt }, count: spliced };
+}
+
+async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult> {
+  const first = await p.model.doGenerate(p.params);
+  if (!p.intercept) {
+    await finish(p, { hops: 0, recalls: 0, ending: "done", memos: [] });
+    return first;
+  }
+  const results: LanguageModelV4GenerateResult[] = [first];
+  const hops: { content: LanguageModelV4Content[]; results: RecallResult[] }[] = [];
+  let recalls = 0;
+  for (;;) {
+    const last = results[results.length - 1]!;
+    const ins = inspect(last.content, last.finishReason.unified === "tool-calls");
+    const next = decide(ins, hops.length, p.settings.maxHops);
+    if (next !== "hop") {
+      if (next === "mixed") recalls += (await execute(p, ins.ours)).length;
+      // Saved before the app's next step, which splices a mixed turn's recalls back in.
+      await finish(p, { hops: hops.length, recalls, ending: next, memos: memosOf(p, ins, next) });
+      return merge(results, next, p.settings.maxHops);
+    }
+    const answered = await execute(p, ins.ours);
+    recalls += answered.length;
+    hops.push({ content: last.content, results: answered });
+    try {
+      results.push(await p.model.doGenerate(nextParams(p.params, hops)));
+    } catch (e) {
+      // A hop the provider refuses is the app's answer (retrying the call retries it all); the hops
+      // that ran are still logged.
+      await finish(p, { hops: hops.length, recalls, ending: "done", memos: [] });
+      throw e;
+    }
+  }
+}
+
+/** The one result the app reads: every hop's content without our calls, usage summed. */
+function merge(
+  results: readonly LanguageModelV4GenerateResult[],
+  ending: Ending,
+  maxHops: number,
+): LanguageModelV4GenerateResult {
+  const first = results[0]!;
+  const last = results[results.length - 1]!;
+  const content = results.flatMap((r) => r.content.filter((c) => !isOurCall(c)));
+  if (content.length === 0 || (ending === "exhausted" && !content.some((c) => c.type === "text")))
+    content.push({ type: "text", text: noticeText(ending, maxHops) });
+  return {
+    ...last,
+    content,
+    finishReason: finishReasonOf(last.finishReason, ending, content),
+    usage: results.reduce<unknown>((sum, r) => addUsage(sum, r.usage), null) as typeof last.usage,
+    warnings: first.warnings,
+    ...(first.request === undefined ? {} : { request: first.request }),
+    ...(last.response === undefined
+      ? {}
+      : {
+          response: {
+            ...last.response,
+            ...(first.response?.id === undefined ? {} : { id: first.response.id }),
+          },
+        }),
+  };
+}

@@ -1,0 +1,133 @@
+// What is particular to the AI SDK prompt's adapter (the shared invariant cases run in formats.test.ts):
+// JSON outputs measured as the JSON text providers send, error and denial outputs, the provider's own tool
+// results inside assistant messages, and the two caching models (Anthropic markers, automatic prefixes).
+import { describe, expect, it } from "vitest";
+import { adapterFor, compact } from "../../src/core/compact.ts";
+import { parseJsonSpans } from "../../src/core/json/scan.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
+import { aiSdkKit as kit, type Req } from "../support/formats.ts";
+import { jsonBody, ON } from "../support/requests.ts";
+
+const analyze = (req: Req) => {
+  const text = JSON.stringify(req);
+  return adapterFor("ai-sdk").analyze(text, parseJsonSpans(text));
+};
+
+async function run(req: Req, config: object = ON) {
+  const out = await compact({
+    format: "ai-sdk",
+    request: JSON.stringify(req),
+    session: "s",
+    store: new MemoryStore(),
+    config,
+  });
+  return { ...out, req: JSON.parse(out.request) as Req };
+}
+
+/** The output of the tool-result answering `id`. */
+function outputOf(req: Req, id: string): Req {
+  for (const m of req.prompt)
+    if (m.role === "tool")
+      for (const p of m.content) if (p.toolCallId === id) return p.output as Req;
+  throw new Error(`no result ${id}`);
+}
+
+/** t1's output replaced by `output`, t2 small and hot. */
+function withOutput(output: Req, model?: string): Req {
+  const req = kit.conversation(
+    [
+      { id: "t1", result: "x" },
+      { id: "t2", result: "ok" },
+    ],
+    model === undefined ? {} : { model },
+  );
+  req.prompt[2].content[0].output = output;
+  return req;
+}
+
+describe("the AI SDK prompt adapter", () => {
+  it("measures a json output as its JSON text and replaces it by a text output naming the mem_id", async () => {
+    const value = JSON.parse(jsonBody(80_000));
+    const out = await run(withOutput({ type: "json", value, providerOptions: { x: { y: 1 } } }));
+    expect(out.decisions[0]).toMatchObject({
+      action: "offloaded",
+      chars: JSON.stringify(value).length,
+      tool_name: "bash",
+    });
+    const stub = outputOf(out.req, "t1");
+    expect(stub).toEqual({
+      type: "text",
+      value: expect.stringContaining("trm_"),
+      providerOptions: { x: { y: 1 } },
+    });
+  });
+
+  it("keeps an error an error (error-json becomes error-text) and leaves a denial alone", async () => {
+    const value = JSON.parse(jsonBody(80_000));
+    const err = await run(withOutput({ type: "error-json", value }));
+    expect(outputOf(err.req, "t1")).toMatchObject({ type: "error-text" });
+    const denied = await run(withOutput({ type: "execution-denied", reason: "no" }));
+    expect(denied.changed).toBe(false);
+    expect(denied.decisions[0]).toMatchObject({ chars: 0, action: "kept" });
+  });
+
+  it("never decides the provider's own tool results inside assistant messages", async () => {
+    const req = kit.conversation([
+      { id: "t1", result: "x" },
+      { id: "t2", result: "ok" },
+    ]);
+    req.prompt[1].content.push(
+      {
+        type: "tool-call",
+        toolCallId: "ws1",
+        toolName: "web_search",
+        input: {},
+        providerExecuted: true,
+      },
+      {
+        type: "tool-result",
+        toolCallId: "ws1",
+        toolName: "web_search",
+        output: { type: "text", value: jsonBody(90_000) },
+      },
+    );
+    const out = await run(req);
+    expect(out.decisions.map((d) => d.tool_use_id)).toEqual(["t1", "t2"]);
+    expect(out.changed).toBe(false);
+  });
+
+  it("reads Anthropic markers from providerOptions on tools, messages and parts", () => {
+    const req = withOutput({ type: "text", value: "x" });
+    const marker = { anthropic: { cacheControl: { type: "ephemeral", ttl: "1h" } } };
+    req.tools[0].providerOptions = marker;
+    req.prompt[0].providerOptions = marker;
+    req.prompt[2].content[0].providerOptions = {
+      anthropic: { cacheControl: { type: "ephemeral" } },
+    };
+    const a = analyze(req);
+    expect(a.breakpoints.map((b) => b.ttl)).toEqual(["1h", "1h", "5m"]);
+    expect(a.client_caches).toBe(true);
+    expect(a.auto_cache).toBe(false);
+    expect(analyze(withOutput({ type: "text", value: "x" })).client_caches).toBe(false);
+  });
+
+  it("prices other providers' models with automatic prefix caching (OpenAI's model)", () => {
+    const req = {
+      ...withOutput({ type: "text", value: "y".repeat(8000) }, "gpt-4.1"),
+      provider: "openai.responses",
+    };
+    const a = analyze(req);
+    expect(a.auto_cache).toBe(true);
+    expect(a.breakpoints).toHaveLength(1);
+    expect(a.sites[0]!.position).toBeLessThan(a.breakpoints[0]!.position);
+  });
+
+  it("declares the recall tool as the AI SDK's function tool", async () => {
+    const out = await run(withOutput({ type: "text", value: jsonBody(80_000) }));
+    expect(out.req.tools.at(-1)).toMatchObject({
+      type: "function",
+      name: "recall_tool_result",
+      inputSchema: { type: "object", required: ["mem_id"] },
+    });
+  });
+});
