@@ -132,18 +132,23 @@ async function spliceMemos(
         answers.set(r.id, r);
     } catch (e) {
       // Left out, the turn is still valid as the client holds it; only the model's recall answer is missing.
-      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-      log("[edge-offload] a remembered recall could not be replayed; the request goes without it");
+      // Whatever the failure: a remembered call must never fail every later turn of its conversation.
+      log(
+        `[edge-offload] a remembered recall could not be replayed (${isOffloadError(e) ? e.type : e instanceof Error ? e.name : "error"}); the request goes without it`,
+      );
     }
   }
   try {
     const { edits, spliced } = dialect.splice(text, candidates, answers);
     return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };
   } catch (e) {
-    // Malformed JSON: compaction reports it with its path.
-    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request"))
-      return { text, spliced: 0 };
-    throw e;
+    // Malformed JSON: compaction reports it with its path. Anything else is ours: the request goes as the
+    // client holds it rather than failing this and every later turn of the conversation.
+    if (!isOffloadError(e) || (e.type !== "invalid_json" && e.type !== "invalid_request"))
+      log(
+        `[edge-offload] remembered recalls could not be spliced (${e instanceof Error ? e.name : "error"}); the request goes without them`,
+      );
+    return { text, spliced: 0 };
   }
 }
 

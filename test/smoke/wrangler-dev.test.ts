@@ -98,7 +98,7 @@ describe("wrangler dev (production runtime rules)", () => {
     });
     expect(recall.status).toBe(200);
     const answer = (await recall.json()) as { content: string; is_error: boolean };
-    expect(answer.is_error).toBe(false); // jsonpath-plus's "safe" mode: a filter without eval
+    expect(answer.is_error).toBe(false); // a filter, evaluated without eval (production forbids it)
     expect(answer.content).toContain("item-1499");
 
     const view = (await (
