@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 
 /** Secrets the workerd tests run with (never used anywhere else). Tenants "acme" and "globex". */
 const TEST_SECRETS = {
-  OFFLOAD_API_KEYS: "acme:test-key-acme,globex:test-key-globex",
+  OFFLOAD_API_KEYS: "acme:test-key-acme-0001,globex:test-key-globex-0001",
   OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
 };
 

@@ -14,7 +14,7 @@ import { Hono } from "hono";
 import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
-import type { Extractor } from "./extract/cache.ts";
+import { type Extractor, withCeilings } from "./extract/cache.ts";
 import { extractText } from "./extract/extract.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type Settings, settingsOf } from "./http/context.ts";
@@ -102,7 +102,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     c.set("tenant", tenant);
     c.set("settings", settings);
     c.set("store", makeStore(c.env, settings, log));
-    c.set("extract", extract);
+    c.set("extract", withCeilings(extract, settings.extractCeilings));
     await next();
   });
 

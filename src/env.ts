@@ -19,6 +19,11 @@ export interface Env {
   OFFLOAD_DEFAULT_CONFIG?: string;
   /** Request body limit in bytes (default 32 MiB). */
   OFFLOAD_MAX_BODY_BYTES?: string;
+  /**
+   * Ceilings of the extraction limits (JSON object, e.g. `{"max_pages":200}`; the built-in ones for the rest):
+   * callers may lower a limit below its ceiling, never raise it.
+   */
+  OFFLOAD_EXTRACT_LIMITS?: string;
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
   /** Proxy upstreams, as the official SDKs mean them (defaults: https://api.anthropic.com, https://api.openai.com/v1). */
@@ -26,4 +31,6 @@ export interface Env {
   OPENAI_BASE_URL?: string;
   /** Extra provider calls one proxied call may make to answer recall_tool_result (default 3). */
   OFFLOAD_PROXY_MAX_HOPS?: string;
+  /** "on": `GET /?key=` signs in to the dashboard (local use; the key lands in URLs). Off by default. */
+  OFFLOAD_DASHBOARD_URL_KEYS?: string;
 }

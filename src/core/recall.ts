@@ -57,8 +57,36 @@ export const MAX_MATCHES = 10_000;
 export const MAX_QUERY_COUNT = 100_000;
 /** A longer json_path is refused before it is parsed. */
 export const MAX_JSON_PATH_CHARS = 1000;
-/** json_path steps allowed on any body; each char of the body adds four more (see byJsonPath). */
-const PATH_STEP_BASE = 100_000;
+/** json_path steps allowed on any body; each char of the body adds two more, up to MAX_PATH_STEPS. */
+const PATH_STEP_BASE = 200_000;
+/** A step (a node visited, a selector applied, a filter term evaluated) costs about 0.1–0.25 µs. */
+export const MAX_PATH_STEPS = 2_000_000;
+
+/**
+ * Memory a JSON.parse of the body would take, estimated in one pass over the text (strings skipped): about
+ * 56 bytes per array or object and 10 per value in V8. Ordinary records parse to ~3× their text, but
+ * `[[],[],…]` or 40,000 levels of `[` parse to 15–30×: a 10 MB body of them would take an isolate's whole
+ * 128 MB. json_path refuses a body over MAX_PARSED_BYTES instead of parsing it.
+ */
+export function parsedSize(body: string): number {
+  let containers = 0;
+  let values = 1;
+  for (let i = 0; i < body.length; i++) {
+    const c = body.charCodeAt(i);
+    if (c === 34 /* " */) {
+      for (i++; i < body.length; i++) {
+        const d = body.charCodeAt(i);
+        if (d === 92 /* \ */) i++;
+        else if (d === 34) break;
+      }
+    } else if (c === 91 /* [ */ || c === 123 /* { */) containers++;
+    else if (c === 44 /* , */) values++;
+  }
+  return 56 * containers + 10 * (values + containers) + body.length;
+}
+
+/** The largest parse json_path makes (see parsedSize): a 10 MB body of ordinary records is about 30 MB. */
+export const MAX_PARSED_BYTES = 48 * 1_048_576;
 
 /** A model-chosen string repeated in an answer, quoted and cut: a 1 MB query must not make a 1 MB answer. */
 function echo(text: string, max = 100): string {
@@ -365,6 +393,12 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
       total,
     );
   }
+  const cost = parsedSize(body);
+  if (cost > MAX_PARSED_BYTES)
+    return mistake(
+      `${memId} holds too many JSON values (about ${formatInt(Math.round(cost / 1_048_576))} MB once parsed) for json_path here; use query, or offset with max_chars.`,
+      total,
+    );
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -384,9 +418,9 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
   let matches = 0;
   let truncated = false;
   const end = walkPath(json, selectors, {
-    // Linear in the body: enough for any one-pass path (`$..name`) over any body, not for paths that
-    // multiply the walk (`$..*..*`) on a large one.
-    budget: PATH_STEP_BASE + 4 * total,
+    // Enough for a one-pass path (`$..name`) over a body of some MB, not for paths that multiply the walk
+    // (`$..*..*`) on a large one; and never more than about half a second of CPU.
+    budget: Math.min(PATH_STEP_BASE + 2 * total, MAX_PATH_STEPS),
     onMatch(value, at) {
       matches++;
       if (matches > MAX_MATCHES) return true;

@@ -4,11 +4,24 @@
  * ledger write that failed (the result then stayed full).
  */
 import { type CompactReport, emptyReport } from "../core/compact.ts";
+import { FIELD_LIMITS } from "../core/formats/shape.ts";
 import type { Format } from "../core/types.ts";
 import type { StoreNote } from "../store/edge.ts";
 
 /** Enough to say what failed without letting one bad turn blow past header size limits. */
 const MAX_ERRORS = 8;
+/**
+ * The whole header, in chars. Node's fetch (undici, under the official SDKs) refuses a response whose headers
+ * pass 16 KB; a few KB leaves room for the provider's own. Each echoed field is bounded below, and lists are
+ * shortened (their totals stay) should the header still be longer.
+ */
+export const MAX_SUMMARY_HEADER_CHARS = 4096;
+const MAX_MESSAGE_CHARS = 200;
+
+/** A string from the request or a store, cut to `max` chars (whatever a caller sent). */
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
 
 /** The report's fields the header repeats as they are (tokens_after and saved_* are adjusted for shadow mode). */
 type ReportFields = Pick<
@@ -76,14 +89,25 @@ function attachmentSummary(report: CompactReport["attachments"]): AttachmentSumm
       ? []
       : [
           {
-            path: d.path,
+            path: clip(d.path, MAX_MESSAGE_CHARS),
             type: d.error.type,
-            ...(d.error.reason === undefined ? {} : { reason: d.error.reason }),
-            message: d.error.message.slice(0, 200),
+            ...(d.error.reason === undefined ? {} : { reason: clip(d.error.reason, 100) }),
+            message: clip(d.error.message, MAX_MESSAGE_CHARS),
           },
         ],
   );
   return { ...counts, failures: failures.slice(0, MAX_ERRORS) };
+}
+
+/** An error as the header carries it: ids and message cut to their bounds. */
+function boundedError(e: Summary["errors"][number]): Summary["errors"][number] {
+  const { tool_use_id: id, mem_id: mem } = e;
+  return {
+    ...e,
+    ...(id === undefined ? {} : { tool_use_id: clip(id, FIELD_LIMITS.id) }),
+    ...(mem === undefined ? {} : { mem_id: clip(mem, FIELD_LIMITS.id) }),
+    message: clip(e.message, MAX_MESSAGE_CHARS),
+  };
 }
 
 export function summaryOf(
@@ -99,8 +123,8 @@ export function summaryOf(
     offload: report.offload,
     changed,
     format: report.format,
-    model: report.model,
-    priced_as: report.priced_as,
+    model: report.model === null ? null : clip(report.model, FIELD_LIMITS.model),
+    priced_as: report.priced_as === null ? null : clip(report.priced_as, FIELD_LIMITS.model),
     turn: report.turn,
     results: report.results,
     kept: report.kept,
@@ -116,7 +140,7 @@ export function summaryOf(
     would_save_usd: shadow ? report.saved_usd : 0,
     recall_tool: report.recall_tool,
     attachments: attachmentSummary(report.attachments),
-    errors: all.slice(0, MAX_ERRORS).map((e) => ({ ...e, message: e.message.slice(0, 300) })),
+    errors: all.slice(0, MAX_ERRORS).map(boundedError),
     errors_total: all.length,
   };
 }
@@ -126,9 +150,27 @@ export function passThroughSummary(format: Format): Summary {
   return summaryOf(emptyReport(format, false, false), false, []);
 }
 
-export function summaryHeader(summary: Summary): string {
+function ascii(summary: Summary): string {
   return JSON.stringify(summary).replace(
     /[\u007f-\uffff]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
+}
+
+/**
+ * The header value: one line of ASCII JSON, at most MAX_SUMMARY_HEADER_CHARS. Over it, the lists are
+ * shortened from their ends (`errors_total` and the attachment counts still say how many there were).
+ */
+export function summaryHeader(summary: Summary): string {
+  let s = summary;
+  let text = ascii(s);
+  while (text.length > MAX_SUMMARY_HEADER_CHARS) {
+    const failures = s.attachments?.failures ?? [];
+    if (s.errors.length > 0) s = { ...s, errors: s.errors.slice(0, -1) };
+    else if (s.attachments !== null && failures.length > 0)
+      s = { ...s, attachments: { ...s.attachments, failures: failures.slice(0, -1) } };
+    else break; // every field left is bounded on its own: this cannot stay over the cap
+    text = ascii(s);
+  }
+  return text;
 }

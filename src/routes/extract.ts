@@ -6,7 +6,8 @@
  *   `{ok:false, error:{type, message, format, reason?}, fallback:"native", cached}`.
  * - `multipart/form-data`: every file part, in order → 200 `{results:[…]}` (`on_error=warn`, the default) or
  *   the first failure as 422 (`on_error=raise`).
- * - Query: the extraction limits (`max_pages`, `max_chars`, … of ExtractLimitsSchema) and `on_error`.
+ * - Query: the extraction limits (`max_pages`, `max_chars`, … of ExtractLimitsSchema) and `on_error`. A
+ *   limit may only be lowered: one above the deployment's ceiling (OFFLOAD_EXTRACT_LIMITS) is a 400 naming it.
  *
  * Outcomes are cached in the ledger (R2) under the file's SHA-256, the format it was read as and the limits
  * that change the text (src/extract/cache.ts): the same file is not parsed twice in a tenant, whether it came
@@ -113,9 +114,9 @@ export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
         path: key,
       });
   }
-  const options = extractOptionsFromQuery(url.searchParams);
-  const onError = onErrorOf(c.req.query("on_error"));
   const { store, settings, tenant, extract } = c.var;
+  const options = extractOptionsFromQuery(url.searchParams, settings.extractCeilings);
+  const onError = onErrorOf(c.req.query("on_error"));
   const contentType = c.req.header("content-type") ?? "";
   const run = (attachment: Attachment) =>
     extractCached({ attachment, options, tenant, cache: store, extract });

@@ -15,7 +15,9 @@ import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
-import { parseApiKeys, tenantOf } from "../http/auth.ts";
+import { withCeilings } from "../extract/cache.ts";
+import { extractText } from "../extract/extract.ts";
+import { parseApiKeys, presentedKey, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
 import {
   type AppEnv,
@@ -68,14 +70,15 @@ async function tenantFor(
       "unauthorized",
       "this deployment has no API keys configured (OFFLOAD_API_KEYS)",
     );
-  if (presented === undefined || presented.trim() === "") {
+  const key = presentedKey(presented);
+  if (key === "") {
     throw new OffloadError(
       "unauthorized",
       "missing x-offload-key header: send your edge-offload key in x-offload-key (the provider's key stays in its usual header)",
       { path: "x-offload-key" },
     );
   }
-  const tenant = await tenantOf(keys, presented.trim());
+  const tenant = await tenantOf(keys, key);
   if (tenant === null)
     throw new OffloadError("unauthorized", "unknown x-offload-key", { path: "x-offload-key" });
   return tenant;
@@ -227,6 +230,8 @@ async function handle(c: Context<AppEnv>, dialect: Dialect, deps: ProxyDeps): Pr
     config,
     store,
     secret,
+    // The attachment policy extracts under the deployment's ceilings here too.
+    attachments: { extract: withCeilings(extractText, settings.extractCeilings) },
   });
   return proxyCall({
     dialect,

@@ -5,6 +5,7 @@
  */
 import type { SessionRef } from "../core/types.ts";
 import {
+  badCursor,
   indexBodyKey as bodyKey,
   type IndexedBody,
   type IndexedSession,
@@ -43,6 +44,7 @@ export class MemoryIndex implements IndexPort {
     tenant: string,
     options: { cursor?: string; limit?: number } = {},
   ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+    if (options.cursor !== undefined && !/^\d{1,9}$/.test(options.cursor)) throw badCursor();
     if (this.#lagging) return { sessions: [], cursor: null };
     const prefix = indexSessionPrefix(tenant);
     const keys = [...this.#entries.keys()].filter((k) => k.startsWith(prefix)).sort();

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { fixture } from "../fixtures/build.ts";
 import { type DevServer, startDevServer } from "./dev-server.ts";
 
-const KEY = "sk-smoke-test";
+const KEY = "sk-smoke-test-key-01";
 const HEADERS = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
 const ON = JSON.stringify({
   tool_result_compaction_enabled: true,

@@ -1,8 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { bearerKey, parseApiKeys, tenantOf } from "../../src/http/auth.ts";
+import { compact, emptyReport } from "../../src/core/compact.ts";
+import { bearerKey, parseApiKeys, presentedKey, tenantOf } from "../../src/http/auth.ts";
 import { parseJsonBody, readBytes, readText } from "../../src/http/body.ts";
 import { issuePath } from "../../src/http/errors.ts";
-import { passThroughSummary, summaryHeader } from "../../src/http/summary.ts";
+import {
+  MAX_SUMMARY_HEADER_CHARS,
+  passThroughSummary,
+  summaryHeader,
+  summaryOf,
+} from "../../src/http/summary.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
   new Request("http://x/", { method: "POST", body, headers, duplex: "half" } as RequestInit);
@@ -18,23 +25,51 @@ function stream(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 }
 
 describe("api keys", () => {
+  const K1 = "key-one-0123456789";
+  const K2 = "key:two-0123456789"; // a key may contain ":"; the tenant may not
+  const K3 = "key-three-0123456789";
+
   it("maps keys to tenants, trimming entries split by commas or newlines", async () => {
-    const keys = await parseApiKeys("acme:k1, globex:k:2\nacme:k3", () => {});
-    expect(await tenantOf(keys, "k1")).toBe("acme");
-    expect(await tenantOf(keys, "k:2")).toBe("globex"); // a key may contain ":"; the tenant may not
-    expect(await tenantOf(keys, "k3")).toBe("acme");
-    expect(await tenantOf(keys, "k")).toBeNull();
-    expect(await tenantOf(keys, "k1 ")).toBeNull();
+    const keys = await parseApiKeys(`acme:${K1}, globex:${K2}\nacme:${K3}`, () => {});
+    expect(await tenantOf(keys, K1)).toBe("acme");
+    expect(await tenantOf(keys, K2)).toBe("globex");
+    expect(await tenantOf(keys, K3)).toBe("acme");
+    expect(await tenantOf(keys, "key")).toBeNull();
+    expect(await tenantOf(keys, `${K1} `)).toBeNull(); // callers trim (presentedKey); the rule has no blanks
   });
 
   it("drops malformed and ambiguous entries, warning by position only", async () => {
     const warnings: string[] = [];
-    const keys = await parseApiKeys(":nokey,notenant,a b:k,ok:good,x:dup,y:dup,z:", (w) =>
-      warnings.push(w),
+    const keys = await parseApiKeys(
+      `:nokey-0123456789ab,notenant,a b:${K1},ok:${K3},x:dup-0123456789abc,y:dup-0123456789abc,z:`,
+      (w) => warnings.push(w),
     );
     expect(keys.map((k) => k.tenant)).toEqual(["ok"]);
     expect(warnings).toHaveLength(6);
-    expect(warnings.join()).not.toMatch(/nokey|good|dup/);
+    expect(warnings.join()).not.toMatch(/nokey|three|dup/);
+  });
+
+  it("holds every key to one rule: 16–256 printable ASCII characters, no space, no comma", async () => {
+    const warnings: string[] = [];
+    const ok = "A1!#$%&'()*+-./:;<=>?@[]^_`{|}~".padEnd(16, "x");
+    const bad = [
+      "short",
+      "has a space-0123456789",
+      "tab\there-0123456789",
+      "é-not-ascii-0123456",
+      "k".repeat(257),
+    ];
+    const keys = await parseApiKeys(
+      [`ok:${ok}`, ...bad.map((k, i) => `t${i}:${k}`)].join("\n"),
+      (w) => warnings.push(w),
+    );
+    expect(keys.map((k) => k.tenant)).toEqual(["ok"]);
+    expect(warnings).toHaveLength(bad.length);
+    for (const w of warnings) expect(w).toContain("16–256 printable ASCII characters");
+    expect(await tenantOf(keys, ok)).toBe("ok");
+    for (const k of bad) expect(await tenantOf(keys, k)).toBeNull();
+    expect(presentedKey(`  ${ok}\t`)).toBe(ok);
+    expect(bearerKey(`Bearer ${ok}`)).toBe(ok);
   });
 
   it("reads the bearer key and says what is wrong with a bad header", () => {
@@ -102,5 +137,71 @@ describe("small helpers", () => {
     });
     expect(/^[\x20-\x7e]+$/.test(header)).toBe(true);
     expect(JSON.parse(header).errors[0].message).toBe("échec ☕ \n");
+  });
+});
+
+describe("x-offload-summary is bounded", () => {
+  it("cuts every echoed field and the header as a whole, keeping the totals", () => {
+    const long = "m".repeat(5000);
+    const report = {
+      ...emptyReport("anthropic", true, true),
+      model: long,
+      priced_as: "☕".repeat(300),
+    };
+    const summary = summaryOf(
+      {
+        ...report,
+        errors: Array.from({ length: 40 }, (_, i) => ({
+          type: "storage_error" as const,
+          tool_use_id: `toolu_${"x".repeat(100_000)}${i}`,
+          message: long,
+        })),
+      },
+      true,
+      [{ type: "index_error", mem_id: "trm_".padEnd(100_000, "0"), message: long }],
+    );
+    const header = summaryHeader(summary);
+    expect(header.length).toBeLessThanOrEqual(MAX_SUMMARY_HEADER_CHARS);
+    expect(/^[\x20-\x7e]+$/.test(header)).toBe(true);
+    const parsed = JSON.parse(header);
+    expect(parsed.errors_total).toBe(41);
+    expect(parsed.errors.length).toBeGreaterThan(0);
+    expect(parsed.model.length).toBeLessThanOrEqual(257);
+  });
+
+  it("refuses a request whose model, call id or tool name is absurd, naming the field (400)", async () => {
+    const store = new MemoryStore();
+    const session = { tenant: "t", session: "s" };
+    const ON = { tool_result_compaction_enabled: true };
+    const turn = (model: string, id: string, name: string) =>
+      JSON.stringify({
+        model,
+        max_tokens: 10,
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: [{ type: "tool_use", id, name, input: {} }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "ok" }] },
+        ],
+      });
+    const cases: [string, string, string, RegExp][] = [
+      ["m".repeat(1_000_000), "toolu_1", "t", /^model$/],
+      ["claude-sonnet-4-6", `toolu_${"x".repeat(100_000)}`, "t", /\.id$/],
+      ["claude-sonnet-4-6", "toolu_1", "n".repeat(300), /\.name$/],
+    ];
+    for (const [model, id, name, path] of cases)
+      await expect(
+        compact({ request: turn(model, id, name), session, store, config: ON }),
+      ).rejects.toMatchObject({
+        type: "invalid_request",
+        status: 400,
+        path: expect.stringMatching(path),
+      });
+    const fine = await compact({
+      request: turn("m".repeat(256), `toolu_${"x".repeat(250)}`, "n".repeat(256)),
+      session,
+      store,
+      config: ON,
+    });
+    expect(fine.report.model).toHaveLength(256);
   });
 });
