@@ -1,6 +1,7 @@
 /**
- * `npm run bench -- hardening`: the hardening audit's inputs, replayed against this tree ("after") and, when
- * the git ref given as HARDENING_BEFORE (default `main`) still has the old code, against that ("before").
+ * `npm run bench -- hardening`: the hardening audit's inputs, replayed against this tree ("after") and against
+ * the code before the fixes ("before": the git ref in HARDENING_BEFORE, by default where this branch left
+ * main), when git can give it.
  * Each case runs in a child process with a Worker's heap (--max-old-space-size=128) and a time limit, and
  * prints its outcome (status), time and V8 heap. Absolute times are this machine's; what carries over is the
  * difference in kind: a throw or a crash against an is_error answer, seconds against milliseconds.
@@ -53,7 +54,8 @@ const dir = mkdtempSync(join(tmpdir(), "edge-offload-hardening-"));
 
 /** The old tree's src next to this repository's node_modules, or null if git cannot give it. */
 function beforeRoot(): string | null {
-  const ref = process.env.HARDENING_BEFORE ?? "main";
+  const base = spawnSync("git", ["-C", repo, "merge-base", "HEAD", "main"], { encoding: "utf8" });
+  const ref = process.env.HARDENING_BEFORE ?? (base.status === 0 ? base.stdout.trim() : "main");
   const root = join(dir, "before");
   mkdirSync(root);
   const archive = spawnSync("git", ["-C", repo, "archive", "--format=tar", ref, "src"], {

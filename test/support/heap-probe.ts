@@ -68,7 +68,6 @@ function sheetRows(n: number): string {
 }
 
 export const CASES: Record<string, Input> = {
-  "recall-query-dense": { kind: "recall", args: { query: "item-" }, body: records },
   "recall-query-a": {
     kind: "recall",
     args: { query: "a", window: 0 },
@@ -76,7 +75,6 @@ export const CASES: Record<string, Input> = {
   },
   "recall-path-descendants": { kind: "recall", args: { json_path: "$..*" }, body: records },
   "recall-path-root": { kind: "recall", args: { json_path: "$" }, body: records },
-  "recall-path-names": { kind: "recall", args: { json_path: "$.items[*].name" }, body: records },
   "recall-path-filter": {
     kind: "recall",
     args: { json_path: "$.items[?(@.price > 1e9)]" },
@@ -92,7 +90,6 @@ export const CASES: Record<string, Input> = {
     args: { json_path: "$[0]" },
     body: () => `[${"[],".repeat(3 * MB)}[]]`,
   },
-  "recall-slice": { kind: "recall", args: { offset: 5 * MB, max_chars: 50_000 }, body: records },
   "extract-html": {
     kind: "extract",
     media_type: "text/html",
