@@ -3,13 +3,14 @@ import { defineConfig } from "vitest/config";
 
 /** Secrets the workerd tests run with (never used anywhere else). Tenants "acme" and "globex". */
 const TEST_SECRETS = {
-  OFFLOAD_API_KEYS: "acme:test-key-acme,globex:test-key-globex",
+  OFFLOAD_API_KEYS: "acme:test-key-acme-0001,globex:test-key-globex-0001",
   OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
 };
 
-// Four projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
+// Five projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
-// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1.
+// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1; then,
+// alone, the work budgets.
 export default defineConfig({
   test: {
     projects: [
@@ -17,7 +18,18 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
+          exclude: ["test/unit/work-budgets.test.ts"],
           environment: "node",
+        },
+      },
+      // Time ratios and a 128 MB child process: measured once the other projects are done, so neither the
+      // measurements nor the other suites' time limits suffer from sharing the cores.
+      {
+        test: {
+          name: "budgets",
+          include: ["test/unit/work-budgets.test.ts"],
+          environment: "node",
+          sequence: { groupOrder: 1 },
         },
       },
       {

@@ -162,10 +162,10 @@ async function spliceMemos(
       for (const r of replayed) answers.set(r.id, r);
     } catch (e) {
       // Left out, the turn is still valid as the client holds it; only the model's recall answer is
-      // missing.
-      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+      // missing. Whatever the failure: a remembered call must never fail every later turn of its
+      // conversation.
       input.log(
-        "[edge-offload] a remembered recall could not be replayed; the request goes without it",
+        `[edge-offload] a remembered recall could not be replayed (${failureName(e)}); the request goes without it`,
       );
     }
   }
@@ -173,9 +173,17 @@ async function spliceMemos(
     const { edits, spliced } = dialect.splice(text, candidates, answers);
     return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };
   } catch (e) {
-    // Malformed JSON: compaction reports it with its path.
-    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request"))
-      return { text, spliced: 0 };
-    throw e;
+    // Malformed JSON: compaction reports it with its path. Anything else is ours: the request goes
+    // as the client holds it rather than failing this and every later turn of the conversation.
+    if (!isOffloadError(e) || (e.type !== "invalid_json" && e.type !== "invalid_request"))
+      input.log(
+        `[edge-offload] remembered recalls could not be spliced (${failureName(e)}); the request goes without them`,
+      );
+    return { text, spliced: 0 };
   }
+}
+
+/** What failed, for a log line: an error's type or name, never its message (it may quote a body). */
+function failureName(e: unknown): string {
+  return isOffloadError(e) ? e.type : e instanceof Error ? e.name : "error";
 }

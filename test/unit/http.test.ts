@@ -1,7 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { bearerKey, parseApiKeys, tenantOf } from "../../src/http/auth.ts";
+import { compact } from "../../src/core/compact.ts";
+import { emptyReport } from "../../src/core/turn/report.ts";
+import { bearerKey, parseApiKeys, presentedKey, tenantOf } from "../../src/http/auth.ts";
 import { parseJsonBody, readBytes, readText } from "../../src/http/body.ts";
-import { passThroughSummary, summaryHeader } from "../../src/http/summary.ts";
+import {
+  MAX_SUMMARY_HEADER_CHARS,
+  passThroughSummary,
+  summaryHeader,
+  summaryOf,
+} from "../../src/http/summary.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
   new Request("http://x/", { method: "POST", body, headers, duplex: "half" } as RequestInit);
@@ -17,23 +25,51 @@ function stream(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
 }
 
 describe("api keys", () => {
+  const K1 = "key-one-0123456789";
+  const K2 = "key:two-0123456789"; // a key may contain ":"; the tenant may not
+  const K3 = "key-three-0123456789";
+
   it("maps keys to tenants, trimming entries split by commas or newlines", async () => {
-    const keys = await parseApiKeys("acme:k1, globex:k:2\nacme:k3", () => {});
-    expect(await tenantOf(keys, "k1")).toBe("acme");
-    expect(await tenantOf(keys, "k:2")).toBe("globex"); // a key may contain ":"; the tenant may not
-    expect(await tenantOf(keys, "k3")).toBe("acme");
-    expect(await tenantOf(keys, "k")).toBeNull();
-    expect(await tenantOf(keys, "k1 ")).toBeNull();
+    const keys = await parseApiKeys(`acme:${K1}, globex:${K2}\nacme:${K3}`, () => {});
+    expect(await tenantOf(keys, K1)).toBe("acme");
+    expect(await tenantOf(keys, K2)).toBe("globex");
+    expect(await tenantOf(keys, K3)).toBe("acme");
+    expect(await tenantOf(keys, "key")).toBeNull();
+    expect(await tenantOf(keys, `${K1} `)).toBeNull(); // callers trim (presentedKey); the rule has no blanks
   });
 
   it("drops malformed and ambiguous entries, warning by position only", async () => {
     const warnings: string[] = [];
-    const keys = await parseApiKeys(":nokey,notenant,a b:k,ok:good,x:dup,y:dup,z:", (w) =>
-      warnings.push(w),
+    const keys = await parseApiKeys(
+      `:nokey-0123456789ab,notenant,a b:${K1},ok:${K3},x:dup-0123456789abc,y:dup-0123456789abc,z:`,
+      (w) => warnings.push(w),
     );
     expect(keys.map((k) => k.tenant)).toEqual(["ok"]);
     expect(warnings).toHaveLength(6);
-    expect(warnings.join()).not.toMatch(/nokey|good|dup/);
+    expect(warnings.join()).not.toMatch(/nokey|three|dup/);
+  });
+
+  it("holds every key to one rule: 16–256 printable ASCII characters, no space, no comma", async () => {
+    const warnings: string[] = [];
+    const ok = "A1!#$%&'()*+-./:;<=>?@[]^_`{|}~".padEnd(16, "x");
+    const bad = [
+      "short",
+      "has a space-0123456789",
+      "tab\there-0123456789",
+      "é-not-ascii-0123456",
+      "k".repeat(257),
+    ];
+    const keys = await parseApiKeys(
+      [`ok:${ok}`, ...bad.map((k, i) => `t${i}:${k}`)].join("\n"),
+      (w) => warnings.push(w),
+    );
+    expect(keys.map((k) => k.tenant)).toEqual(["ok"]);
+    expect(warnings).toHaveLength(bad.length);
+    for (const w of warnings) expect(w).toContain("16–256 printable ASCII characters");
+    expect(await tenantOf(keys, ok)).toBe("ok");
+    for (const k of bad) expect(await tenantOf(keys, k)).toBeNull();
+    expect(presentedKey(`  ${ok}\t`)).toBe(ok);
+    expect(bearerKey(`Bearer ${ok}`)).toBe(ok);
   });
 
   it("reads the bearer key and says what is wrong with a bad header", () => {
@@ -95,5 +131,122 @@ describe("small helpers", () => {
     });
     expect(/^[\x20-\x7e]+$/.test(header)).toBe(true);
     expect(JSON.parse(header).errors[0].message).toBe("échec ☕ \n");
+  });
+});
+
+describe("x-offload-summary is bounded", () => {
+  it("cuts every echoed field and the header as a whole, keeping the totals", () => {
+    const long = "m".repeat(5000);
+    const failure = (i: number) => ({
+      id: `att_${i}`,
+      path: `messages[${i}].content[0]${".x".repeat(50_000)}`,
+      kind: "image" as const,
+      action: "native" as const,
+      sticky: false,
+      turn: 1,
+      format: "png",
+      bytes: 10,
+      native_tokens: 1,
+      sent_tokens: 1,
+      saved_tokens: 0,
+      saved_usd: 0,
+      reason: "ocr failed",
+      error: {
+        code: "extraction_failed" as const,
+        reason: "low_confidence".repeat(1000),
+        message: long,
+      },
+    });
+    const report = {
+      ...emptyReport("anthropic", true, true),
+      model: long,
+      priced_as: "☕".repeat(300),
+      attachments: {
+        policy: "extract" as const,
+        blocks: 30,
+        replaced: 0,
+        native: 30,
+        failed: 30,
+        new_decisions: 30,
+        extracted: 30,
+        native_tokens: 30,
+        sent_tokens: 30,
+        saved_tokens: 0,
+        saved_usd: 0,
+        estimate: "tiles",
+        items: Array.from({ length: 30 }, (_, i) => failure(i)),
+      },
+      errors: [
+        ...Array.from({ length: 20 }, (_, i) => ({
+          code: "storage_error" as const,
+          tool_use_id: `toolu_${"x".repeat(100_000)}${i}`,
+          message: long,
+        })),
+        ...Array.from({ length: 20 }, (_, i) => ({
+          code: "unplaced" as const,
+          path: `input[${i}]${'["k"]'.repeat(20_000)}`,
+          message: long,
+        })),
+      ],
+    };
+    const summary = {
+      ...summaryOf(report, true, [
+        { code: "index_error", mem_id: "trm_".padEnd(100_000, "0"), message: long },
+      ]),
+      proxy: { stream: true, spliced: 3, hops: 4, recalls: 4, ending: "failed" as const, memos: 1 },
+    };
+    const header = summaryHeader(summary);
+    expect(header.length).toBeLessThanOrEqual(MAX_SUMMARY_HEADER_CHARS);
+    expect(/^[\x20-\x7e]+$/.test(header)).toBe(true);
+    const parsed = JSON.parse(header);
+    expect(parsed.errors_total).toBe(41);
+    expect(parsed.errors.length).toBeGreaterThan(0);
+    expect(parsed.model.length).toBeLessThanOrEqual(257);
+    expect(parsed.attachments.failed).toBe(30);
+    expect(parsed.attachments.failures.length).toBeGreaterThan(0);
+    expect(parsed.proxy.ending).toBe("failed");
+    for (const e of parsed.errors) expect(JSON.stringify(e).length).toBeLessThan(1000);
+  });
+
+  it("passes a request whose model, call id or tool name is absurd through unchanged, naming the field", async () => {
+    const store = new MemoryStore();
+    const session = { tenant: "t", session: "s" };
+    const ON = { tool_result_compaction_enabled: true };
+    const turn = (model: string, id: string, name: string) =>
+      JSON.stringify({
+        model,
+        max_tokens: 10,
+        messages: [
+          { role: "user", content: "go" },
+          { role: "assistant", content: [{ type: "tool_use", id, name, input: {} }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: "ok" }] },
+        ],
+      });
+    const cases: [string, string, string, RegExp][] = [
+      ["m".repeat(1_000_000), "toolu_1", "t", /^model$/],
+      ["claude-sonnet-4-6", `toolu_${"x".repeat(100_000)}`, "t", /\.id$/],
+      ["claude-sonnet-4-6", "toolu_1", "n".repeat(300), /\.name$/],
+    ];
+    for (const [model, id, name, path] of cases) {
+      const request = turn(model, id, name);
+      const out = await compact({ request, session, store, config: ON });
+      // The provider judges the request; we neither refuse it nor carry the field along.
+      expect(out.request).toBe(request);
+      expect(out.changed).toBe(false);
+      expect(out.report.model).toBeNull();
+      expect(out.report.errors).toEqual([
+        expect.objectContaining({ code: "invalid_request", path: expect.stringMatching(path) }),
+      ]);
+      const header = summaryHeader(summaryOf(out.report, out.changed, []));
+      expect(header.length).toBeLessThan(1000);
+    }
+    const fine = await compact({
+      request: turn("m".repeat(256), `toolu_${"x".repeat(250)}`, "n".repeat(256)),
+      session,
+      store,
+      config: ON,
+    });
+    expect(fine.report.model).toHaveLength(256);
+    expect(fine.report.errors.filter((e) => e.code === "invalid_request")).toEqual([]);
   });
 });

@@ -27,6 +27,7 @@ import {
   appendTool,
   expectObject,
   lastAssistantIndex,
+  modelOf,
   type Path,
   renderTextContent,
   shapeError,
@@ -66,10 +67,7 @@ export const anthropicAdapter: FormatAdapter = {
 
   analyze(raw: string, rootNode: JsonNode): RequestAnalysis {
     const root = expectObject(rootNode, [], "the request");
-    const modelNode = getMember(root, "model");
-    if (modelNode !== undefined && modelNode.kind !== "string")
-      shapeError('"model" must be a string', ["model"]);
-    const model = modelNode === undefined ? null : decodeString(raw, modelNode);
+    const model = modelOf(raw, root);
 
     const tools = getMember(root, "tools");
     if (tools !== undefined && tools.kind !== "array")
