@@ -16,7 +16,11 @@ const SESSION = { tenant: "t", session: "s" };
 const MEM = "trm_00000000000000000000abcd";
 
 async function recallOn(body: string, args: Record<string, unknown>) {
-  const { recall } = await src("core/recall.ts");
+  // The tool's front door where the tree has it (several questions per call), else the single recall.
+  const many = await src("core/recall-many.ts").catch(() => null);
+  const recall = many?.recallMany ?? (await src("core/recall.ts")).recall;
+  if (many === null && ("queries" in args || "json_paths" in args))
+    return async () => ({ status: "n/a", note: "this tree has no queries / json_paths" });
   const { MemoryStore } = await src("store/memory.ts");
   const store = new MemoryStore();
   await store.putBody(SESSION, body, {
@@ -90,6 +94,9 @@ async function summaryFor(model: string) {
   };
 }
 
+const EIGHT_QUERIES = Array.from({ length: 8 }, (_, i) => "a".repeat(i + 1));
+const EIGHT_PATHS = ["$..*", "$[*]", "$..name", "$..id", "$..tags", "$..price", "$..x", "$"];
+
 const DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document";
 const RAISED =
   "max_unzipped_entry_bytes=1000000000&max_unzipped_bytes=2000000000&max_zip_ratio=100000&max_chars=50000000&max_bytes=100000000";
@@ -100,6 +107,9 @@ const cases: Record<string, () => Promise<() => Promise<{ status: string; note: 
   "2 recall $..* on 10 MB": () => recallOn(text(), { json_path: "$..*" }),
   "2 recall $[*] on 10 MB": () => recallOn(text(), { json_path: "$[*]" }),
   "2 recall query a on 10 MB of a": () => recallOn(text(), { query: "a", window: 0 }),
+  "2 recall 8 queries in one call on 10 MB of a": () =>
+    recallOn(text(), { queries: EIGHT_QUERIES, window: 0 }),
+  "2 recall 8 json_paths in one call on 10 MB": () => recallOn(text(), { json_paths: EIGHT_PATHS }),
   "3 HTML 128,000 unclosed <title>": () => extractWith("", "text/html"),
   "4 DOCX <!a> declarations (2.1 MB)": () => extractWith("", DOCX),
   "5 DOCX bomb, limits raised by query": () => extractWith(RAISED, DOCX),

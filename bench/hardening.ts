@@ -39,6 +39,8 @@ const inputs: Record<string, string | Uint8Array> = {
   "2 recall $..* on 10 MB": big,
   "2 recall $[*] on 10 MB": big,
   "2 recall query a on 10 MB of a": "a".repeat(10 * MB),
+  "2 recall 8 queries in one call on 10 MB of a": "a".repeat(10 * MB),
+  "2 recall 8 json_paths in one call on 10 MB": big,
   "3 HTML 128,000 unclosed <title>": `<html><head>${"<title>x".repeat(128_000)}</head><body>b</body></html>`,
   "4 DOCX <!a> declarations (2.1 MB)": docx(`${"<!a>".repeat(525_000)}${para("x")}`, 0),
   "5 DOCX bomb, limits raised by query": bomb,

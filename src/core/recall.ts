@@ -9,6 +9,7 @@ import { FILTER_HELP } from "./json/filter.ts";
 import { PathSyntaxError, parsePath, pathString, type Selector, walkPath } from "./json/path.ts";
 import { boundedStringify } from "./json/stringify.ts";
 import type { OffloadStore } from "./ports.ts";
+import { RecallWork } from "./recall-work.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
 import { formatInt, safeCut } from "./text.ts";
 
@@ -30,6 +31,11 @@ export interface RecallInput extends RecallArguments {
   max_answer_chars?: number;
   /** ±context for query matches when the call gives no window. */
   default_window?: number;
+  /**
+   * The work budget this question shares with the other questions of its call (recall-many.ts);
+   * a recall without one has its own.
+   */
+  work?: RecallWork;
 }
 
 export type RecallAnswerMode = "query" | "slice" | "json_path" | "head" | "error";
@@ -49,47 +55,15 @@ export interface RecallAnswer {
 const NOTICE_RESERVE = 240;
 
 /**
- * Work bounds of one recall (the answer's own cap bounds only what is sent). A json_path with more values
- * than this is more than any answer can show, and is told to narrow; a query counts its matches up to
- * MAX_QUERY_COUNT and then says "more than".
+ * A json_path with more values than this is more than any answer can show, and is told to narrow
+ * (the answer's own cap bounds only what is sent; recall-work.ts bounds the rest of the work).
  */
 export const MAX_MATCHES = 10_000;
-export const MAX_QUERY_COUNT = 100_000;
 /** A longer json_path is refused before it is parsed. */
 export const MAX_JSON_PATH_CHARS = 1000;
-/** json_path steps allowed on any body; each char of the body adds two more, up to MAX_PATH_STEPS. */
-const PATH_STEP_BASE = 200_000;
-/** A step (a node visited, a selector applied, a filter term evaluated) costs about 0.1–0.25 µs. */
-export const MAX_PATH_STEPS = 2_000_000;
-
-/**
- * Memory a JSON.parse of the body would take, estimated in one pass over the text (strings skipped): about
- * 56 bytes per array or object and 10 per value in V8. Ordinary records parse to ~3× their text, but
- * `[[],[],…]` or 40,000 levels of `[` parse to 15–30×: a 10 MB body of them would take an isolate's whole
- * 128 MB. json_path refuses a body over MAX_PARSED_BYTES instead of parsing it.
- */
-export function parsedSize(body: string): number {
-  let containers = 0;
-  let values = 1;
-  for (let i = 0; i < body.length; i++) {
-    const c = body.charCodeAt(i);
-    if (c === 34 /* " */) {
-      for (i++; i < body.length; i++) {
-        const d = body.charCodeAt(i);
-        if (d === 92 /* \ */) i++;
-        else if (d === 34) break;
-      }
-    } else if (c === 91 /* [ */ || c === 123 /* { */) containers++;
-    else if (c === 44 /* , */) values++;
-  }
-  return 56 * containers + 10 * (values + containers) + body.length;
-}
-
-/** The largest parse json_path makes (see parsedSize): a 10 MB body of ordinary records is about 30 MB. */
-export const MAX_PARSED_BYTES = 48 * 1_048_576;
 
 /** A model-chosen string repeated in an answer, quoted and cut: a 1 MB query must not make a 1 MB answer. */
-function echo(text: string, max = 100): string {
+export function echo(text: string, max = 100): string {
   return JSON.stringify(text.length > max ? `${text.slice(0, safeCut(text, max))}…` : text);
 }
 
@@ -147,6 +121,7 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
     );
   }
   const body = stored.body;
+  const work = input.work ?? new RecallWork();
   let answer: RecallAnswer;
   try {
     if (hasQuery)
@@ -156,8 +131,9 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
         query as string,
         (window as number | undefined) ?? input.default_window ?? 300,
         cap,
+        work.matchLimit,
       );
-    else if (hasPath) answer = byJsonPath(body, memId, jsonPath as string, cap);
+    else if (hasPath) answer = byJsonPath(body, memId, jsonPath as string, cap, work);
     else
       answer = bySlice(
         body,
@@ -232,8 +208,8 @@ interface Excerpt {
  * Every match with ±window chars, overlapping windows merged into one excerpt so dense matches do not repeat
  * the same text. One pass of indexOf that keeps only what the answer shows: excerpts are written as they
  * close, the first one cut to fit when it alone is over the cap (a merged run of dense matches), and once the
- * answer is full the scan only counts, up to MAX_QUERY_COUNT. Work and memory are bounded by the body and the
- * cap, not by the number of matches.
+ * answer is full the scan only counts, up to `countLimit` (MAX_QUERY_COUNT, or a call's share of
+ * it). Work and memory are bounded by the body and the cap, not by the number of matches.
  */
 function byQuery(
   body: string,
@@ -241,6 +217,7 @@ function byQuery(
   query: string,
   window: number,
   cap: number,
+  countLimit: number,
 ): RecallAnswer {
   const total = body.length;
   const intro = ` for ${echo(query)} in ${memId} (${formatInt(total)} chars), ±${formatInt(window)} chars each:`;
@@ -295,7 +272,7 @@ function byQuery(
     at = body.indexOf(query, at + Math.max(1, query.length))
   ) {
     count++;
-    if (count > MAX_QUERY_COUNT) {
+    if (count > countLimit) {
       capped = true;
       if (next === undefined) next = at;
       break;
@@ -342,14 +319,14 @@ function byQuery(
       matches: 0,
     };
   }
-  const counted = capped ? MAX_QUERY_COUNT : count;
+  const counted = capped ? countLimit : count;
   const many = capped
-    ? `more than ${formatInt(MAX_QUERY_COUNT)} matches`
+    ? `more than ${formatInt(countLimit)} matches`
     : `${formatInt(count)} match${count === 1 ? "" : "es"}`;
   let out = `${many}${intro}${pieces.join("")}`;
   const truncated = full || capped;
   if (truncated) {
-    const of = capped ? `more than ${formatInt(MAX_QUERY_COUNT)}` : formatInt(count);
+    const of = capped ? `more than ${formatInt(countLimit)}` : formatInt(count);
     out += `\n[cut: showing matches 1–${formatInt(shownMatches)} of ${of} to stay under ${formatInt(cap)} chars; refine the query, lower window, or read from offset=${next ?? 0}.]`;
   }
   return {
@@ -375,7 +352,13 @@ export function normalizeJsonPath(path: string): string {
 const PATH_HINT =
   "narrow the path: an index ($.items[0]), a slice ($.items[0:20]), a key ($.items[0].name) or a filter ($.items[?(@.price > 10)])";
 
-function byJsonPath(body: string, memId: string, path: string, cap: number): RecallAnswer {
+function byJsonPath(
+  body: string,
+  memId: string,
+  path: string,
+  cap: number,
+  work: RecallWork,
+): RecallAnswer {
   const total = body.length;
   if (path.length > MAX_JSON_PATH_CHARS)
     return mistake(
@@ -393,23 +376,16 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
       total,
     );
   }
-  const cost = parsedSize(body);
-  if (cost > MAX_PARSED_BYTES)
+  const parsed = work.parse(memId, body);
+  if (!parsed.ok)
     return mistake(
-      `${memId} holds too many JSON values (about ${formatInt(Math.round(cost / 1_048_576))} MB once parsed) for json_path here; use query, or offset with max_chars.`,
+      parsed.why === "too_large"
+        ? `${memId} holds too many JSON values (about ${formatInt(Math.round(parsed.bytes / 1_048_576))} MB once parsed) for json_path here; use query, or offset with max_chars.`
+        : parsed.why === "not_json"
+          ? `${memId} is not JSON, so json_path does not apply; use query, or offset with max_chars.`
+          : `${memId} is JSON too deeply nested to read with json_path; use query, or offset with max_chars.`,
       total,
     );
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch (e) {
-    return mistake(
-      e instanceof SyntaxError
-        ? `${memId} is not JSON, so json_path does not apply; use query, or offset with max_chars.`
-        : `${memId} is JSON too deeply nested to read with json_path; use query, or offset with max_chars.`,
-      total,
-    );
-  }
   const shown = `at ${echo(normalized)} in ${memId}`;
   // What the values may take: the cap less the cut notice and the header ("10,000 values " + shown + ":").
   const room = cap - NOTICE_RESERVE - (16 + shown.length);
@@ -417,10 +393,10 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
   let used = 0;
   let matches = 0;
   let truncated = false;
-  const end = walkPath(json, selectors, {
-    // Enough for a one-pass path (`$..name`) over a body of some MB, not for paths that multiply the walk
-    // (`$..*..*`) on a large one; and never more than about half a second of CPU.
-    budget: Math.min(PATH_STEP_BASE + 2 * total, MAX_PATH_STEPS),
+  const steps = work.steps(total);
+  const end = walkPath(parsed.json, selectors, {
+    budget: steps.budget,
+    onSteps: (n) => work.spend(n),
     onMatch(value, at) {
       matches++;
       if (matches > MAX_MATCHES) return true;
@@ -450,7 +426,9 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
     );
   if (end === "budget")
     return mistake(
-      `json_path ${echo(normalized)} walks too much of ${memId} (${formatInt(total)} chars) for one recall. Please ${PATH_HINT}.`,
+      steps.shared
+        ? `json_path ${echo(normalized)} was not answered: this call's json_paths have used up the work one call may do on ${memId}. Ask it in a call of its own, or ${PATH_HINT}.`
+        : `json_path ${echo(normalized)} walks too much of ${memId} (${formatInt(total)} chars) for one recall. Please ${PATH_HINT}.`,
       total,
     );
   if (matches === 0) {

@@ -1,6 +1,7 @@
 /**
- * Hostile ~10 MB inputs through each recall mode and extractor, in a process of its own: the work-budget
- * suite (and `npm run bench -- hardening`) writes each input to a file, then runs
+ * Hostile ~10 MB inputs through each recall mode (one question, and eight in one call) and extractor, in a
+ * process of its own: the work-budget suite (and `npm run bench -- hardening`) writes each input to a file,
+ * then runs
  *   node --max-old-space-size=128 --expose-gc --experimental-strip-types test/support/heap-probe.ts \
  *     <case> <file> [<case> <file> …]
  * (a Worker isolate's memory) and checks that it completes. The inputs are built by the parent so that only
@@ -9,7 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { getHeapStatistics } from "node:v8";
-import { recall } from "../../src/core/recall.ts";
+import { recallMany } from "../../src/core/recall-many.ts";
 import { extractText } from "../../src/extract/extract.ts";
 import { docx, para, xlsx } from "../fixtures/office-writer.ts";
 import { MEM, SESSION, withBody } from "./recall.ts";
@@ -85,6 +86,21 @@ export const CASES: Record<string, Input> = {
     args: { json_path: "$..*" },
     body: () => `${"[".repeat(5 * MB)}${"]".repeat(5 * MB)}`,
   },
+  "recall-queries-8": {
+    kind: "recall",
+    args: {
+      queries: ["a", "aa", "aaa", "aaaa", "aaaaa", "aaaaaa", "aaaaaaa", "aaaaaaaa"],
+      window: 0,
+    },
+    body: () => "a".repeat(10 * MB),
+  },
+  "recall-paths-8": {
+    kind: "recall",
+    args: {
+      json_paths: ["$..*", "$", "$..name", "$..id", "$.items[*]", "$..tags", "$..x", "$..[0]"],
+    },
+    body: records,
+  },
   "recall-path-empties": {
     kind: "recall",
     args: { json_path: "$[0]" },
@@ -134,7 +150,7 @@ async function main(name: string, file: string): Promise<void> {
   if (input.kind === "recall") {
     const store = await withBody(new TextDecoder().decode(bytes));
     run = async () => {
-      const a = await recall({ store, session: SESSION, mem_id: MEM, ...input.args });
+      const a = await recallMany({ store, session: SESSION, mem_id: MEM, ...input.args });
       if (a.content.length > 50_000) throw new Error("answer over the cap");
     };
   } else {

@@ -1,9 +1,12 @@
 /**
  * Recall on hostile bodies and arguments: it never throws (every failure is an `is_error` answer), its work
- * stops when the answer is full or a match cap is reached, and a query always shows something.
+ * stops when the answer is full or a match cap is reached, and a query always shows something; a call of
+ * several questions does no more than a bounded multiple of one question's work.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { MAX_MATCHES, recall } from "../../src/core/recall.ts";
+import { recallMany } from "../../src/core/recall-many.ts";
+import { CALL_PATH_STEPS_FACTOR, MAX_QUERY_COUNT, RecallWork } from "../../src/core/recall-work.ts";
 import { MEM, SESSION, withBody } from "../support/recall.ts";
 
 const DEEP = `${"[".repeat(40_000)}${"]".repeat(40_000)}`;
@@ -117,5 +120,68 @@ describe("a query always shows at least one excerpt", () => {
     expect(a.content.length).toBeLessThanOrEqual(500);
     expect(a.content).toContain("needle");
     expect(a.content).toContain("match 1");
+  });
+});
+
+describe("a call of several questions shares one work budget (queries, json_paths)", () => {
+  it("counts eight dense queries to one count in all, and never throws", async () => {
+    const store = await withBody("a".repeat(2_000_000));
+    const queries = ["a", "aa", "aaa", "aaaa", "aaaaa", "aaaaaa", "aaaaaaa", "aaaaaaaa"];
+    const a = await recallMany({ store, session: SESSION, mem_id: MEM, queries, window: 0 });
+    expect(a).toMatchObject({ is_error: false, mode: "query", truncated: true });
+    // Each query counts up to its share (100,000 / 8), so the call counts 100,000 at most.
+    expect(a.matches).toBe(MAX_QUERY_COUNT);
+    expect(a.content.match(/more than 12,500 matches/g)).toHaveLength(8);
+    expect(a.content.length).toBeLessThanOrEqual(50_000);
+  });
+
+  it("parses the body once for all its paths", async () => {
+    const store = await withBody(bigBody(2000));
+    const parse = vi.spyOn(JSON, "parse");
+    try {
+      const json_paths = Array.from({ length: 8 }, (_, i) => `$.items[${i}].name`);
+      const a = await recallMany({ store, session: SESSION, mem_id: MEM, json_paths });
+      expect(a).toMatchObject({ is_error: false, matches: 8 });
+      expect(parse.mock.calls.filter(([text]) => text === bigBody(2000))).toHaveLength(1);
+    } finally {
+      parse.mockRestore();
+    }
+  });
+
+  it("walks eight heavy paths no further than twice what one may walk", async () => {
+    // `$..*..zz` on deep nesting spends a path's whole budget: the first two run out their own, the
+    // rest find the call's pool spent and say so, without walking.
+    const store = await withBody(DEEP);
+    const walked: number[] = [];
+    const json_paths = Array.from({ length: 8 }, (_, i) => `$..*..z${i}`);
+    const work = new RecallWork(json_paths.length);
+    const spend = work.spend.bind(work);
+    work.spend = (n) => {
+      walked.push(n);
+      spend(n);
+    };
+    const one = work.steps(DEEP.length).budget;
+    for (const json_path of json_paths) {
+      const a = await recall({ store, session: SESSION, mem_id: MEM, json_path, work });
+      expect(a).toMatchObject({ is_error: true });
+    }
+    expect(walked.reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(CALL_PATH_STEPS_FACTOR * one);
+    expect(walked.slice(CALL_PATH_STEPS_FACTOR).every((n) => n <= 1)).toBe(true);
+    const answer = await recallMany({ store, session: SESSION, mem_id: MEM, json_paths });
+    expect(answer.is_error).toBe(true);
+    expect(answer.content).toContain("walks too much");
+    expect(answer.content).toContain("used up the work one call may do");
+  });
+
+  it("does not echo huge questions back", async () => {
+    const store = await withBody("abc");
+    const huge = (c: string) => c.repeat(1_000_000);
+    for (const args of [
+      { queries: [huge("x"), huge("y")] },
+      { json_paths: [huge("a"), huge("b")] },
+    ]) {
+      const a = await recallMany({ store, session: SESSION, mem_id: MEM, ...args });
+      expect(a.content.length).toBeLessThan(2000);
+    }
   });
 });

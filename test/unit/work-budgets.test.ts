@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { recall } from "../../src/core/recall.ts";
+import { recallMany } from "../../src/core/recall-many.ts";
 import { docxXmlToText } from "../../src/extract/docx.ts";
 import { extractText } from "../../src/extract/extract.ts";
 import { htmlToText } from "../../src/extract/html.ts";
@@ -79,7 +79,7 @@ const records = (n: number) =>
     items: Array.from({ length: n }, (_, i) => ({ id: i, name: `item-${i}`, price: i * 1.5 })),
   });
 
-describe("recall: doubling the body at most about doubles the time", () => {
+describe("recall (one question, or eight in one call): doubling the body at most about doubles the time", () => {
   const modes: [string, (n: number) => string, Record<string, unknown>, number][] = [
     ["query, dense matches", records, { query: "item-" }, 40_000],
     ["query, one char everywhere", (n) => "a".repeat(n * 40), { query: "a", window: 0 }, 40_000],
@@ -102,13 +102,25 @@ describe("recall: doubling the body at most about doubles the time", () => {
     ],
     ["slice", records, { offset: 1000, max_chars: 50_000 }, 40_000],
     ["head", records, {}, 40_000],
+    [
+      "8 queries in one call, dense matches",
+      records,
+      { queries: ["item-", "id", "name", "price", ":", ",", "{", "}"] },
+      40_000,
+    ],
+    [
+      "8 json_paths in one call",
+      records,
+      { json_paths: ["$..*", "$..name", "$..id", "$..price", "$.items[*]", "$..[0]", "$..x", "$"] },
+      20_000,
+    ],
   ];
   for (const [name, body, args, n] of modes)
     it(name, async () => {
       const ratio = await growth(
         name,
         (k) => withBody(body(k)),
-        (store) => recall({ store, session: SESSION, mem_id: MEM, ...args }),
+        (store) => recallMany({ store, session: SESSION, mem_id: MEM, ...args }),
         n,
       );
       expect(ratio, name).toBeLessThanOrEqual(LIMIT);

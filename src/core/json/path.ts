@@ -163,6 +163,8 @@ export interface WalkOptions {
   budget: number;
   /** Called for each result in order; return true to stop. */
   onMatch(value: unknown, path: PathNode | null): boolean;
+  /** Told the steps the walk took (at most `budget`), however it ended. */
+  onSteps?(steps: number): void;
 }
 
 type Task =
@@ -220,116 +222,121 @@ export function walkPath(root: unknown, sels: readonly Selector[], opts: WalkOpt
   const push = (i: number, val: unknown, path: PathNode | null) =>
     stack.push({ t: "apply", i, sel: sels[i] ?? null, val, path });
   const at = (path: PathNode | null, key: string | number): PathNode => ({ up: path, key });
+  // However the walk ends (a result, the budget, a throw), its caller learns what it took.
   try {
-    while (stack.length > 0) {
-      if (!charge(1)) return "budget";
-      const task = stack[stack.length - 1]!;
-      if (task.t === "keys") {
-        const n = typeof task.keys === "number" ? task.keys : task.keys.length;
-        if (task.next >= n) {
-          stack.pop();
+    try {
+      while (stack.length > 0) {
+        if (!charge(1)) return "budget";
+        const task = stack[stack.length - 1]!;
+        if (task.t === "keys") {
+          const n = typeof task.keys === "number" ? task.keys : task.keys.length;
+          if (task.next >= n) {
+            stack.pop();
+            continue;
+          }
+          const key = typeof task.keys === "number" ? task.next : task.keys[task.next]!;
+          task.next++;
+          const child = (task.val as Record<string | number, unknown>)[key];
+          if (task.descend) {
+            if (typeof child === "object") push(task.i, child, at(task.path, key));
+          } else if (
+            task.test === null ||
+            evaluate(task.test, { cur: child, prop: key, root, charge })
+          )
+            push(task.i + 1, child, at(task.path, key));
           continue;
         }
-        const key = typeof task.keys === "number" ? task.next : task.keys[task.next]!;
-        task.next++;
-        const child = (task.val as Record<string | number, unknown>)[key];
-        if (task.descend) {
-          if (typeof child === "object") push(task.i, child, at(task.path, key));
-        } else if (
-          task.test === null ||
-          evaluate(task.test, { cur: child, prop: key, root, charge })
-        )
-          push(task.i + 1, child, at(task.path, key));
-        continue;
-      }
-      if (task.t === "slice") {
-        if (task.step > 0 ? task.at >= task.to : task.at <= task.to) {
-          stack.pop();
+        if (task.t === "slice") {
+          if (task.step > 0 ? task.at >= task.to : task.at <= task.to) {
+            stack.pop();
+            continue;
+          }
+          const k = task.at;
+          task.at += task.step;
+          push(task.i + 1, task.val[k], at(task.path, k));
           continue;
         }
-        const k = task.at;
-        task.at += task.step;
-        push(task.i + 1, task.val[k], at(task.path, k));
-        continue;
-      }
-      if (task.t === "union") {
-        if (task.next >= task.items.length) {
-          stack.pop();
+        if (task.t === "union") {
+          if (task.next >= task.items.length) {
+            stack.pop();
+            continue;
+          }
+          const sel = task.items[task.next++]!;
+          stack.push({ t: "apply", i: task.i, sel, val: task.val, path: task.path });
           continue;
         }
-        const sel = task.items[task.next++]!;
-        stack.push({ t: "apply", i: task.i, sel, val: task.val, path: task.path });
-        continue;
-      }
-      stack.pop();
-      const { i, sel, val, path } = task;
-      if (sel === null) {
-        if (opts.onMatch(val, path)) return "stopped";
-        continue;
-      }
-      switch (sel.k) {
-        case "name":
-          if (own(val, sel.name))
-            push(i + 1, (val as Record<string, unknown>)[sel.name], at(path, sel.name));
-          break;
-        case "index": {
-          const index = sel.index < 0 && Array.isArray(val) ? val.length + sel.index : sel.index;
-          if (own(val, String(index)))
-            push(
-              i + 1,
-              (val as Record<string, unknown>)[index],
-              at(path, Array.isArray(val) ? index : String(index)),
-            );
-          break;
+        stack.pop();
+        const { i, sel, val, path } = task;
+        if (sel === null) {
+          if (opts.onMatch(val, path)) return "stopped";
+          continue;
         }
-        case "wild":
-          stack.push(children(i, val, path, null, false));
-          break;
-        case "filter":
-          stack.push(children(i, val, path, sel.expr, false));
-          break;
-        case "descend":
-          // The rest of the path at this node first, then at each descendant container (jsonpath-plus's order).
-          stack.push(children(i, val, path, null, true));
-          push(i + 1, val, path);
-          break;
-        case "slice": {
-          if (!Array.isArray(val)) break;
-          const len = val.length;
-          const step = sel.step ?? 1;
-          if (step === 0) break;
-          const norm = (x: number) => (x < 0 ? x + len : x);
-          const start = norm(sel.start ?? (step > 0 ? 0 : len - 1));
-          const end = norm(sel.end ?? (step > 0 ? len : -len - 1));
-          const [from, to] =
-            step > 0
-              ? [Math.min(Math.max(start, 0), len), Math.min(Math.max(end, 0), len)]
-              : [Math.min(Math.max(start, -1), len - 1), Math.min(Math.max(end, -1), len - 1)];
-          stack.push({ t: "slice", i, val, at: from, to, step, path });
-          break;
-        }
-        case "union":
-          stack.push({ t: "union", i, items: sel.items, next: 0, val, path });
-          break;
-        case "script": {
-          const key = evaluate(sel.expr, { cur: val, prop: path?.key ?? null, root, charge });
-          if (typeof key === "number" && Number.isInteger(key))
-            stack.push({ t: "apply", i, sel: { k: "index", index: key }, val, path });
-          else if (typeof key === "string")
-            stack.push({
-              t: "apply",
-              i,
-              sel: key === "*" ? { k: "wild" } : { k: "name", name: key },
-              val,
-              path,
-            });
-          break;
+        switch (sel.k) {
+          case "name":
+            if (own(val, sel.name))
+              push(i + 1, (val as Record<string, unknown>)[sel.name], at(path, sel.name));
+            break;
+          case "index": {
+            const index = sel.index < 0 && Array.isArray(val) ? val.length + sel.index : sel.index;
+            if (own(val, String(index)))
+              push(
+                i + 1,
+                (val as Record<string, unknown>)[index],
+                at(path, Array.isArray(val) ? index : String(index)),
+              );
+            break;
+          }
+          case "wild":
+            stack.push(children(i, val, path, null, false));
+            break;
+          case "filter":
+            stack.push(children(i, val, path, sel.expr, false));
+            break;
+          case "descend":
+            // The rest of the path at this node first, then at each descendant container (jsonpath-plus's order).
+            stack.push(children(i, val, path, null, true));
+            push(i + 1, val, path);
+            break;
+          case "slice": {
+            if (!Array.isArray(val)) break;
+            const len = val.length;
+            const step = sel.step ?? 1;
+            if (step === 0) break;
+            const norm = (x: number) => (x < 0 ? x + len : x);
+            const start = norm(sel.start ?? (step > 0 ? 0 : len - 1));
+            const end = norm(sel.end ?? (step > 0 ? len : -len - 1));
+            const [from, to] =
+              step > 0
+                ? [Math.min(Math.max(start, 0), len), Math.min(Math.max(end, 0), len)]
+                : [Math.min(Math.max(start, -1), len - 1), Math.min(Math.max(end, -1), len - 1)];
+            stack.push({ t: "slice", i, val, at: from, to, step, path });
+            break;
+          }
+          case "union":
+            stack.push({ t: "union", i, items: sel.items, next: 0, val, path });
+            break;
+          case "script": {
+            const key = evaluate(sel.expr, { cur: val, prop: path?.key ?? null, root, charge });
+            if (typeof key === "number" && Number.isInteger(key))
+              stack.push({ t: "apply", i, sel: { k: "index", index: key }, val, path });
+            else if (typeof key === "string")
+              stack.push({
+                t: "apply",
+                i,
+                sel: key === "*" ? { k: "wild" } : { k: "name", name: key },
+                val,
+                path,
+              });
+            break;
+          }
         }
       }
+    } catch (e) {
+      if (e instanceof BudgetSpent) return "budget";
+      throw e;
     }
-  } catch (e) {
-    if (e instanceof BudgetSpent) return "budget";
-    throw e;
+    return "done";
+  } finally {
+    opts.onSteps?.(Math.min(steps, opts.budget));
   }
-  return "done";
 }
