@@ -1,7 +1,8 @@
 /**
  * HTTP fuzz against the Worker in workerd: several hundred malformed requests over every route (invalid and
  * truncated JSON, deep nesting, lone surrogates, invalid UTF-8, odd ids, auth variants, huge headers and
- * fields, broken multipart, odd query strings). Every mutation meets every route that takes a body, with
+ * fields, broken multipart, odd query strings): the API, the proxy's compacted routes and token counts, the
+ * pass-through paths under the provider prefixes, and extraction with its OCR parameters. Every mutation meets every route that takes a body, with
  * the transform on; then a random mix from a fixed seed, so a failure reproduces. Every answer must be the
  * documented error shape (the provider's on the proxy routes, HTML on the dashboard) or a success, never a
  * 500, and its x-offload-summary header stays within a few KB.
@@ -11,6 +12,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ErrorSchema } from "../../src/routes/schemas/errors.ts";
 import { ExtractFailureSchema } from "../../src/routes/schemas/extract.ts";
+import { png } from "../fixtures/image-writer.ts";
 import { anthropicMessage, chatCompletion, response } from "../support/providers.ts";
 import { BASE, KEYS } from "./helpers.ts";
 
@@ -127,12 +129,22 @@ beforeAll(async () => {
     const url = new Request(input as RequestInfo, init as RequestInit).url;
     const json = (body: unknown) =>
       new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
-    if (url.startsWith("https://api.anthropic.com/"))
+    if (url.startsWith("https://api.anthropic.com/v1/messages/count_tokens"))
+      return json({ input_tokens: 1 });
+    if (url.startsWith("https://api.openai.com/v1/responses/input_tokens"))
+      return json({ object: "response.input_tokens", input_tokens: 1 });
+    if (
+      url.startsWith("https://api.anthropic.com/v1/messages?") ||
+      url === "https://api.anthropic.com/v1/messages"
+    )
       return json(anthropicMessage("msg_f", [{ text: "ok" }], { input: 1, output: 1 }));
     if (url.startsWith("https://api.openai.com/v1/chat"))
       return json(chatCompletion("c_f", [{ text: "ok" }], { input: 1, output: 1 }));
     if (url.startsWith("https://api.openai.com/v1/responses"))
       return json(response("r_f", [{ text: "ok" }], { input: 1, output: 1 }));
+    // Any other provider path (the pass-through routes): an answer of the provider's own.
+    if (url.startsWith("https://api.anthropic.com/") || url.startsWith("https://api.openai.com/"))
+      return json({ object: "list", data: [] });
     return real(input as RequestInfo, init as RequestInit);
   });
   const out = await SELF.fetch(`${BASE}/v1/sessions/${SESSION}/compact`, {
@@ -211,6 +223,26 @@ function bodyCases(): Case[] {
   each("proxy anthropic", "POST", "/anthropic/v1/messages", anthropicTurn(), proxy, "anthropic");
   each("proxy chat", "POST", "/openai/v1/chat/completions", chatTurn(), proxy, "openai");
   each("proxy responses", "POST", "/openai/v1/responses", responsesTurn(), proxy, "openai");
+  each(
+    "count_tokens",
+    "POST",
+    "/anthropic/v1/messages/count_tokens",
+    anthropicTurn(),
+    proxy,
+    "anthropic",
+  );
+  each(
+    "input_tokens",
+    "POST",
+    "/openai/v1/responses/input_tokens",
+    responsesTurn(),
+    proxy,
+    "openai",
+  );
+  // Pass-through: the body goes to the provider unread, whatever it is.
+  const passKey = { ...json, "x-offload-key": KEYS.acme };
+  each("pass-through batches", "POST", "/anthropic/v1/messages/batches", {}, passKey, "anthropic");
+  each("pass-through embeddings", "POST", "/openai/v1/embeddings", {}, passKey, "openai");
   return out;
 }
 
@@ -386,6 +418,62 @@ function otherCases(): Case[] {
       body: JSON.stringify(chatTurn()),
       shape: "openai",
     });
+  // Pass-through paths under the provider prefixes: every key variant, odd paths and methods.
+  const passPaths: [string, string, Shape][] = [
+    ["GET", "/anthropic/v1/models", "anthropic"],
+    ["GET", "/anthropic", "anthropic"],
+    ["DELETE", "/anthropic/v1/files/file_%00x", "anthropic"],
+    // Dot segments, even encoded, are resolved before routing: this is GET /v1/sessions.
+    ["GET", "/anthropic/%2e%2e/%2e%2e/v1/sessions", "error"],
+    ["GET", "/openai/v1/models", "openai"],
+    ["GET", "/openai/v1/responses/resp_1?include[]=x", "openai"],
+    ["DELETE", "/openai/v1/files/%ff", "openai"],
+    ["GET", "/openai/models", "openai"],
+    ["PATCH", "/openai", "openai"],
+    ["GET", `/openai/v1/${"x".repeat(5000)}`, "openai"],
+  ];
+  const passKeys = ["", " ", "nope", KEYS.acme, `${KEYS.acme} x`, "k".repeat(5000)];
+  for (const [method, path, shape] of passPaths)
+    for (const key of passKeys)
+      out.push({
+        name: `pass-through ${method} ${path.slice(0, 24)} ${key.slice(0, 8)}`,
+        method,
+        path,
+        headers: key === "" ? {} : { "x-offload-key": key },
+        body: null,
+        shape,
+      });
+  // Extraction with OCR asked for: flags, limits beyond the deployment's, unknown languages.
+  const ocrQueries = [
+    "?ocr=true",
+    "?ocr=1&ocr_lang=eng",
+    "?ocr=maybe",
+    "?ocr=true&ocr_max_pixels=1e12",
+    "?ocr=true&ocr_max_pixels=-5",
+    "?ocr=true&ocr_max_pages=abc",
+    "?ocr=true&ocr_cpu_ms=999999999",
+    "?ocr=true&ocr_min_confidence=2",
+    "?ocr=true&ocr_min_confidence=0",
+    `?ocr=true&ocr_lang=${encodeURIComponent("../../x")}`,
+    `?ocr=true&ocr_lang=${"l".repeat(3000)}`,
+    "?ocr_max_pages=3",
+    "?ocr=true&max_pages=100000",
+  ];
+  const image = png(8, 8);
+  for (const q of ocrQueries)
+    for (const [type, body] of [
+      ["image/png", image],
+      ["image/png", image.subarray(0, 20)],
+      ["text/plain", "hello"],
+    ] as const)
+      out.push({
+        name: `query extract ${q.slice(0, 30)} ${type} ${body.length}`,
+        method: "POST",
+        path: `/v1/extract${q}`,
+        headers: { ...bearer, "content-type": type },
+        body,
+        shape: "error",
+      });
   const multipart = (body: string, type = "multipart/form-data; boundary=b"): Case => ({
     name: `multipart ${body.slice(0, 20)}`,
     method: "POST",
