@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { compact } from "../../src/core/compact.ts";
+import { adapterFor, compact } from "../../src/core/compact.ts";
+import { parseJsonSpans } from "../../src/core/json/scan.ts";
 import { emptyReport } from "../../src/core/turn/report.ts";
+import type { Format } from "../../src/core/types.ts";
 import { bearerKey, parseApiKeys, presentedKey, tenantOf } from "../../src/http/auth.ts";
 import { parseJsonBody, readBytes, readText } from "../../src/http/body.ts";
 import {
@@ -248,5 +250,96 @@ describe("x-offload-summary is bounded", () => {
     });
     expect(fine.report.model).toHaveLength(256);
     expect(fine.report.errors.filter((e) => e.code === "invalid_request")).toEqual([]);
+  });
+
+  it("bounds the names and ids of every shape the adapters read (tools added mid-turn, Responses items)", async () => {
+    const store = new MemoryStore();
+    const long = "n".repeat(300);
+    const ON = { tool_result_compaction_enabled: true };
+    const anthropic = (block: object) => ({
+      model: "claude-sonnet-4-6",
+      max_tokens: 10,
+      messages: [{ role: "user", content: [{ type: "text", text: "go" }, block] }],
+    });
+    const responses = (more: object) => ({ model: "gpt-4.1", input: "go", ...more });
+    const cases: [Format, object, string][] = [
+      [
+        "anthropic",
+        anthropic({
+          type: "tool_addition",
+          tool: { type: "tool_definition", definition: { name: long, input_schema: {} } },
+        }),
+        "messages[0].content[1].tool.definition.name",
+      ],
+      [
+        "anthropic",
+        { ...anthropic({ type: "text", text: "x" }), tools: [{ name: long }] },
+        "tools[0].name",
+      ],
+      [
+        "openai-responses",
+        responses({
+          input: [{ type: "additional_tools", tools: [{ type: "function", name: long }] }],
+        }),
+        "input[0].tools[0].name",
+      ],
+      [
+        "openai-responses",
+        responses({
+          tools: [{ type: "namespace", name: "ns", tools: [{ type: "function", name: long }] }],
+        }),
+        "tools[0].tools[0].name",
+      ],
+      ["openai-responses", responses({ previous_response_id: long }), "previous_response_id"],
+      [
+        "openai-responses",
+        responses({
+          input: [{ type: "function_call", call_id: "c1", name: long, arguments: "{}" }],
+        }),
+        "input[0].name",
+      ],
+      [
+        "openai-responses",
+        responses({ input: [{ type: "function_call_output", call_id: long, output: "ok" }] }),
+        "input[0].call_id",
+      ],
+    ];
+    for (const [format, body, path] of cases) {
+      const request = JSON.stringify(body);
+      const out = await compact({ format, request, session: "s", store, config: ON });
+      expect(out.request, path).toBe(request);
+      expect(out.report.errors, path).toEqual([
+        expect.objectContaining({ code: "invalid_request", path }),
+      ]);
+    }
+  });
+
+  it("reads a media block's absurd media type, source type or title as absent, leaving the block alone", () => {
+    const huge = "x".repeat(100_000);
+    const text = JSON.stringify({
+      model: "claude-sonnet-4-6",
+      max_tokens: 10,
+      messages: [
+        {
+          role: "user",
+          content: [
+            {
+              type: "document",
+              title: huge,
+              source: { type: "base64", media_type: huge, data: "JVBERi0=" },
+            },
+            {
+              type: "image",
+              source: { type: huge, media_type: "image/png", data: "iVBORw0KGgo=" },
+            },
+          ],
+        },
+      ],
+    });
+    const [doc, image] = adapterFor("anthropic").analyze(text, parseJsonSpans(text)).media!;
+    expect(doc).toMatchObject({ source_type: "base64" });
+    expect(doc!.media_type).toBeUndefined();
+    expect(doc!.title).toBeUndefined();
+    expect(image).toMatchObject({ source_type: "invalid", media_type: "image/png" });
   });
 });

@@ -29,8 +29,29 @@ const BOUNDED_MEMBERS: Record<string, number> = {
   tool_use_id: FIELD_LIMITS.id,
   tool_call_id: FIELD_LIMITS.id,
   call_id: FIELD_LIMITS.id,
+  previous_response_id: FIELD_LIMITS.id,
   name: FIELD_LIMITS.tool_name,
 };
+
+/**
+ * The longest media type, source type and document title a media block may carry to be read: they
+ * land in decisions, stored records and replacement texts. A block is never refused for them (it is
+ * left alone when malformed): a longer value reads as absent.
+ */
+export const MEDIA_FIELD_LIMITS = { media_type: 256, source_type: 64, title: 1024 } as const;
+
+/** A string member read where a malformed block is left alone: absent unless a string of at most `max`. */
+export function shortString(
+  raw: string,
+  obj: JsonObject,
+  key: string,
+  max: number,
+): string | undefined {
+  const node = getMember(obj, key);
+  if (node?.kind !== "string") return undefined;
+  const value = decodeString(raw, node);
+  return value.length > max ? undefined : value;
+}
 
 function bounded(value: string, max: number | undefined, path: Path): string {
   if (max !== undefined && value.length > max)
@@ -65,6 +86,17 @@ export function stringMember(
   }
   if (node.kind !== "string") shapeError(`"${key}" must be a string`, [...path, key]);
   return bounded(decodeString(raw, node), BOUNDED_MEMBERS[key], [...path, key]);
+}
+
+/**
+ * A declared tool's name (a `tools` entry, a tool added mid-conversation), bounded like every name an
+ * adapter reads; anything but a string reads as undefined, as a declaration is only looked at for our
+ * own tool.
+ */
+export function toolNameOf(raw: string, tool: JsonObject, path: Path): string | undefined {
+  const node = getMember(tool, "name");
+  if (node?.kind !== "string") return undefined;
+  return bounded(decodeString(raw, node), FIELD_LIMITS.tool_name, [...path, "name"]);
 }
 
 /** The `model` member (optional: a request without one is priced as unknown, so nothing is offloaded). */
