@@ -6,6 +6,11 @@ const TEST_SECRETS = {
   OFFLOAD_API_KEYS: "acme:test-key-acme-0001,globex:test-key-globex-0001",
   OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
 };
+/**
+ * Vars a local `.dev.vars` sets for `npm start` (which writes one, and so does the smoke test that runs it)
+ * that the workerd tests must not inherit: they run as a deployment does.
+ */
+const DEPLOYMENT_VARS = { OFFLOAD_DASHBOARD_URL_KEYS: "off" };
 
 // Five projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
@@ -36,7 +41,7 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: TEST_SECRETS },
+            miniflare: { bindings: { ...TEST_SECRETS, ...DEPLOYMENT_VARS } },
           }),
         ],
         test: {
