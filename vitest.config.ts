@@ -27,8 +27,10 @@ export default defineConfig({
           environment: "node",
         },
       },
-      // Time ratios and a 128 MB child process: measured once the other projects are done, so neither the
-      // measurements nor the other suites' time limits suffer from sharing the cores.
+      // Time ratios and a 128 MB child process, in a group of their own so nothing else runs beside them:
+      // neither the measurements nor the other suites' time limits suffer from sharing the cores. (Vitest
+      // runs groups one after another; where a project gets one worker, as on 2 cores, its files form a
+      // sequential group that comes last, so this group then runs first.)
       {
         test: {
           name: "budgets",
