@@ -3,13 +3,19 @@ import { defineConfig } from "vitest/config";
 
 /** Secrets the workerd tests run with (never used anywhere else). Tenants "acme" and "globex". */
 const TEST_SECRETS = {
-  OFFLOAD_API_KEYS: "acme:test-key-acme,globex:test-key-globex",
+  OFFLOAD_API_KEYS: "acme:test-key-acme-0001,globex:test-key-globex-0001",
   OFFLOAD_SECRET: "test-secret-for-vitest-only-0123456789",
 };
+/**
+ * Vars a local `.dev.vars` sets for `npm start` (which writes one, and so does the smoke test that runs it)
+ * that the workerd tests must not inherit: they run as a deployment does.
+ */
+const DEPLOYMENT_VARS = { OFFLOAD_DASHBOARD_URL_KEYS: "off" };
 
-// Four projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
+// Five projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
-// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1.
+// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1; then,
+// alone, the work budgets.
 export default defineConfig({
   test: {
     projects: [
@@ -17,14 +23,27 @@ export default defineConfig({
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
+          exclude: ["test/unit/work-budgets.test.ts"],
           environment: "node",
+        },
+      },
+      // Time ratios and a 128 MB child process, in a group of their own so nothing else runs beside them:
+      // neither the measurements nor the other suites' time limits suffer from sharing the cores. (Vitest
+      // runs groups one after another; where a project gets one worker, as on 2 cores, its files form a
+      // sequential group that comes last, so this group then runs first.)
+      {
+        test: {
+          name: "budgets",
+          include: ["test/unit/work-budgets.test.ts"],
+          environment: "node",
+          sequence: { groupOrder: 1 },
         },
       },
       {
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: TEST_SECRETS },
+            miniflare: { bindings: { ...TEST_SECRETS, ...DEPLOYMENT_VARS } },
           }),
         ],
         test: {

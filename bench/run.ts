@@ -34,6 +34,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   toolkit: () => script("toolkit.ts"),
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
+  hardening: () => script("hardening.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
 };

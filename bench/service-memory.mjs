@@ -69,13 +69,16 @@ async function probe(kind, mib) {
     },
   });
   const headers = {
-    authorization: "Bearer k",
+    authorization: "Bearer bench-key-0123456789",
     "x-offload-config": JSON.stringify({
       tool_result_compaction_enabled: true,
       tool_result_offload_enabled: true,
     }),
   };
-  const env = { OFFLOAD_API_KEYS: "bench:k", OFFLOAD_SECRET: "bench-secret-0123456789abcdef" };
+  const env = {
+    OFFLOAD_API_KEYS: "bench:bench-key-0123456789",
+    OFFLOAD_SECRET: "bench-secret-0123456789abcdef",
+  };
   const res = await app.request(
     "/v1/sessions/bench/compact",
     { method: "POST", headers, body, duplex: "half" },

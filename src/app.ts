@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
 import { attachmentExtractor } from "./extract/attachment-extractor.ts";
-import type { Extractor } from "./extract/cache.ts";
+import { type Extractor, withCeilings } from "./extract/cache.ts";
 import { extractText } from "./extract/extract.ts";
 import { serviceOcr } from "./extract/ocr-service.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
@@ -80,15 +80,16 @@ export function defaultStore(
 }
 
 /**
- * The attachment policy's extractor for a request: over `extract`, with the deployment's OCR
- * (OFFLOAD_OCR, its model in R2) when the request's config asks for it (`attachment_ocr`).
+ * The attachment policy's extractor for a request: over `extract` under the deployment's extraction
+ * ceilings (OFFLOAD_EXTRACT_LIMITS), with the deployment's OCR (OFFLOAD_OCR, its model in R2) when
+ * the request's config asks for it (`attachment_ocr`).
  */
 function extractorsFor(extract: Extractor): ExtractorFor {
-  const plain = attachmentExtractor({ extract });
-  return (env, config) =>
-    config.attachment_ocr
-      ? attachmentExtractor({ extract, ocr: serviceOcr(env, { enabled: true }) })
-      : plain;
+  return (env, config, ceilings) =>
+    attachmentExtractor({
+      extract: withCeilings(extract, ceilings),
+      ocr: config.attachment_ocr ? serviceOcr(env, { enabled: true }) : undefined,
+    });
 }
 
 export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
@@ -139,7 +140,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     c.set("tenant", tenant);
     c.set("settings", settings);
     c.set("store", makeStore(c.env, settings, log));
-    c.set("extract", extract);
+    c.set("extract", withCeilings(extract, settings.extractCeilings));
     c.set("extractor", extractor);
     await next();
   });

@@ -4,6 +4,7 @@
  * header. Unknown fields are rejected: a misspelt switch must not silently leave a feature off.
  */
 import { z } from "zod";
+import { FIELD_LIMITS } from "./core/formats/shape.ts";
 import { formatPath, OffloadError, zodError } from "./errors.ts";
 
 export const RECALL_HARD_CAP_CHARS = 50_000;
@@ -116,6 +117,7 @@ const fields = {
   tool_result_pricing_model: z
     .string()
     .min(1)
+    .max(FIELD_LIMITS.model)
     .nullable()
     .default(null)
     .describe(

@@ -19,6 +19,11 @@ export interface Env {
   OFFLOAD_DEFAULT_CONFIG?: string;
   /** Request body limit in bytes (default 32 MiB). */
   OFFLOAD_MAX_BODY_BYTES?: string;
+  /**
+   * Ceilings of the extraction limits (JSON object, e.g. `{"max_pages":200}`; the built-in ones for
+   * the rest): callers may lower a limit below its ceiling, never raise it.
+   */
+  OFFLOAD_EXTRACT_LIMITS?: string;
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
   /**
@@ -33,4 +38,6 @@ export interface Env {
   OFFLOAD_OCR?: string;
   /** OCR ceilings (JSON): max_pixels, max_pages, cpu_ms, languages, min_confidence. */
   OFFLOAD_OCR_LIMITS?: string;
+  /** "on": `GET /?key=` signs in to the dashboard (local use; the key lands in URLs). Off by default. */
+  OFFLOAD_DASHBOARD_URL_KEYS?: string;
 }

@@ -7,10 +7,14 @@
  * Sizing: a query or path answers with at most QUERY_ANSWER_CHARS unless the call raises it with `max_chars`
  * (up to the session's cap); a call with n questions shares min(cap, max_chars or n·QUERY_ANSWER_CHARS)
  * between them. A slice (`offset`/`max_chars`) or the head is answered as before.
+ *
+ * Work: the questions of a call share one RecallWork (recall-work.ts), so however many are asked the call
+ * parses the body once and does no more than a bounded multiple of one question's work.
  */
 import { RECALL_HARD_CAP_CHARS } from "../config.ts";
 import type { OffloadStore } from "./ports.ts";
-import { type RecallAnswer, type RecallInput, recall } from "./recall.ts";
+import { echo, type RecallAnswer, type RecallInput, recall } from "./recall.ts";
+import { RecallWork } from "./recall-work.ts";
 import { formatInt } from "./text.ts";
 
 /** Questions one call may ask. */
@@ -108,11 +112,13 @@ export async function recallMany(input: RecallManyInput): Promise<RecallAnswer> 
     Math.floor(Math.min(cap, asked ?? QUERY_ANSWER_CHARS * list.length) / list.length),
   );
   const store = oneCallStore(input.store);
+  const work = new RecallWork(list.length);
   const answers: RecallAnswer[] = [];
   for (const q of list) {
     const answer = await recall({
       ...single,
       store,
+      work,
       max_chars: undefined,
       max_answer_chars: share,
       ...(hasQueries ? { query: q } : { json_path: q }),
@@ -125,8 +131,7 @@ export async function recallMany(input: RecallManyInput): Promise<RecallAnswer> 
   const content = [
     `${formatInt(list.length)} ${hasQueries ? "queries" : "json_paths"}, answered one by one:`,
     ...answers.map(
-      (a, i) =>
-        `=== ${kind} ${i + 1} of ${list.length}: ${JSON.stringify(list[i])} ===\n${a.content}`,
+      (a, i) => `=== ${kind} ${i + 1} of ${list.length}: ${echo(list[i]!)} ===\n${a.content}`,
     ),
   ].join("\n");
   return {

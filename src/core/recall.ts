@@ -3,10 +3,13 @@
  * semantic search), capped, and forgiving: a model's mistake is an `is_error` answer that says what to do
  * instead, never an exception. A mem_id of another session or tenant reads exactly like an unknown one.
  */
-import { JSONPath } from "jsonpath-plus";
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
-import { OffloadError } from "../errors.ts";
+import { isOffloadError, OffloadError } from "../errors.ts";
+import { FILTER_HELP } from "./json/filter.ts";
+import { PathSyntaxError, parsePath, pathString, type Selector, walkPath } from "./json/path.ts";
+import { boundedStringify } from "./json/stringify.ts";
 import type { OffloadStore } from "./ports.ts";
+import { RecallWork } from "./recall-work.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
 import { formatInt, safeCut } from "./text.ts";
 
@@ -28,6 +31,11 @@ export interface RecallInput extends RecallArguments {
   max_answer_chars?: number;
   /** ±context for query matches when the call gives no window. */
   default_window?: number;
+  /**
+   * The work budget this question shares with the other questions of its call (recall-many.ts);
+   * a recall without one has its own.
+   */
+  work?: RecallWork;
 }
 
 export type RecallAnswerMode = "query" | "slice" | "json_path" | "head" | "error";
@@ -46,6 +54,19 @@ export interface RecallAnswer {
 
 const NOTICE_RESERVE = 240;
 
+/**
+ * A json_path with more values than this is more than any answer can show, and is told to narrow
+ * (the answer's own cap bounds only what is sent; recall-work.ts bounds the rest of the work).
+ */
+export const MAX_MATCHES = 10_000;
+/** A longer json_path is refused before it is parsed. */
+export const MAX_JSON_PATH_CHARS = 1000;
+
+/** A model-chosen string repeated in an answer, quoted and cut: a 1 MB query must not make a 1 MB answer. */
+export function echo(text: string, max = 100): string {
+  return JSON.stringify(text.length > max ? `${text.slice(0, safeCut(text, max))}…` : text);
+}
+
 function mistake(content: string, total = 0): RecallAnswer {
   return { content, is_error: true, mode: "error", total_chars: total, truncated: false };
 }
@@ -53,7 +74,7 @@ function mistake(content: string, total = 0): RecallAnswer {
 function optionalInt(v: unknown, name: string, min: number): number | string | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== "number" || !Number.isInteger(v) || v < min)
-    return `${name} must be an integer ≥ ${min} (got ${JSON.stringify(v)}).`;
+    return `${name} must be an integer ≥ ${min} (got ${boundedStringify(v, 60).text}).`;
   return v;
 }
 
@@ -96,29 +117,41 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
   }
   if (stored === null) {
     return mistake(
-      `No offloaded result has mem_id ${JSON.stringify(memId)} in this conversation. Use a mem_id exactly as shown in a stub.`,
+      `No offloaded result has mem_id ${echo(memId, 64)} in this conversation. Use a mem_id exactly as shown in a stub.`,
     );
   }
   const body = stored.body;
+  const work = input.work ?? new RecallWork();
   let answer: RecallAnswer;
-  if (hasQuery)
-    answer = byQuery(
-      body,
-      memId,
-      query as string,
-      (window as number | undefined) ?? input.default_window ?? 300,
-      cap,
+  try {
+    if (hasQuery)
+      answer = byQuery(
+        body,
+        memId,
+        query as string,
+        (window as number | undefined) ?? input.default_window ?? 300,
+        cap,
+        work.matchLimit,
+      );
+    else if (hasPath) answer = byJsonPath(body, memId, jsonPath as string, cap, work);
+    else
+      answer = bySlice(
+        body,
+        memId,
+        (offset as number | undefined) ?? 0,
+        (maxChars as number | undefined) ?? cap,
+        cap,
+        offset === undefined && maxChars === undefined,
+      );
+  } catch (e) {
+    // Whatever the body or the arguments (a depth, a size, a bug of ours), the model gets an answer it can
+    // act on and the conversation goes on: a recall never fails the request that carries it.
+    if (isOffloadError(e) && e.type === "storage_error") throw e;
+    return mistake(
+      `${memId} could not be read this way (${e instanceof Error ? e.name : "error"}). Read a slice with offset and max_chars, or use a narrower query or json_path.`,
+      body.length,
     );
-  else if (hasPath) answer = byJsonPath(body, memId, jsonPath as string, cap);
-  else
-    answer = bySlice(
-      body,
-      memId,
-      (offset as number | undefined) ?? 0,
-      (maxChars as number | undefined) ?? cap,
-      cap,
-      offset === undefined && maxChars === undefined,
-    );
+  }
   if (!answer.is_error) {
     try {
       await input.store.noteRecall(ref, memId);
@@ -163,24 +196,122 @@ function bySlice(
   };
 }
 
+/** One excerpt of a query answer: chars start–end, covering matches first–last (1-based). */
+interface Excerpt {
+  start: number;
+  end: number;
+  first: number;
+  last: number;
+}
+
+/**
+ * Every match with ±window chars, overlapping windows merged into one excerpt so dense matches do not repeat
+ * the same text. One pass of indexOf that keeps only what the answer shows: excerpts are written as they
+ * close, the first one cut to fit when it alone is over the cap (a merged run of dense matches), and once the
+ * answer is full the scan only counts, up to `countLimit` (MAX_QUERY_COUNT, or a call's share of
+ * it). Work and memory are bounded by the body and the cap, not by the number of matches.
+ */
 function byQuery(
   body: string,
   memId: string,
   query: string,
   window: number,
   cap: number,
+  countLimit: number,
 ): RecallAnswer {
   const total = body.length;
-  const offsets: number[] = [];
+  const intro = ` for ${echo(query)} in ${memId} (${formatInt(total)} chars), ±${formatInt(window)} chars each:`;
+  // The header's count is at most "more than 10,000 matches".
+  const room = cap - NOTICE_RESERVE - (30 + intro.length);
+  const pieces: string[] = [];
+  let used = 0;
+  let full = false;
+  let shownMatches = 0;
+  let next: number | undefined;
+  let cur: Excerpt | null = null;
+  /** Offsets of the open excerpt's matches (it is closed once it outgrows the room, so this stays small). */
+  let curOffsets: number[] = [];
+  let count = 0;
+  let capped = false;
+
+  const close = (e: Excerpt, offsets: readonly number[]): void => {
+    const label = (first: number, last: number) =>
+      first === last ? `match ${first}` : `matches ${first}–${last}`;
+    const whole = `\n--- ${label(e.first, e.last)} (chars ${formatInt(e.start)}–${formatInt(e.end)}) ---\n`;
+    if (used + whole.length + (e.end - e.start) <= room) {
+      pieces.push(whole + body.slice(e.start, e.end));
+      used += whole.length + (e.end - e.start);
+      shownMatches = e.last;
+      return;
+    }
+    full = true;
+    next = offsets[0];
+    if (pieces.length > 0) return;
+    // Nothing shown yet: this excerpt, cut to fit, and moved forward if its first match would fall outside.
+    const budget = Math.max(1, room - 60);
+    const firstAt = offsets[0]!;
+    let start = e.start;
+    if (firstAt + query.length > start + budget)
+      start = safeCut(
+        body,
+        Math.max(e.start, firstAt - Math.floor(Math.max(0, budget - query.length) / 2)),
+      );
+    const end = safeCut(body, Math.min(e.end, start + budget));
+    const inside = offsets.filter((o) => o + query.length <= end);
+    const last = inside.length === 0 ? e.first : e.first + inside.length - 1;
+    pieces.push(
+      `\n--- ${label(e.first, last)} (chars ${formatInt(start)}–${formatInt(end)}, cut) ---\n${body.slice(start, end)}`,
+    );
+    shownMatches = inside.length === 0 ? 0 : last;
+    next = inside.length === 0 ? firstAt : offsets[inside.length];
+  };
+
   for (
-    let i = body.indexOf(query);
-    i !== -1;
-    i = body.indexOf(query, i + Math.max(1, query.length))
-  )
-    offsets.push(i);
-  if (offsets.length === 0) {
+    let at = body.indexOf(query);
+    at !== -1;
+    at = body.indexOf(query, at + Math.max(1, query.length))
+  ) {
+    count++;
+    if (count > countLimit) {
+      capped = true;
+      if (next === undefined) next = at;
+      break;
+    }
+    if (full) {
+      if (next === undefined) next = at;
+      continue;
+    }
+    const start = Math.max(0, safeCut(body, at - window));
+    const end = safeCut(body, Math.min(total, at + query.length + window));
+    if (cur !== null && start <= cur.end) {
+      cur.end = Math.max(cur.end, end);
+      cur.last = count;
+      curOffsets.push(at);
+    } else {
+      if (cur !== null) close(cur, curOffsets);
+      if (full) {
+        if (next === undefined) next = at;
+        continue;
+      }
+      cur = { start, end, first: count, last: count };
+      curOffsets = [at];
+    }
+    // A run of overlapping windows longer than the room can only be shown cut: close it now.
+    if (cur.end - cur.start > room - used) {
+      close(cur, curOffsets);
+      cur = null;
+      curOffsets = [];
+    }
+  }
+  if (cur !== null && !full) {
+    const capAt = next;
+    next = undefined;
+    close(cur, curOffsets);
+    if (next === undefined) next = capAt;
+  }
+  if (count === 0) {
     return {
-      content: `No match for ${JSON.stringify(query)} in ${memId} (${formatInt(total)} chars; matching is exact and case-sensitive). Try a shorter or differently cased query, or read a slice with offset and max_chars.`,
+      content: `No match for ${echo(query)} in ${memId} (${formatInt(total)} chars; matching is exact and case-sensitive). Try a shorter or differently cased query, or read a slice with offset and max_chars.`,
       is_error: false,
       mode: "query",
       total_chars: total,
@@ -188,42 +319,24 @@ function byQuery(
       matches: 0,
     };
   }
-  // Overlapping windows merge into one excerpt, so dense matches do not repeat the same text.
-  const excerpts: { start: number; end: number; first: number; last: number }[] = [];
-  offsets.forEach((at, n) => {
-    const start = Math.max(0, safeCut(body, at - window));
-    const end = safeCut(body, Math.min(total, at + query.length + window));
-    const prev = excerpts[excerpts.length - 1];
-    if (prev !== undefined && start <= prev.end) {
-      prev.end = Math.max(prev.end, end);
-      prev.last = n + 1;
-    } else excerpts.push({ start, end, first: n + 1, last: n + 1 });
-  });
-  let out = `${formatInt(offsets.length)} match${offsets.length === 1 ? "" : "es"} for ${JSON.stringify(query)} in ${memId} (${formatInt(total)} chars), ±${formatInt(window)} chars each:`;
-  let shownMatches = 0;
-  let truncated = false;
-  for (const e of excerpts) {
-    const label = e.first === e.last ? `match ${e.first}` : `matches ${e.first}–${e.last}`;
-    const piece = `\n--- ${label} (chars ${formatInt(e.start)}–${formatInt(e.end)}) ---\n${body.slice(e.start, e.end)}`;
-    if (out.length + piece.length > cap - NOTICE_RESERVE) {
-      truncated = true;
-      break;
-    }
-    out += piece;
-    shownMatches = e.last;
-  }
+  const counted = capped ? countLimit : count;
+  const many = capped
+    ? `more than ${formatInt(countLimit)} matches`
+    : `${formatInt(count)} match${count === 1 ? "" : "es"}`;
+  let out = `${many}${intro}${pieces.join("")}`;
+  const truncated = full || capped;
   if (truncated) {
-    out += `\n[cut: showing matches 1–${formatInt(shownMatches)} of ${formatInt(offsets.length)} to stay under ${formatInt(cap)} chars; refine the query, lower window, or read from offset=${offsets[shownMatches] ?? 0}.]`;
+    const of = capped ? `more than ${formatInt(countLimit)}` : formatInt(count);
+    out += `\n[cut: showing matches 1–${formatInt(shownMatches)} of ${of} to stay under ${formatInt(cap)} chars; refine the query, lower window, or read from offset=${next ?? 0}.]`;
   }
-  const next = truncated ? offsets[shownMatches] : undefined;
   return {
     content: out,
     is_error: false,
     mode: "query",
     total_chars: total,
     truncated,
-    matches: offsets.length,
-    ...(next === undefined ? {} : { next_offset: next }),
+    matches: counted,
+    ...(truncated && next !== undefined ? { next_offset: next } : {}),
   };
 }
 
@@ -236,38 +349,91 @@ export function normalizeJsonPath(path: string): string {
   return `$.${p}`;
 }
 
-function byJsonPath(body: string, memId: string, path: string, cap: number): RecallAnswer {
+const PATH_HINT =
+  "narrow the path: an index ($.items[0]), a slice ($.items[0:20]), a key ($.items[0].name) or a filter ($.items[?(@.price > 10)])";
+
+function byJsonPath(
+  body: string,
+  memId: string,
+  path: string,
+  cap: number,
+  work: RecallWork,
+): RecallAnswer {
   const total = body.length;
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
+  if (path.length > MAX_JSON_PATH_CHARS)
     return mistake(
-      `${memId} is not JSON, so json_path does not apply; use query, or offset with max_chars.`,
+      `json_path is ${formatInt(path.length)} chars long; at most ${formatInt(MAX_JSON_PATH_CHARS)} are read. Use a shorter path, e.g. "$.items[0].name".`,
       total,
     );
-  }
   const normalized = normalizeJsonPath(path);
-  let results: { path: string; value: unknown }[];
+  let selectors: Selector[];
   try {
-    // "safe" evaluation: production Workers forbid eval/new Function, and a model's filter is untrusted input.
-    const found = JSONPath({
-      path: normalized,
-      json: json as object,
-      eval: "safe",
-      wrap: true,
-      resultType: "all",
-    }) as { path: string; value: unknown }[];
-    results = found.map((r) => ({ path: r.path, value: r.value }));
+    selectors = parsePath(normalized);
   } catch (e) {
+    if (!(e instanceof PathSyntaxError)) throw e;
     return mistake(
-      `json_path ${JSON.stringify(path)} is not a valid JSONPath (${e instanceof Error ? e.message : "parse error"}). Example: "$.items[0].name".`,
+      `json_path ${echo(path)} is not a JSONPath this service reads (${e.message}). Example: "$.items[0].name"; ${FILTER_HELP}.`,
       total,
     );
   }
-  if (results.length === 0) {
+  const parsed = work.parse(memId, body);
+  if (!parsed.ok)
+    return mistake(
+      parsed.why === "too_large"
+        ? `${memId} holds too many JSON values (about ${formatInt(Math.round(parsed.bytes / 1_048_576))} MB once parsed) for json_path here; use query, or offset with max_chars.`
+        : parsed.why === "not_json"
+          ? `${memId} is not JSON, so json_path does not apply; use query, or offset with max_chars.`
+          : `${memId} is JSON too deeply nested to read with json_path; use query, or offset with max_chars.`,
+      total,
+    );
+  const shown = `at ${echo(normalized)} in ${memId}`;
+  // What the values may take: the cap less the cut notice and the header ("10,000 values " + shown + ":").
+  const room = cap - NOTICE_RESERVE - (16 + shown.length);
+  const pieces: string[] = [];
+  let used = 0;
+  let matches = 0;
+  let truncated = false;
+  const steps = work.steps(total);
+  const end = walkPath(parsed.json, selectors, {
+    budget: steps.budget,
+    onSteps: (n) => work.spend(n),
+    onMatch(value, at) {
+      matches++;
+      if (matches > MAX_MATCHES) return true;
+      if (truncated) return false;
+      const left = room - used;
+      const prefix = `\n${pathString(at, left)} = `;
+      const text = boundedStringify(value, Math.max(0, left - prefix.length));
+      const piece = prefix + text.text;
+      if (text.complete && piece.length <= left) {
+        pieces.push(piece);
+        used += piece.length;
+        return false;
+      }
+      // A value too big for what is left is shown cut when it is the first; later ones are left out.
+      if (pieces.length === 0) {
+        pieces.push(piece.slice(0, safeCut(piece, left)));
+        used = room;
+      }
+      truncated = true;
+      return false;
+    },
+  });
+  if (end === "stopped")
+    return mistake(
+      `json_path ${echo(normalized)} matches more than ${formatInt(MAX_MATCHES)} values in ${memId}: too many to answer. Please ${PATH_HINT}.`,
+      total,
+    );
+  if (end === "budget")
+    return mistake(
+      steps.shared
+        ? `json_path ${echo(normalized)} was not answered: this call's json_paths have used up the work one call may do on ${memId}. Ask it in a call of its own, or ${PATH_HINT}.`
+        : `json_path ${echo(normalized)} walks too much of ${memId} (${formatInt(total)} chars) for one recall. Please ${PATH_HINT}.`,
+      total,
+    );
+  if (matches === 0) {
     return {
-      content: `json_path ${JSON.stringify(normalized)} matched nothing in ${memId}. The stub's structure lists the top-level keys.`,
+      content: `json_path ${echo(normalized)} matched nothing in ${memId}. The stub's structure lists the top-level keys.`,
       is_error: false,
       mode: "json_path",
       total_chars: total,
@@ -275,32 +441,15 @@ function byJsonPath(body: string, memId: string, path: string, cap: number): Rec
       matches: 0,
     };
   }
-  let out = `${formatInt(results.length)} value${results.length === 1 ? "" : "s"} at ${JSON.stringify(normalized)} in ${memId}:`;
-  let shown = 0;
-  let truncated = false;
-  for (const r of results) {
-    const text = JSON.stringify(r.value, null, 1) ?? "null";
-    const piece = `\n${r.path} = ${text}`;
-    if (out.length + piece.length > cap - NOTICE_RESERVE) {
-      // A single huge value is still shown, cut; later ones are left out.
-      if (shown === 0) {
-        out += piece.slice(0, safeCut(piece, cap - NOTICE_RESERVE - out.length));
-        shown = 1;
-      }
-      truncated = true;
-      break;
-    }
-    out += piece;
-    shown++;
-  }
+  let out = `${formatInt(matches)} value${matches === 1 ? "" : "s"} ${shown}:${pieces.join("")}`;
   if (truncated)
-    out += `\n[cut at ${formatInt(cap)} chars: showing ${formatInt(shown)} of ${formatInt(results.length)} values; narrow the path (e.g. an index or a slice like [0:10]).]`;
+    out += `\n[cut at ${formatInt(cap)} chars: showing ${formatInt(pieces.length)} of ${formatInt(matches)} values; narrow the path (e.g. an index or a slice like [0:10]).]`;
   return {
     content: out,
     is_error: false,
     mode: "json_path",
     total_chars: total,
     truncated,
-    matches: results.length,
+    matches,
   };
 }

@@ -10,6 +10,11 @@ export type SessionInput = string | { tenant?: string; id: string } | SessionRef
 export const DEFAULT_TENANT = "default";
 const ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** A tenant or session id as the rule allows it (1-128 chars of letters, digits and . _ : -). */
+export function isSessionId(id: string): boolean {
+  return ID.test(id);
+}
+
 /** The session a caller names, validated: ids are 1-128 chars of letters, digits and . _ : - */
 export function sessionRef(input: SessionInput): SessionRef {
   const tenant = typeof input === "string" ? DEFAULT_TENANT : (input.tenant ?? DEFAULT_TENANT);

@@ -16,7 +16,13 @@ import type { ExtractionCache } from "../core/ports.ts";
 import { AttachmentError, type AttachmentErrorBody } from "./errors.ts";
 import { extractText } from "./extract.ts";
 import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
-import { type ExtractOptions, extractionVariant, resolveExtractOptions } from "./options.ts";
+import {
+  type ExtractCeilings,
+  type ExtractOptions,
+  extractionVariant,
+  resolveExtractOptions,
+  underCeilings,
+} from "./options.ts";
 import { sniff } from "./sniff.ts";
 import type { Attachment, DetectedFormat, ExtractResult } from "./types.ts";
 
@@ -28,7 +34,27 @@ export type ExtractionOutcome =
   | { ok: true; result: ExtractResult }
   | { ok: false; error: AttachmentErrorBody };
 
-export type Extractor = (attachment: Attachment, options: ExtractOptions) => Promise<ExtractResult>;
+/**
+ * An extractor; with `ceilings`, a deployment's: every extraction through it runs under those
+ * ceilings, and its cache key names the limits it really ran with.
+ */
+export type Extractor = ((
+  attachment: Attachment,
+  options: ExtractOptions,
+) => Promise<ExtractResult>) & {
+  ceilings?: ExtractCeilings;
+};
+
+/**
+ * `extract` under a deployment's ceilings (whatever options its callers pass, e.g. a session's
+ * config).
+ */
+export function withCeilings(extract: Extractor, ceilings: ExtractCeilings): Extractor {
+  const run: Extractor = (attachment, options) =>
+    extract(attachment, underCeilings(options, ceilings));
+  run.ceilings = ceilings;
+  return run;
+}
 
 export interface CachedExtractInput {
   attachment: Attachment;
@@ -126,7 +152,9 @@ function decodedAttachment(original: Attachment, a: NormalizedAttachment): Attac
  * thrown.
  */
 export async function extractCached(input: CachedExtractInput): Promise<CachedExtractOutput> {
-  const options = input.options ?? {};
+  const ceilings = input.extract?.ceilings;
+  const options =
+    ceilings === undefined ? (input.options ?? {}) : underCeilings(input.options ?? {}, ceilings);
   const resolved = resolveExtractOptions(options); // invalid options throw before any work
   const extract = input.extract ?? extractText;
   let a: NormalizedAttachment;

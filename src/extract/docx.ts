@@ -5,7 +5,7 @@
  * text boxes (mc:Fallback, which repeats mc:Choice) are skipped. Headers, footers, footnotes and comments
  * are not read.
  */
-import { tidy } from "./html.ts";
+import { tidy, trimBlanksEnd } from "./html.ts";
 import { type OoxmlPackage, officeDocumentPath } from "./ooxml.ts";
 import type { ExtractResult } from "./types.ts";
 import { attrLocal, scanXml } from "./xml.ts";
@@ -23,8 +23,14 @@ interface Paragraph {
   prefix: string;
 }
 
-export function docxXmlToText(xml: string): string {
+/**
+ * The document's text. Scanning stops once the text is surely longer than `maxChars` (the caller cuts it
+ * there): a 16 MB part is not turned into 16 MB of lines only to keep the first 200,000 chars.
+ */
+export function docxXmlToText(xml: string, maxChars = Number.POSITIVE_INFINITY): string {
   const out: string[] = [];
+  // A lower bound of the tidied length of `out`: tidy only drops blank lines and one space per line start.
+  let written = 0;
   const paragraphs: Paragraph[] = [];
   const tables: Table[] = [];
   let inText = false;
@@ -34,7 +40,10 @@ export function docxXmlToText(xml: string): string {
   const emitLine = (line: string): void => {
     const table = tables[tables.length - 1];
     if (table?.cell) table.cell.parts.push(line);
-    else out.push(line);
+    else {
+      out.push(line);
+      written += Math.max(0, line.length - 1);
+    }
   };
   const append = (s: string): void => {
     const p = paragraphs[paragraphs.length - 1];
@@ -120,9 +129,9 @@ export function docxXmlToText(xml: string): string {
         case "p": {
           const p = paragraphs.pop();
           if (!p) return;
-          const text = p.text.replace(/[ \t]+$/, "");
+          const text = trimBlanksEnd(p.text);
           emitLine(text === "" ? "" : p.prefix + text);
-          return;
+          return written > maxChars;
         }
         case "tc": {
           const t = tables[tables.length - 1];
@@ -155,7 +164,8 @@ export function docxXmlToText(xml: string): string {
           if (first && t.rows.length > 1)
             rows.splice(1, 0, `|${first.map(() => " --- |").join("")}`);
           out.push("", ...rows, "");
-          return;
+          for (const row of rows) written += row.length;
+          return written > maxChars;
         }
       }
     },
@@ -166,10 +176,13 @@ export function docxXmlToText(xml: string): string {
   return tidy(out.join("\n"));
 }
 
-export async function extractDocx(pkg: OoxmlPackage): Promise<ExtractResult> {
+export async function extractDocx(
+  pkg: OoxmlPackage,
+  maxChars = Number.POSITIVE_INFINITY,
+): Promise<ExtractResult> {
   const main = (await officeDocumentPath(pkg)) ?? "word/document.xml";
   const xml = await pkg.text(main);
   if (xml === null) throw pkg.corrupt(`the document part ${main} is missing`);
-  const text = pkg.parse(main, () => docxXmlToText(xml));
+  const text = pkg.parse(main, () => docxXmlToText(xml, maxChars));
   return { text, format: "docx", truncated: false };
 }

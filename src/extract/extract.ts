@@ -140,7 +140,8 @@ async function extractSniffed(
   options: ResolvedExtractOptions,
 ): Promise<ExtractResult> {
   if (format === "pdf") return extractPdf(a.bytes, options);
-  if (format === "docx") return extractDocx(new OoxmlPackage("docx", a.bytes, options, zip));
+  if (format === "docx")
+    return extractDocx(new OoxmlPackage("docx", a.bytes, options, zip), options.max_chars);
   if (format === "xlsx")
     return extractXlsx(new OoxmlPackage("xlsx", a.bytes, options, zip), options);
   if (isTextFormat(format)) return extractPlain(a, format);

@@ -141,9 +141,9 @@ export function htmlToText(html: string): string {
       const close = closer.exec(html)?.index ?? -1;
       const inner = close === -1 ? "" : html.slice(end, close);
       if (name === "head") {
-        const m = /<title[^>]*>([\s\S]*?)<\/title/i.exec(inner);
-        if (m) {
-          pushText(m[1]!);
+        const title = titleOf(inner);
+        if (title !== null) {
+          pushText(title);
           newline(2);
         }
       }
@@ -177,9 +177,35 @@ export function htmlToText(html: string): string {
   return tidy(out.join(""));
 }
 
+/**
+ * The text of a head's first `<title …>…</title`. Found with two searches instead of a lazy regex: a head of
+ * 128,000 unclosed `<title>`s made the regex retry from each one (quadratic), and if the first `<title`
+ * has no close after it, no later one can.
+ */
+function titleOf(head: string): string | null {
+  const open = /<title/i.exec(head);
+  if (open === null) return null;
+  const gt = head.indexOf(">", open.index + 6);
+  if (gt === -1) return null;
+  const close = /<\/title/gi;
+  close.lastIndex = gt + 1;
+  const end = close.exec(head);
+  return end === null ? null : head.slice(gt + 1, end.index);
+}
+
+/**
+ * `s` without trailing spaces and tabs. By hand: /[ \t]+$/ retries at every blank of a long inner run of
+ * blanks (a <pre> of 100,000 spaces before one letter), which is quadratic.
+ */
+export function trimBlanksEnd(s: string): string {
+  let end = s.length;
+  while (end > 0 && (s.charCodeAt(end - 1) === 32 || s.charCodeAt(end - 1) === 9)) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
+
 /** Trim line ends (and the one space a collapsed break leaves at a line start), keep at most one blank line. */
 export function tidy(text: string): string {
-  const lines = text.split("\n").map((l) => l.replace(/^ (?=\S)/, "").replace(/[ \t]+$/, ""));
+  const lines = text.split("\n").map((l) => trimBlanksEnd(l.replace(/^ (?=\S)/, "")));
   const kept: string[] = [];
   for (const line of lines) {
     if (line === "" && (kept.length === 0 || kept[kept.length - 1] === "")) continue;

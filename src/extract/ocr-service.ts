@@ -25,6 +25,7 @@ import {
   type OcrOptions,
 } from "./ocr.ts";
 import { tesseractEngine } from "./ocr-tesseract.ts";
+import { beyondCeiling } from "./options.ts";
 
 /** The R2 key of a language's trained data. */
 export const ocrModelKey = (language: string): string => `ocr/${language}.traineddata`;
@@ -115,16 +116,12 @@ export function ocrLimitsFor(
   const lower = (k: "max_pixels" | "max_pages" | "cpu_ms"): number => {
     const asked = request[k];
     if (asked === undefined) return deployment[k];
-    if (asked > deployment[k])
-      throw invalid(name(k), `at most ${deployment[k]} on this deployment (asked ${asked})`);
+    if (asked > deployment[k]) throw beyondCeiling(name(k), deployment[k], asked);
     return asked;
   };
   const floor = request.min_confidence ?? deployment.min_confidence;
   if (floor < deployment.min_confidence)
-    throw invalid(
-      name("min_confidence"),
-      `at least ${deployment.min_confidence} on this deployment (asked ${floor})`,
-    );
+    throw beyondCeiling(name("min_confidence"), deployment.min_confidence, floor, { floor: true });
   const language = request.language ?? deployment.languages[0]!;
   if (!deployment.languages.includes(language))
     throw invalid(

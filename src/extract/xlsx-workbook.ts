@@ -76,7 +76,8 @@ export function dateStyleOf(code: string): DateStyle | undefined {
   const bare = code
     .replace(/"[^"]*"/g, "")
     .replace(/\\./g, "")
-    .replace(/\[(?![hms]+\])[^\]]*\]/gi, "")
+    // [^[\]]: a bracket never spans another "[", so an unclosed one cannot make this scan quadratic.
+    .replace(/\[(?![hms]+\])[^[\]]*\]/gi, "")
     .split(";")[0]!;
   if (/[dy]/i.test(bare)) return "date";
   if (/[hs]/i.test(bare)) return "time";

@@ -33,6 +33,13 @@ function nameEnd(xml: string, i: number): number {
   return j;
 }
 
+/** Index of `ch` in xml[from, to), or -1. */
+function indexBefore(xml: string, ch: string, from: number, to: number): number {
+  const code = ch.charCodeAt(0);
+  for (let i = from; i < to; i++) if (xml.charCodeAt(i) === code) return i;
+  return -1;
+}
+
 export function scanXml(xml: string, v: XmlVisitor): void {
   const { open, close, text } = v;
   let i = 0;
@@ -57,11 +64,13 @@ export function scanXml(xml: string, v: XmlVisitor): void {
         if (end === -1) throw new XmlError("unterminated comment");
         i = end + 3;
       } else {
-        // <!DOCTYPE …> (possibly with an internal subset in brackets): skipped, never interpreted.
-        const bracket = xml.indexOf("[", lt);
+        // <!DOCTYPE …> (possibly with an internal subset in brackets): skipped, never interpreted. The "["
+        // is looked for before the ">" only: searched to the end, each of a run of declarations without one
+        // would scan the rest of the part (quadratic).
         const gt = xml.indexOf(">", lt);
         if (gt === -1) throw new XmlError("unterminated declaration");
-        if (bracket !== -1 && bracket < gt) {
+        const bracket = indexBefore(xml, "[", lt, gt);
+        if (bracket !== -1) {
           const endSubset = xml.indexOf("]", bracket);
           const gt2 = endSubset === -1 ? -1 : xml.indexOf(">", endSubset);
           if (gt2 === -1) throw new XmlError("unterminated DOCTYPE");

@@ -1,7 +1,9 @@
 /**
  * Bearer-key auth. `OFFLOAD_API_KEYS` is `tenant:key,tenant:key` (commas or newlines); the key a request
- * presents names its tenant. Keys are compared as SHA-256 digests in constant time, against every configured
- * key whatever matched, so timing tells nothing about a key's prefix. Keys are never logged.
+ * presents names its tenant. One rule says what a key is (KEY_RULE), checked where the keys are read, and
+ * the API, the proxy and the dashboard all compare a presented key the same way. Keys are compared as
+ * SHA-256 digests in constant time, against every configured key whatever matched, so timing tells
+ * nothing about a key's prefix. Keys are never logged.
  */
 import { OffloadError } from "../errors.ts";
 
@@ -12,6 +14,14 @@ export interface ApiKey {
 
 /** Like a session id but without ":", which separates tenant from key. */
 const TENANT = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * What a key is, everywhere (OFFLOAD_API_KEYS, `Authorization: Bearer`, `x-offload-key`, the dashboard's
+ * form): 16–256 printable ASCII characters, no space (a Bearer token cannot hold one) and no comma (it
+ * separates entries). A presented value is read without surrounding blanks.
+ */
+export const KEY_RULE = /^[\x21-\x2b\x2d-\x7e]{16,256}$/;
+export const KEY_RULE_TEXT = "a key is 16–256 printable ASCII characters without spaces or commas";
 
 const encoder = new TextEncoder();
 let cached: { raw: string; keys: Promise<ApiKey[]> } | undefined;
@@ -42,6 +52,8 @@ export function parseApiKeys(
         const key = entry.slice(at + 1);
         if (at <= 0 || !TENANT.test(tenant) || key.length === 0)
           warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: expected tenant:key`);
+        else if (!KEY_RULE.test(key))
+          warn(`[edge-offload] OFFLOAD_API_KEYS entry #${i + 1} ignored: ${KEY_RULE_TEXT}`);
         else entries.push({ tenant, key });
       });
     const owners = new Map<string, Set<string>>();
@@ -67,8 +79,14 @@ function equalDigests(a: Uint8Array, b: Uint8Array): boolean {
   return diff === 0;
 }
 
-/** The tenant a presented key belongs to, or null. */
+/** A presented key as it is compared: without surrounding blanks (an empty string when there is none). */
+export function presentedKey(value: string | undefined | null): string {
+  return (value ?? "").trim();
+}
+
+/** The tenant a presented key belongs to, or null (also for a value that breaks the key rule). */
 export async function tenantOf(keys: readonly ApiKey[], presented: string): Promise<string | null> {
+  if (!KEY_RULE.test(presented)) return null;
   const digest = await sha256(presented);
   let tenant: string | null = null;
   for (const k of keys) {
@@ -88,7 +106,7 @@ export function bearerKey(header: string | undefined): string {
   const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
   if (m === null)
     throw new OffloadError("unauthorized", "the Authorization header must be: Bearer <key>");
-  return m[1]!;
+  return presentedKey(m[1]);
 }
 
 /**

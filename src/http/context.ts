@@ -12,6 +12,7 @@ import type { AttachmentExtractor } from "../core/ports.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import type { Extractor } from "../extract/cache.ts";
+import { beyondCeiling, type ExtractCeilings, parseExtractCeilings } from "../extract/options.ts";
 import { parseRetention } from "../session/state.ts";
 import type { ServiceStore } from "../store/ports.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./body.ts";
@@ -25,6 +26,8 @@ export interface Settings {
   /** The deployment's config layer (OFFLOAD_DEFAULT_CONFIG). */
   defaultConfig: OffloadConfigPatch;
   secret: string | undefined;
+  /** The deployment's extraction ceilings (OFFLOAD_EXTRACT_LIMITS): callers may only go below them. */
+  extractCeilings: ExtractCeilings;
 }
 
 export type AppEnv = {
@@ -43,29 +46,41 @@ export type AppEnv = {
 };
 
 /**
- * The attachment policy's extractor for one request, given its bindings and its effective config
- * (the deployment's OCR joins it when the config asks for OCR).
+ * The attachment policy's extractor for one request, given its bindings, its effective config (the
+ * deployment's OCR joins it when the config asks for OCR) and the deployment's extraction ceilings.
  */
-export type ExtractorFor = (env: Env, config: OffloadConfig) => AttachmentExtractor;
+export type ExtractorFor = (
+  env: Env,
+  config: OffloadConfig,
+  ceilings: ExtractCeilings,
+) => AttachmentExtractor;
 
 const CONTROL_BODY_BYTES = 1024 * 1024;
-let cachedDefault: { raw: string; patch: OffloadConfigPatch } | undefined;
-
-function deploymentConfig(raw: string | undefined): OffloadConfigPatch {
-  const text = raw ?? "";
-  if (cachedDefault?.raw === text) return cachedDefault.patch;
-  let patch: OffloadConfigPatch;
-  try {
-    patch = text.trim() === "" ? {} : parseConfigPatch(JSON.parse(text), "OFFLOAD_DEFAULT_CONFIG");
-  } catch (cause) {
-    // A deployment mistake, not the caller's: a 500 for them, the reason for the operator's log.
-    throw new OffloadError("internal", "service misconfigured: OFFLOAD_DEFAULT_CONFIG is invalid", {
-      cause,
-    });
-  }
-  cachedDefault = { raw: text, patch };
-  return patch;
+/**
+ * A JSON var read once per value (vars do not change within an isolate). A bad one is a deployment mistake,
+ * not the caller's: a 500 for them, the reason for the operator's log.
+ */
+function cachedVar<T>(name: string, read: (text: string) => T): (raw: string | undefined) => T {
+  let cached: { raw: string; value: T } | undefined;
+  return (raw) => {
+    const text = raw ?? "";
+    if (cached?.raw === text) return cached.value;
+    let value: T;
+    try {
+      value = read(text);
+    } catch (cause) {
+      throw new OffloadError("internal", `service misconfigured: ${name} is invalid`, { cause });
+    }
+    cached = { raw: text, value };
+    return value;
+  };
 }
+
+const deploymentConfig = cachedVar("OFFLOAD_DEFAULT_CONFIG", (text) =>
+  text.trim() === "" ? {} : parseConfigPatch(JSON.parse(text), "OFFLOAD_DEFAULT_CONFIG"),
+);
+
+const extractCeilings = cachedVar("OFFLOAD_EXTRACT_LIMITS", parseExtractCeilings);
 
 function byteLimit(raw: string | undefined, override: number | undefined): number {
   if (override !== undefined) return override;
@@ -90,7 +105,34 @@ export function settingsOf(env: Env, overrides: { maxBodyBytes?: number } = {}):
       env.OFFLOAD_SECRET === undefined || env.OFFLOAD_SECRET === ""
         ? undefined
         : env.OFFLOAD_SECRET,
+    extractCeilings: extractCeilings(env.OFFLOAD_EXTRACT_LIMITS),
   };
+}
+
+/** The config keys that reach extraction, and the ceiling each one is bound by. */
+const CEILED: {
+  key: "attachment_max_pages" | "attachment_max_chars";
+  limit: keyof ExtractCeilings;
+}[] = [
+  { key: "attachment_max_pages", limit: "max_pages" },
+  { key: "attachment_max_chars", limit: "max_chars" },
+];
+
+/**
+ * Refuses a caller's config layer (a session's PUT, a request's header) that asks extraction for more than
+ * the deployment's ceilings: an `invalid_config` error naming the field.
+ */
+export function checkConfigCeilings(
+  settings: Settings,
+  patch: OffloadConfigPatch,
+  where: string,
+): void {
+  for (const { key, limit } of CEILED) {
+    const v = patch[key];
+    const ceiling = settings.extractCeilings[limit];
+    if (v !== undefined && v > ceiling)
+      throw beyondCeiling(`${where}.${key}`, ceiling, v, { type: "invalid_config" });
+  }
 }
 
 /** The `x-offload-config` header: a JSON config patch for this request only. */
@@ -109,12 +151,17 @@ export function headerConfig(value: string | undefined): OffloadConfigPatch {
 
 /**
  * Defaults ← deployment (OFFLOAD_DEFAULT_CONFIG) ← session (PUT …/config) ← request
- * (x-offload-config).
+ * (x-offload-config). The request's layer is refused above the extraction ceilings; a stored
+ * session layer older than a lowered ceiling, or the deployment's own layer, is brought down to it.
  */
 export function effectiveConfig(
   settings: Settings,
   session: OffloadConfigPatch,
   request: OffloadConfigPatch = {},
 ): OffloadConfig {
-  return resolveConfig(settings.defaultConfig, session, request);
+  checkConfigCeilings(settings, request, "x-offload-config");
+  const config = resolveConfig(settings.defaultConfig, session, request);
+  for (const { key, limit } of CEILED)
+    config[key] = Math.min(config[key], settings.extractCeilings[limit]);
+  return config;
 }

@@ -3,13 +3,25 @@
  * carries it) with the turn's counts, token estimates, the estimated saving and what went wrong, e.g. a
  * ledger write that failed (the result then stayed full).
  */
-
+import { FIELD_LIMITS } from "../core/formats/shape.ts";
 import type { ExtractionProblem, Problem } from "../core/problems.ts";
 import { type CompactReport, emptyReport } from "../core/turn/report.ts";
 import type { Format } from "../core/types.ts";
 
 /** Enough to say what failed without letting one bad turn blow past header size limits. */
 const MAX_ERRORS = 8;
+/**
+ * The whole header, in chars. Node's fetch (undici, under the official SDKs) refuses a response
+ * whose headers pass 16 KB; a few KB leaves room for the provider's own. Each echoed field is
+ * bounded below, and lists are shortened (their totals stay) should the header still be longer.
+ */
+export const MAX_SUMMARY_HEADER_CHARS = 4096;
+const MAX_MESSAGE_CHARS = 200;
+
+/** A string from the request or a store, cut to `max` chars (whatever a caller sent). */
+function clip(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}…` : text;
+}
 
 /** The report's fields the header repeats as they are (tokens_after and saved_* are adjusted for shadow mode). */
 type ReportFields = Pick<
@@ -74,11 +86,30 @@ function attachmentSummary(report: CompactReport["attachments"]): AttachmentSumm
   if (report === null) return null;
   const { items, estimate: _estimate, new_decisions: _n, ...counts } = report;
   const failures = items.flatMap((d) =>
-    d.error === undefined
-      ? []
-      : [{ ...d.error, message: d.error.message.slice(0, 200), path: d.path }],
+    d.error === undefined ? [] : [boundedProblem({ ...d.error, path: d.path })],
   );
   return { ...counts, failures: failures.slice(0, MAX_ERRORS) };
+}
+
+/** The bound of each member a problem may carry besides its message. */
+const PROBLEM_FIELD_CHARS: Record<string, number> = {
+  tool_use_id: FIELD_LIMITS.id,
+  mem_id: FIELD_LIMITS.id,
+  path: MAX_MESSAGE_CHARS,
+  reason: 100,
+};
+
+/** A problem as the header carries it: its message, ids, path and reason cut to their bounds. */
+function boundedProblem<P extends Problem>(problem: P): P {
+  const out: Record<string, unknown> = {
+    ...problem,
+    message: clip(problem.message, MAX_MESSAGE_CHARS),
+  };
+  for (const [key, max] of Object.entries(PROBLEM_FIELD_CHARS)) {
+    const v = out[key];
+    if (typeof v === "string") out[key] = clip(v, max);
+  }
+  return out as P;
 }
 
 export function summaryOf(
@@ -94,8 +125,8 @@ export function summaryOf(
     offload: report.offload,
     changed,
     format: report.format,
-    model: report.model,
-    priced_as: report.priced_as,
+    model: report.model === null ? null : clip(report.model, FIELD_LIMITS.model),
+    priced_as: report.priced_as === null ? null : clip(report.priced_as, FIELD_LIMITS.model),
     turn: report.turn,
     results: report.results,
     kept: report.kept,
@@ -111,7 +142,7 @@ export function summaryOf(
     would_save_usd: shadow ? report.saved_usd : 0,
     recall_tool: report.recall_tool,
     attachments: attachmentSummary(report.attachments),
-    errors: all.slice(0, MAX_ERRORS).map((e) => ({ ...e, message: e.message.slice(0, 300) })),
+    errors: all.slice(0, MAX_ERRORS).map(boundedProblem),
     errors_total: all.length,
   };
 }
@@ -121,9 +152,30 @@ export function passThroughSummary(format: Format): Summary {
   return summaryOf(emptyReport(format, false, false), false, []);
 }
 
-export function summaryHeader(summary: Summary): string {
+function ascii(summary: Summary): string {
   return JSON.stringify(summary).replace(
     /[\u007f-\uffff]/g,
     (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
   );
+}
+
+/**
+ * The header value: one line of ASCII JSON, at most MAX_SUMMARY_HEADER_CHARS. Over it, the lists
+ * are shortened from their ends (`errors_total` and the attachment counts still say how many there
+ * were).
+ */
+export function summaryHeader(summary: Summary): string {
+  let s = summary;
+  let text = ascii(s);
+  while (text.length > MAX_SUMMARY_HEADER_CHARS) {
+    const failures = s.attachments?.failures ?? [];
+    // The longer list first, so both kinds of trouble keep a few examples.
+    if (s.errors.length > 0 && s.errors.length >= failures.length)
+      s = { ...s, errors: s.errors.slice(0, -1) };
+    else if (s.attachments !== null && failures.length > 0)
+      s = { ...s, attachments: { ...s.attachments, failures: failures.slice(0, -1) } };
+    else break; // every field left is bounded on its own: this cannot stay over the cap
+    text = ascii(s);
+  }
+  return text;
 }

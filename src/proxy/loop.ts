@@ -266,8 +266,14 @@ async function* hopStream(
       yield merger.finish(next);
       // A mixed turn's recalls run after the client has its answer: here they are only counted (the
       // answer is replayed when the next request is spliced).
-      if (next === "mixed")
-        state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
+      if (next === "mixed") {
+        try {
+          state.outcome.recalls += (await execute(call, result.inspection.recalls)).length;
+        } catch {
+          // Only the count is lost: a throw here would error the stream and drop the events still
+          // queued.
+        }
+      }
       return;
     }
     const results = await execute(call, result.inspection.recalls);

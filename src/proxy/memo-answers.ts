@@ -8,8 +8,9 @@ import type { ProxyMemo, ProxyStore } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 
 /**
- * Every memo's answers by call id. A memo whose ledger cannot be read just now is left out (logged):
- * the request is still valid as the client holds it, only the model's recall answer is missing.
+ * Every memo's answers by call id. A memo that cannot be replayed just now is left out (logged),
+ * whatever the failure: the request is still valid as the client holds it, only the model's recall
+ * answer is missing, and a remembered call must never fail every later turn of its conversation.
  */
 export async function memoAnswers(
   memos: readonly ProxyMemo[],
@@ -26,11 +27,15 @@ export async function memoAnswers(
       });
       for (const r of replayed) answers.set(r.id, r);
     } catch (e) {
-      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
       ctx.log(
-        "[edge-offload] a remembered recall could not be replayed; the request goes without it",
+        `[edge-offload] a remembered recall could not be replayed (${failureName(e)}); the request goes without it`,
       );
     }
   }
   return answers;
+}
+
+/** What failed, for a log line: an error's type or name, never its message (it may quote a body). */
+export function failureName(e: unknown): string {
+  return isOffloadError(e) ? e.type : e instanceof Error ? e.name : "error";
 }

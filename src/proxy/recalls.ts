@@ -2,7 +2,8 @@
  * Running the model's recall_tool_result calls for the proxy: the core's `recall` with the session's recall
  * settings. A model's mistake (arguments that are not a JSON object, an unknown mem_id) and a ledger that
  * cannot be read right now are answers the model reads, never a failed client call. Replaying a remembered
- * call (`count: false`) throws instead: its answer must have the same bytes as before, or not be sent.
+ * call (`count: false`) throws instead: its answer must have the same bytes as before, or not be sent, and the
+ * caller leaves it out.
  */
 import type { OffloadStore } from "../core/ports.ts";
 import { recallMany } from "../core/recall-many.ts";
@@ -76,10 +77,14 @@ export async function runRecalls(
       out.push({ id: call.id, content: answer.content, is_error: answer.is_error });
     } catch (e) {
       // A replayed answer must come out with the same bytes or not at all (the caller then leaves it out).
-      if (!isOffloadError(e) || e.type !== "storage_error" || !ctx.count) throw e;
+      if (!ctx.count) throw e;
+      // A live call always gets an answer: whatever failed, the model can try again or read another way.
+      const transient = isOffloadError(e) && e.type === "storage_error";
       out.push({
         id: call.id,
-        content: "The stored result could not be read just now; call recall_tool_result again.",
+        content: transient
+          ? "The stored result could not be read just now; call recall_tool_result again."
+          : "recall_tool_result could not answer this call; read a slice with offset and max_chars instead.",
         is_error: true,
       });
     }

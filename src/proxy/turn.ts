@@ -16,7 +16,7 @@ import type { Dialect } from "./dialect.ts";
 import { dryRunStore } from "./dry-run-store.ts";
 import { clientHeaders } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
-import { memoAnswers } from "./memo-answers.ts";
+import { failureName, memoAnswers } from "./memo-answers.ts";
 import type { ProxyMemo, ProxyStore } from "./port.ts";
 import { send } from "./upstream.ts";
 
@@ -155,9 +155,12 @@ async function spliceMemos(
     const { edits, spliced } = dialect.splice(text, candidates, answers);
     return edits.length === 0 ? { text, spliced: 0 } : { text: splice(text, edits), spliced };
   } catch (e) {
-    // Malformed JSON: compaction reports it with its path.
-    if (isOffloadError(e) && (e.type === "invalid_json" || e.type === "invalid_request"))
-      return { text, spliced: 0 };
-    throw e;
+    // Malformed JSON: compaction reports it with its path. Anything else is ours: the request goes
+    // as the client holds it rather than failing this and every later turn of the conversation.
+    if (!isOffloadError(e) || (e.type !== "invalid_json" && e.type !== "invalid_request"))
+      input.log(
+        `[edge-offload] remembered recalls could not be spliced (${failureName(e)}); the request goes without them`,
+      );
+    return { text, spliced: 0 };
   }
 }

@@ -79,7 +79,7 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     config,
     store,
     secret,
-    extractor: c.var.extractor(c.env, config),
+    extractor: c.var.extractor(c.env, config, settings.extractCeilings),
   });
   return new Response(out.request, {
     headers: {

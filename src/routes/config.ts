@@ -6,7 +6,7 @@
 import { Hono } from "hono";
 import { parseConfigPatch } from "../config.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
-import { type AppEnv, effectiveConfig } from "../http/context.ts";
+import { type AppEnv, checkConfigCeilings, effectiveConfig } from "../http/context.ts";
 import { refOf } from "./session-param.ts";
 
 export const configRoutes = new Hono<AppEnv>().put("/:id/config", async (c) => {
@@ -16,6 +16,7 @@ export const configRoutes = new Hono<AppEnv>().put("/:id/config", async (c) => {
     parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)),
     "config",
   );
+  checkConfigCeilings(settings, patch, "config");
   await store.setConfig(ref, patch);
   return c.json({
     tenant: ref.tenant,

@@ -1,21 +1,27 @@
 /**
- * GET / and POST / — the savings dashboard, behind the API's own keys. Without a key, GET / is the login form;
- * the form posts the key (it stays out of URLs), and `GET /?key=` is accepted for local use. A valid key gets
+ * GET / and POST / — the savings dashboard, behind the API's own keys. GET / is the login form; the form posts
+ * the key (it stays out of URLs, logs and history). `GET /?key=` signs in only where the deployment allows it
+ * (`OFFLOAD_DASHBOARD_URL_KEYS=on`, set for local use); elsewhere it is the login form alone. A valid key gets
  * the dashboard page, whose script calls the /v1 report routes with that key as its Bearer token; a wrong one
  * gets the form again with a 401. The key is never logged, and nothing here may be cached (`no-store`).
  */
 import { Hono } from "hono";
 import { dashboardPage, loginPage } from "../dashboard/page.ts";
 import { isOffloadError } from "../errors.ts";
-import { authenticate, parseApiKeys, tenantOf } from "../http/auth.ts";
+import { authenticate, parseApiKeys, presentedKey, tenantOf } from "../http/auth.ts";
 import { readText } from "../http/body.ts";
 import type { AppEnv } from "../http/context.ts";
+
+/** A key in a URL ends up in logs and browser history: only a deployment that says so accepts one. */
+function urlKeysAllowed(value: string | undefined): boolean {
+  return (value ?? "").trim().toLowerCase() === "on";
+}
 
 /** A login form is a key and a field name: anything larger is not one. */
 const LOGIN_BODY_BYTES = 64 * 1024;
 
 /** The key `npm start` runs with (.dev.vars.example). */
-export const LOCAL_DEV_KEY = "sk-local-dev";
+export const LOCAL_DEV_KEY = "sk-local-dev-key-1234";
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
 
 /**
@@ -79,15 +85,15 @@ export function dashboardRoutes(log: (line: string) => void): Hono<AppEnv> {
   return new Hono<AppEnv>()
     .get("/", async (c) => {
       const key = c.req.query("key");
-      if (key === undefined) {
+      if (key === undefined || !urlKeysAllowed(c.env.OFFLOAD_DASHBOARD_URL_KEYS)) {
         const n = nonce();
         const hint = await localKeyHint(c.req.url, c.env.OFFLOAD_API_KEYS);
         return html(loginPage(n, undefined, hint), 200, n);
       }
-      return signIn(c.req.url, c.env.OFFLOAD_API_KEYS, key);
+      return signIn(c.req.url, c.env.OFFLOAD_API_KEYS, presentedKey(key));
     })
     .post("/", async (c) => {
       const form = new URLSearchParams(await readText(c.req.raw, LOGIN_BODY_BYTES));
-      return signIn(c.req.url, c.env.OFFLOAD_API_KEYS, (form.get("key") ?? "").trim());
+      return signIn(c.req.url, c.env.OFFLOAD_API_KEYS, presentedKey(form.get("key")));
     });
 }

@@ -9,6 +9,8 @@
  * - Query: the extraction limits (`max_pages`, `max_chars`, … of ExtractLimitsSchema), `on_error`, and OCR:
  *   `ocr=true` with the deployment's OCR on (OFFLOAD_OCR) reads images and scanned PDF pages, within limits
  *   the request may lower (`ocr_lang`, `ocr_max_pixels`, `ocr_max_pages`, `ocr_cpu_ms`, `ocr_min_confidence`).
+ *   A limit may only be lowered: one above the deployment's ceiling (OFFLOAD_EXTRACT_LIMITS,
+ *   OFFLOAD_OCR_LIMITS) is a 400 naming it.
  *
  * Outcomes are cached in the ledger (R2) under the file's SHA-256, the format it was read as and the limits
  * that change the text (src/extract/cache.ts): the same file is not parsed twice in a tenant, whether it came
@@ -119,12 +121,12 @@ export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
         path: key,
       });
   }
+  const { store, settings, tenant, extract } = c.var;
   const options = {
-    ...extractOptionsFromQuery(url.searchParams),
+    ...extractOptionsFromQuery(url.searchParams, settings.extractCeilings),
     ocr: ocrFromQuery(url.searchParams, c.env),
   };
   const onError = onErrorOf(c.req.query("on_error"));
-  const { store, settings, tenant, extract } = c.var;
   const contentType = c.req.header("content-type") ?? "";
   const run = (attachment: Attachment) =>
     extractCached({ attachment, options, tenant, cache: store, extract });

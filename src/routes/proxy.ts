@@ -18,7 +18,7 @@ import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
-import { parseApiKeys, tenantOf } from "../http/auth.ts";
+import { parseApiKeys, presentedKey, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
 import {
   type AppEnv,
@@ -73,14 +73,15 @@ export async function tenantFor(
       "unauthorized",
       "this deployment has no API keys configured (OFFLOAD_API_KEYS)",
     );
-  if (presented === undefined || presented.trim() === "") {
+  const key = presentedKey(presented);
+  if (key === "") {
     throw new OffloadError(
       "unauthorized",
       "missing x-offload-key header: send your edge-offload key in x-offload-key (the provider's key stays in its usual header)",
       { path: "x-offload-key" },
     );
   }
-  const tenant = await tenantOf(keys, presented.trim());
+  const tenant = await tenantOf(keys, key);
   if (tenant === null)
     throw new OffloadError("unauthorized", "unknown x-offload-key", { path: "x-offload-key" });
   return tenant;
@@ -140,7 +141,8 @@ async function handle(
     store: deps.store(c.env, settings, log),
     config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
     secret: () => secretOf(settings.secret),
-    extractor: (config) => deps.extractor(c.env, config),
+    // The attachment policy extracts under the deployment's ceilings here too.
+    extractor: (config) => deps.extractor(c.env, config, settings.extractCeilings),
     maxHops: upstream.maxHops,
     log,
     dryRun: count !== undefined,

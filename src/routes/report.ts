@@ -27,7 +27,7 @@ const REPORT_PAGE_DEFAULT = 20;
 const FAN_OUT = 6;
 
 const PageQuery = z.strictObject({
-  cursor: z.string().min(1).optional(),
+  cursor: z.string().min(1).max(1024).optional(),
   limit: z.coerce.number().int().min(1).max(REPORT_PAGE_MAX).optional(),
 });
 

@@ -13,7 +13,8 @@ import type { SessionDetail } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 
 const ListQuery = z.strictObject({
-  cursor: z.string().min(1).optional(),
+  // Cursors the index returns are short; a longer one cannot be one of them.
+  cursor: z.string().min(1).max(1024).optional(),
   limit: z.coerce.number().int().min(1).max(1000).optional(),
 });
 

@@ -6,9 +6,16 @@
  * mostly learns from the session itself, as it does without a TenantDO).
  */
 import type { ToolStats } from "../core/ports.ts";
+import { isSessionId } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import { type AgentStorage, idList, sqlOf } from "./agent-sql.ts";
-import type { IndexedBody, IndexedSession, IndexPort, TenantStatsPort } from "./ports.ts";
+import {
+  badCursor,
+  type IndexedBody,
+  type IndexedSession,
+  type IndexPort,
+  type TenantStatsPort,
+} from "./ports.ts";
 
 const KEY = "tenant = ? AND session = ?";
 
@@ -55,7 +62,9 @@ export class AgentIndex implements IndexPort {
     options: { cursor?: string; limit?: number } = {},
   ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
     const limit = options.limit ?? 1000;
-    // The cursor is the last session listed: the next page starts after it.
+    // The cursor is the last session listed: the next page starts after it. Anything that is not a
+    // session id was never returned by a listing.
+    if (options.cursor !== undefined && !isSessionId(options.cursor)) throw badCursor();
     const rows = sqlOf(this.#storage)
       .exec<{ session: string; created_at: number }>(
         "SELECT session, created_at FROM eo_index_sessions WHERE tenant = ? AND session > ? ORDER BY session LIMIT ?",

@@ -6,7 +6,7 @@
  */
 import type { SessionRef } from "../core/types.ts";
 import { indexBodyKey, indexSessionKey, indexSessionPrefix } from "./keys.ts";
-import type { IndexedBody, IndexedSession, IndexPort } from "./ports.ts";
+import { badCursor, type IndexedBody, type IndexedSession, type IndexPort } from "./ports.ts";
 
 const DELETE_BATCH = 50;
 
@@ -45,12 +45,25 @@ export class KvIndex implements IndexPort {
     tenant: string,
     options: { cursor?: string; limit?: number } = {},
   ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+    // KV's cursors are base64 text: anything else was never one of them (and would cost a failed listing).
+    if (options.cursor !== undefined && !/^[A-Za-z0-9+/=_.-]{1,1024}$/.test(options.cursor))
+      throw badCursor();
     const prefix = indexSessionPrefix(tenant);
-    const page = await this.#kv.list<IndexedSession>({
-      prefix,
-      limit: options.limit ?? 1000,
-      ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
-    });
+    const limit = options.limit ?? 1000;
+    let page: KVNamespaceListResult<IndexedSession>;
+    try {
+      page = await this.#kv.list<IndexedSession>({
+        prefix,
+        limit,
+        ...(options.cursor === undefined ? {} : { cursor: options.cursor }),
+      });
+    } catch (cause) {
+      if (options.cursor === undefined) throw cause;
+      // KV says only that the listing failed. The same listing without the cursor tells a cursor it cannot
+      // read (the caller's mistake: a 400) from KV being unavailable (still a storage error).
+      await this.#kv.list({ prefix, limit: 1 });
+      throw badCursor(cause);
+    }
     const sessions = page.keys.map(
       (k) => k.metadata ?? { session: k.name.slice(prefix.length), created_at: 0 },
     );

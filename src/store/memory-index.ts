@@ -10,7 +10,7 @@ import {
   indexSessionPrefix,
   indexSessionKey as sessionKey,
 } from "./keys.ts";
-import type { IndexedBody, IndexedSession, IndexPort } from "./ports.ts";
+import { badCursor, type IndexedBody, type IndexedSession, type IndexPort } from "./ports.ts";
 
 export class MemoryIndex implements IndexPort {
   readonly #entries = new Map<string, unknown>();
@@ -42,6 +42,7 @@ export class MemoryIndex implements IndexPort {
     tenant: string,
     options: { cursor?: string; limit?: number } = {},
   ): Promise<{ sessions: IndexedSession[]; cursor: string | null }> {
+    if (options.cursor !== undefined && !/^\d{1,9}$/.test(options.cursor)) throw badCursor();
     if (this.#lagging) return { sessions: [], cursor: null };
     const prefix = indexSessionPrefix(tenant);
     const keys = [...this.#entries.keys()].filter((k) => k.startsWith(prefix)).sort();

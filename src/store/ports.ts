@@ -31,6 +31,7 @@ import type {
   TurnDecision,
   TurnLog,
 } from "../core/types.ts";
+import { OffloadError } from "../errors.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
 
 export interface SessionCommitResult {
@@ -215,10 +216,22 @@ export interface IndexedSession {
   created_at: number;
 }
 
+/**
+ * What an index throws for a list cursor it cannot read: the caller's mistake (400), not an outage.
+ */
+export function badCursor(cause?: unknown): OffloadError {
+  return new OffloadError(
+    "invalid_argument",
+    "cursor is not one this listing returned; list again without it",
+    { path: "cursor", ...(cause === undefined ? {} : { cause }) },
+  );
+}
+
 export interface IndexPort {
   putBody(ref: SessionRef, entry: IndexedBody): Promise<void>;
   getBody(ref: SessionRef, memId: string): Promise<IndexedBody | null>;
   putSession(ref: SessionRef, entry: IndexedSession): Promise<void>;
+  /** A cursor it cannot read (not one a listing returned) throws `badCursor()`: the caller's mistake. */
   listSessions(
     tenant: string,
     options?: { cursor?: string; limit?: number },

@@ -63,6 +63,15 @@ export function runIndexContract(name: string, make: () => IndexPort | Promise<I
       ]);
     });
 
+    it("refuses a cursor it cannot read as the caller's mistake, naming it", async () => {
+      const x = await make();
+      for (const cursor of ["!!not a cursor!!", "%%%", "\u0000"])
+        await expect(x.listSessions(freshRef("tenant").session, { cursor })).rejects.toMatchObject({
+          type: "invalid_argument",
+          path: "cursor",
+        });
+    });
+
     it("deletes named mem_id entries, then the session's entry and what a listing shows, and nothing else", async () => {
       const x = await make();
       const r = ref();

@@ -37,6 +37,7 @@ beforeAll(async () => {
   if (!available) return;
   server = await startDevServer({
     OFFLOAD_API_KEYS: `smoke:${KEY},other:${OTHER_KEY}`,
+    OFFLOAD_DASHBOARD_URL_KEYS: "on",
     OFFLOAD_SECRET: "dashboard-smoke-secret-0123456789",
   });
   profile = mkdtempSync(join(tmpdir(), "edge-offload-chromium-"));

@@ -12,7 +12,7 @@ import { charAccuracy } from "../support/ocr-node.ts";
 import { catalogMessages } from "../support/providers.ts";
 import { type DevServer, startDevServer } from "./dev-server.ts";
 
-const KEY = "sk-smoke-test";
+const KEY = "sk-smoke-test-key-01";
 const HEADERS = { authorization: `Bearer ${KEY}`, "content-type": "application/json" };
 const ON = JSON.stringify({
   tool_result_compaction_enabled: true,
@@ -85,7 +85,7 @@ describe("wrangler dev (production runtime rules)", () => {
     });
     expect(recall.status).toBe(200);
     const answer = (await recall.json()) as { content: string; is_error: boolean };
-    expect(answer.is_error).toBe(false); // jsonpath-plus's "safe" mode: a filter without eval
+    expect(answer.is_error).toBe(false); // a filter, evaluated without eval (production forbids it)
     expect(answer.content).toContain("item-1499");
 
     const view = (await (

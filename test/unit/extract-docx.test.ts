@@ -114,8 +114,20 @@ describe("DOCX extraction", () => {
 });
 
 describe("zip-bomb guards", () => {
-  it("a part with a compression ratio over the cap fails as too_large without inflating it", async () => {
+  // The bomb declares 20 MB, over the default per-part cap: these lift the size caps to reach the others.
+  const ROOMY = {
+    max_unzipped_entry_bytes: 32 * 1024 * 1024,
+    max_unzipped_bytes: 64 * 1024 * 1024,
+  };
+
+  it("with the default limits, its declared size alone refuses it, without inflating it", async () => {
     const e = await failure(extractText(loadFixture("bomb.docx")));
+    expect(e.reason).toBe("too_large");
+    expect(e.message).toMatch(/declares 200\d+ bytes/);
+  });
+
+  it("a part with a compression ratio over the cap fails as too_large without inflating it", async () => {
+    const e = await failure(extractText(loadFixture("bomb.docx"), ROOMY));
     expect(e.reason).toBe("too_large");
     expect(e.message).toMatch(/ratio/);
   });
@@ -135,6 +147,7 @@ describe("zip-bomb guards", () => {
     const e = await failure(
       extractText(loadFixture("bomb.docx"), {
         max_zip_ratio: 10_000,
+        max_unzipped_entry_bytes: ROOMY.max_unzipped_entry_bytes,
         max_unzipped_bytes: 1_000_000,
       }),
     );
@@ -143,7 +156,9 @@ describe("zip-bomb guards", () => {
   });
 
   it("inside every cap, the same file is read (the guards, not the parser, refused it)", async () => {
-    const e = await failure(extractText(loadFixture("bomb.docx"), { max_zip_ratio: 10_000 }));
+    const e = await failure(
+      extractText(loadFixture("bomb.docx"), { ...ROOMY, max_zip_ratio: 10_000 }),
+    );
     expect(e.reason).toBe("empty"); // 20 MB of spaces
   });
 

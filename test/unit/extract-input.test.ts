@@ -1,6 +1,11 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
+  DEFAULT_EXTRACT_CEILINGS,
+  parseExtractCeilings,
+  underCeilings,
+} from "../../src/extract/options.ts";
+import {
   attachmentDigest,
   DEFAULT_EXTRACT_LIMITS,
   decodeBase64,
@@ -195,6 +200,67 @@ describe("options from a query string (for the route)", () => {
     for (const q of ["max_pages=abc", "max_pages=", "max_chars=0", "sheet_format=xml"]) {
       expect(() => extractOptionsFromQuery(new URLSearchParams(q)), q).toThrow(OffloadError);
     }
+  });
+});
+
+describe("ceilings: a deployment's limits, which a caller may only lower", () => {
+  const MiB = 1024 * 1024;
+
+  it("refuse a query above a ceiling with a 400 naming the field, whatever the field", () => {
+    for (const [q, field] of [
+      ["max_pages=10000", "max_pages"],
+      ["max_unzipped_entry_bytes=1000000000", "max_unzipped_entry_bytes"],
+      ["max_unzipped_bytes=1000000000", "max_unzipped_bytes"],
+      ["max_zip_ratio=100000", "max_zip_ratio"],
+      ["max_zip_entries=1000000", "max_zip_entries"],
+      ["max_bytes=100000000", "max_bytes"],
+      ["max_rows=10000000", "max_rows"],
+      ["max_cells=100000000", "max_cells"],
+      ["max_sheets=10000", "max_sheets"],
+      ["max_chars=50000000", "max_chars"],
+    ] as const) {
+      let error: OffloadError | undefined;
+      try {
+        extractOptionsFromQuery(new URLSearchParams(q));
+      } catch (e) {
+        error = e as OffloadError;
+      }
+      expect(error, q).toMatchObject({ type: "invalid_argument", status: 400, path: field });
+      expect(error?.message).toContain("may only lower");
+    }
+    // At or below the ceiling: taken as asked.
+    expect(extractOptionsFromQuery(new URLSearchParams("max_pages=500&max_zip_ratio=10"))).toEqual({
+      max_pages: 500,
+      max_zip_ratio: 10,
+    });
+  });
+
+  it("come from OFFLOAD_EXTRACT_LIMITS (the built-in ones for the rest), validated like the limits", () => {
+    const c = parseExtractCeilings('{"max_pages": 20, "max_unzipped_bytes": 1048576}');
+    expect(c).toEqual({ ...DEFAULT_EXTRACT_CEILINGS, max_pages: 20, max_unzipped_bytes: MiB });
+    expect(parseExtractCeilings(undefined)).toEqual(DEFAULT_EXTRACT_CEILINGS);
+    expect(() => extractOptionsFromQuery(new URLSearchParams("max_pages=21"), c)).toThrow(
+      expect.objectContaining({ path: "max_pages" }),
+    );
+    for (const bad of ["{", '{"max_page": 3}', '{"max_pages": 0}', '{"sheet_format": "tsv"}'])
+      expect(() => parseExtractCeilings(bad), bad).toThrow(OffloadError);
+  });
+
+  it("bring trusted options down to them, and lower a default above a ceiling", () => {
+    const c = { ...DEFAULT_EXTRACT_CEILINGS, max_pages: 20, max_rows: 100 };
+    const o = underCeilings({ max_pages: 1000, max_chars: 10 }, c);
+    expect(o).toMatchObject({ max_pages: 20, max_chars: 10, max_rows: 100 });
+    expect(o.max_unzipped_bytes).toBe(DEFAULT_EXTRACT_LIMITS.max_unzipped_bytes);
+  });
+
+  it("and the defaults fit a 128 MB isolate with another request in flight", () => {
+    // A part's bytes and its decoded string (two bytes a char at worst), for one part at a time.
+    const d = DEFAULT_EXTRACT_LIMITS;
+    expect(d.max_unzipped_entry_bytes * 3).toBeLessThanOrEqual(48 * MiB);
+    expect(d.max_unzipped_bytes).toBeLessThanOrEqual(32 * MiB);
+    expect(d.max_bytes).toBeLessThanOrEqual(16 * MiB);
+    for (const [k, v] of Object.entries(DEFAULT_EXTRACT_CEILINGS))
+      expect(v, k).toBeGreaterThanOrEqual(DEFAULT_EXTRACT_LIMITS[k as keyof typeof d] as number);
   });
 });
 

@@ -1,28 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { recall } from "../../src/core/recall.ts";
 import { recallInputSchema, recallToolDefinition } from "../../src/core/recall-tool.ts";
-import type { BodyMeta } from "../../src/core/types.ts";
-import { MemoryStore } from "../../src/store/memory.ts";
+import { MEM, SESSION, withBody } from "../support/recall.ts";
 import { faultyStore } from "../support/requests.ts";
-
-const SESSION = { tenant: "t", session: "s" };
-const MEM = "trm_00000000000000000000abcd";
-
-async function withBody(body: string) {
-  const store = new MemoryStore();
-  const meta: BodyMeta = {
-    mem_id: MEM,
-    tool_use_id: "t1",
-    tool_name: "x",
-    chars: body.length,
-    tokens: 1,
-    kind: "text",
-    outline: "",
-    turn: 1,
-  };
-  await store.putBody(SESSION, body, meta);
-  return store;
-}
 
 describe("recall by query", () => {
   it("returns every match with ±window, numbered, with offsets and a total", async () => {

@@ -89,9 +89,9 @@ describe("npm start", { timeout: 30_000 }, () => {
 
   it("runs with the local key the dashboard hints and the README gives (.dev.vars.example)", () => {
     const example = readFileSync(`${root}/.dev.vars.example`, "utf8");
-    expect(example).toContain("OFFLOAD_API_KEYS=local:sk-local-dev\n");
+    expect(example).toContain("OFFLOAD_API_KEYS=local:sk-local-dev-key-1234\n");
     expect(readFileSync(`${root}/README.md`, "utf8")).toContain(
-      "the local key is **`sk-local-dev`**",
+      "the local key is **`sk-local-dev-key-1234`**",
     );
   });
 

@@ -80,18 +80,68 @@ describe("auth", () => {
     ).toContain("no API keys");
     const lines: string[] = [];
     const logged = createApp({ log: (l) => lines.push(l) });
-    const keys = " just-a-key ,\nacme:k-acme\n, bad tenant:k2, x:shared, y:shared ";
+    const keys =
+      " just-a-key-without-tenant ,\nacme:k-acme-0123456789\n, bad tenant:k2-0123456789abc, x:shared-0123456789, y:shared-0123456789 ";
     const viaKeys = (key: string) =>
       logged.fetch(
         request(path, { key }),
         { ...env, OFFLOAD_API_KEYS: keys },
         createExecutionContext(),
       );
-    expect((await viaKeys("k-acme")).status).toBe(404); // authenticated; the session just does not exist
-    await expectError(await viaKeys("just-a-key"), 401, "unauthorized");
-    await expectError(await viaKeys("shared"), 401, "unauthorized");
+    expect((await viaKeys("k-acme-0123456789")).status).toBe(404); // authenticated; no such session
+    await expectError(await viaKeys("just-a-key-without-tenant"), 401, "unauthorized");
+    await expectError(await viaKeys("shared-0123456789"), 401, "unauthorized");
     expect(lines.join("\n")).toMatch(/entry #1 ignored/);
-    expect(lines.join("\n")).not.toMatch(/just-a-key|k-acme|shared:|k2/);
+    expect(lines.join("\n")).not.toMatch(/just-a-key|k-acme|shared-|k2-/);
+  });
+
+  it("holds every key to one rule, checked when OFFLOAD_API_KEYS is read, and the same for every way in", async () => {
+    const lines: string[] = [];
+    // The provider, for the proxy calls a good key lets through: never the real one.
+    const provider = async () =>
+      new Response("{}", { headers: { "content-type": "application/json" } });
+    const app = createApp({ log: (l) => lines.push(l), fetch: provider });
+    const spaced = "key with spaces 0123456789";
+    const keys = `a:${spaced},b:short-key,c:${"k".repeat(257)},d:key-with\ttab-0123456,ok:good-key-0123456789`;
+    const vars = { ...env, OFFLOAD_API_KEYS: keys };
+    const fetch = (req: Request) => app.fetch(req, vars, createExecutionContext());
+    const dashboard = (key: string) =>
+      fetch(
+        new Request(`${BASE}/`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: `key=${encodeURIComponent(key)}`,
+        }),
+      );
+    const proxy = (key: string) =>
+      fetch(
+        new Request(`${BASE}/anthropic/v1/messages`, {
+          method: "POST",
+          headers: {
+            "x-offload-key": key,
+            "x-offload-session": "s",
+            "content-type": "application/json",
+          },
+          body: "{",
+        }),
+      );
+    // A key the rule refuses is refused on every route; a good one works on every route, blanks around it
+    // trimmed the same way.
+    for (const key of [spaced, "short-key", "key-with\ttab-0123456"]) {
+      expect((await fetch(request(path, { key }))).status).toBe(401);
+      expect((await dashboard(key)).status).toBe(401);
+      expect((await proxy(key)).status).toBe(401);
+    }
+    // The operator learns which entries were dropped and why (once, not per request), never what they held.
+    for (const n of [1, 2, 3, 4]) expect(lines.join("\n")).toContain(`entry #${n} ignored`);
+    expect(lines.join("\n")).toContain("16–256 printable ASCII characters");
+    expect(lines.join("\n")).not.toMatch(/spaces 0123|short-key|kkkk|tab-0123/);
+    expect(lines.length).toBe(4);
+    for (const key of ["good-key-0123456789", "  good-key-0123456789 "]) {
+      expect((await dashboard(key)).status).toBe(200);
+      expect((await proxy(key)).status).not.toBe(401);
+    }
+    expect((await fetch(request(path, { key: "good-key-0123456789" }))).status).toBe(404);
   });
 
   it("names the tenant from the key: the same session id under two keys is two sessions", async () => {

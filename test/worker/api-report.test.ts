@@ -429,9 +429,16 @@ describe("GET / and POST / (the dashboard)", () => {
     expect(page).not.toContain('id="boot"');
   });
 
-  it("signs in with the form or ?key=, and puts the tenant and key only in the boot data", async () => {
+  const urlKeys = (path: string, vars: Record<string, string> = {}) =>
+    createApp({ log: () => {} }).fetch(
+      request(path, { key: null }),
+      { ...env, OFFLOAD_DASHBOARD_URL_KEYS: "on", ...vars },
+      createExecutionContext(),
+    );
+
+  it("signs in with the form, or ?key= where the deployment allows it, and puts the tenant and key only in the boot data", async () => {
     for (const res of [
-      await call(`/?key=${KEYS.acme}`, { key: null }),
+      await urlKeys(`/?key=${KEYS.acme}`),
       await (await import("cloudflare:test")).SELF.fetch(form(KEYS.acme)),
     ]) {
       expect(res.status).toBe(200);
@@ -446,8 +453,22 @@ describe("GET / and POST / (the dashboard)", () => {
     }
   });
 
+  it("answers ?key= with the login form alone unless OFFLOAD_DASHBOARD_URL_KEYS is on", async () => {
+    for (const res of [
+      await call(`/?key=${KEYS.acme}`, { key: null }),
+      await urlKeys(`/?key=${KEYS.acme}`, { OFFLOAD_DASHBOARD_URL_KEYS: "" }),
+      await urlKeys(`/?key=${KEYS.acme}`, { OFFLOAD_DASHBOARD_URL_KEYS: "yes" }),
+    ]) {
+      expect(res.status).toBe(200);
+      const page = await html(res);
+      expect(page).toContain('<form class="login" method="post" action="/"');
+      expect(page).not.toContain(KEYS.acme);
+      expect(page).not.toContain('id="boot"');
+    }
+  });
+
   it("answers a wrong or empty key with the form again (401), never echoing it", async () => {
-    const wrong = await call(`/?key=${encodeURIComponent("<b>nope</b>")}`, { key: null });
+    const wrong = await urlKeys(`/?key=${encodeURIComponent("<b>nope</b>")}`);
     expect(wrong.status).toBe(401);
     const page = await html(wrong);
     expect(page).toContain("Unknown API key.");
@@ -459,11 +480,7 @@ describe("GET / and POST / (the dashboard)", () => {
 
   it("says so when the deployment has no keys, and refuses an oversize form", async () => {
     const app = createApp({ log: () => {} });
-    const none = await app.fetch(
-      request(`/?key=anything`, { key: null }),
-      { ...env, OFFLOAD_API_KEYS: "" },
-      createExecutionContext(),
-    );
+    const none = await urlKeys(`/?key=anything-long-enough`, { OFFLOAD_API_KEYS: "" });
     expect(none.status).toBe(401);
     expect(await html(none)).toContain("no API keys configured");
     const big = await app.fetch(

@@ -5,24 +5,29 @@
 import { describe, expect, it } from "vitest";
 import { dashboardRoutes, LOCAL_DEV_KEY, localKeyHint } from "../../src/routes/dashboard.ts";
 
-const LOCAL_KEYS = "local:sk-local-dev";
+const LOCAL_KEYS = "local:sk-local-dev-key-1234";
 
 describe("the login form's local key hint", () => {
   it("is the key .dev.vars.example gives npm start (test/unit/start.test.ts reads the file)", () => {
-    expect(LOCAL_DEV_KEY).toBe("sk-local-dev");
+    expect(LOCAL_DEV_KEY).toBe("sk-local-dev-key-1234");
   });
 
   it("is given on loopback addresses when the deployment's keys include it", async () => {
     for (const url of ["http://127.0.0.1:8787/", "http://localhost:8791/", "http://[::1]:8787/"])
       expect(await localKeyHint(url, LOCAL_KEYS), url).toBe(LOCAL_DEV_KEY);
-    expect(await localKeyHint("http://127.0.0.1:8787/", "acme:k1,local:sk-local-dev")).toBe(
-      LOCAL_DEV_KEY,
-    );
+    expect(
+      await localKeyHint(
+        "http://127.0.0.1:8787/",
+        "acme:key-of-acme-0123456789,local:sk-local-dev-key-1234",
+      ),
+    ).toBe(LOCAL_DEV_KEY);
   });
 
   it("is never given on a public host, or when the keys do not include it", async () => {
     expect(await localKeyHint("https://offload.example.workers.dev/", LOCAL_KEYS)).toBeUndefined();
-    expect(await localKeyHint("http://127.0.0.1:8787/", "acme:another-key")).toBeUndefined();
+    expect(
+      await localKeyHint("http://127.0.0.1:8787/", "acme:another-key-0123456789"),
+    ).toBeUndefined();
     expect(await localKeyHint("http://127.0.0.1:8787/", undefined)).toBeUndefined();
   });
 

@@ -5,7 +5,7 @@ import { SummarySchema } from "../../src/routes/schemas/summary.ts";
 import type { SessionStatePort } from "../../src/store/ports.ts";
 
 export const BASE = "https://edge-offload.test";
-export const KEYS = { acme: "test-key-acme", globex: "test-key-globex" } as const;
+export const KEYS = { acme: "test-key-acme-0001", globex: "test-key-globex-0001" } as const;
 export const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
 let n = 0;

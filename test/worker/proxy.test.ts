@@ -21,7 +21,7 @@ import {
   responseEvents,
   responsesRequest,
 } from "../support/providers.ts";
-import { bound, call, sid } from "./helpers.ts";
+import { bound, call, KEYS, sid } from "./helpers.ts";
 import {
   jsonReply,
   mockProvider,
@@ -824,6 +824,6 @@ describe("proxy: more turns and formats", () => {
     expect(seen[0]!.body).toBe(body);
     expect(proxySummary(res).errors).toMatchObject([{ code: "storage_error" }]);
     expect(lines.join("\n")).not.toContain("sk-ant-never-logged");
-    expect(lines.join("\n")).not.toContain("test-key-acme");
+    expect(lines.join("\n")).not.toContain(KEYS.acme);
   });
 });

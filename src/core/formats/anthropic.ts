@@ -27,10 +27,14 @@ import {
   appendTool,
   expectObject,
   lastAssistantIndex,
+  MEDIA_FIELD_LIMITS,
+  modelOf,
   type Path,
   renderTextContent,
   shapeError,
+  shortString,
   stringMember,
+  toolNameOf,
   typeOf,
 } from "./shape.ts";
 import type {
@@ -66,10 +70,7 @@ export const anthropicAdapter: FormatAdapter = {
 
   analyze(raw: string, rootNode: JsonNode): RequestAnalysis {
     const root = expectObject(rootNode, [], "the request");
-    const modelNode = getMember(root, "model");
-    if (modelNode !== undefined && modelNode.kind !== "string")
-      shapeError('"model" must be a string', ["model"]);
-    const model = modelNode === undefined ? null : decodeString(raw, modelNode);
+    const model = modelOf(raw, root);
 
     const tools = getMember(root, "tools");
     if (tools !== undefined && tools.kind !== "array")
@@ -91,9 +92,7 @@ export const anthropicAdapter: FormatAdapter = {
     let hasRecallTool = false;
     tools?.items.forEach((tool, i) => {
       const obj = expectObject(tool, ["tools", i], "a tool");
-      const name = getMember(obj, "name");
-      if (name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME)
-        hasRecallTool = true;
+      if (toolNameOf(raw, obj, ["tools", i]) === RECALL_TOOL_NAME) hasRecallTool = true;
       const cc = getMember(obj, "cache_control");
       if (cc !== undefined && cc.kind !== "null")
         breakpoints.push({
@@ -148,7 +147,7 @@ export const anthropicAdapter: FormatAdapter = {
         if (content?.kind === "array") {
           content.items.forEach((block, b) => {
             if (block.kind !== "object") return;
-            if (declaresRecallTool(raw, block)) hasRecallTool = true;
+            if (declaresRecallTool(raw, block, [...path, "content", b])) hasRecallTool = true;
             const cc = getMember(block, "cache_control");
             if (cc !== undefined && cc.kind !== "null")
               breakpoints.push({
@@ -231,7 +230,7 @@ export const anthropicAdapter: FormatAdapter = {
             }
             sites.push(site);
           } else if (type === "tool_addition") {
-            if (declaresRecallTool(raw, obj)) hasRecallTool = true;
+            if (declaresRecallTool(raw, obj, bpath)) hasRecallTool = true;
           } else if (role === "user" && (type === "document" || type === "image")) {
             media.push(
               mediaSite(raw, obj, type, formatPath(bpath), `m${m}.b${b}`, {
@@ -327,13 +326,15 @@ interface Call {
  * A `tool_addition` block (tools declared mid-conversation) whose definition is the recall tool: the client
  * declares it itself.
  */
-function declaresRecallTool(raw: string, block: JsonObject): boolean {
+function declaresRecallTool(raw: string, block: JsonObject, path: Path): boolean {
   if (typeOf(raw, block) !== "tool_addition") return false;
   const tool = getMember(block, "tool");
   if (tool?.kind !== "object" || typeOf(raw, tool) !== "tool_definition") return false;
   const definition = getMember(tool, "definition");
-  const name = definition?.kind === "object" ? getMember(definition, "name") : undefined;
-  return name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME;
+  return (
+    definition?.kind === "object" &&
+    toolNameOf(raw, definition, [...path, "tool", "definition"]) === RECALL_TOOL_NAME
+  );
 }
 
 /** Block types the API lets carry cache_control (thinking blocks cannot, nor can an empty text block). */
@@ -418,14 +419,12 @@ function mediaSite(
   let mediaType: string | undefined;
   let data: JsonString | undefined;
   if (source?.kind === "object") {
-    const t = getMember(source, "type");
-    if (t?.kind === "string") sourceType = decodeString(raw, t);
-    const mt = getMember(source, "media_type");
-    if (mt?.kind === "string") mediaType = decodeString(raw, mt);
+    sourceType = shortString(raw, source, "type", MEDIA_FIELD_LIMITS.source_type) ?? "invalid";
+    mediaType = shortString(raw, source, "media_type", MEDIA_FIELD_LIMITS.media_type);
     const d = getMember(source, "data");
     if (d?.kind === "string") data = d;
   }
-  const title = getMember(block, "title");
+  const title = shortString(raw, block, "title", MEDIA_FIELD_LIMITS.title);
   const citations = getMember(block, "citations");
   const enabled = citations?.kind === "object" ? getMember(citations, "enabled") : undefined;
   const cc = getMember(block, "cache_control");
@@ -439,7 +438,7 @@ function mediaSite(
     source_type: sourceType,
     ...(mediaType === undefined ? {} : { media_type: mediaType }),
     ...(data === undefined ? {} : { data }),
-    ...(title?.kind === "string" ? { title: decodeString(raw, title) } : {}),
+    ...(title === undefined ? {} : { title }),
     citations: enabled?.kind === "true",
     ...(cc === undefined || cc.kind === "null"
       ? {}

@@ -34,6 +34,7 @@ import {
   resultTexts,
   shapeError,
   stringMember,
+  toolNameOf,
   toolsOf,
   typeOf,
 } from "./shape.ts";
@@ -85,19 +86,17 @@ interface Pending {
 }
 
 /** A function tool named recall_tool_result, at the top level or inside a `namespace` tool. */
-function isRecallTool(raw: string, tool: JsonObject): boolean {
+function isRecallTool(raw: string, tool: JsonObject, path: Path): boolean {
   const type = typeOf(raw, tool);
   if (type === "namespace") {
     const inner = getMember(tool, "tools");
     return (
       inner?.kind === "array" &&
-      inner.items.some((t) => t.kind === "object" && isRecallTool(raw, t))
+      inner.items.some((t, i) => t.kind === "object" && isRecallTool(raw, t, [...path, "tools", i]))
     );
   }
-  const name = getMember(tool, "name");
-  return (
-    type === "function" && name?.kind === "string" && decodeString(raw, name) === RECALL_TOOL_NAME
-  );
+  const name = toolNameOf(raw, tool, path);
+  return type === "function" && name === RECALL_TOOL_NAME;
 }
 
 export const openaiResponsesAdapter: FormatAdapter = {
@@ -142,7 +141,7 @@ export const openaiResponsesAdapter: FormatAdapter = {
       const path: Path = ["tools", i];
       const obj = expectObject(tool, path, "a tool");
       stringMember(raw, obj, "type", path, true);
-      if (isRecallTool(raw, obj)) hasRecallTool = true;
+      if (isRecallTool(raw, obj, path)) hasRecallTool = true;
     });
     const notes: ShapeNote[] = [];
 
@@ -196,8 +195,10 @@ export const openaiResponsesAdapter: FormatAdapter = {
         // Tools declared in the input (Codex declares all of its own this way).
         const list = getMember(item, "tools");
         if (list?.kind === "array")
-          for (const tool of list.items)
-            if (tool.kind === "object" && isRecallTool(raw, tool)) hasRecallTool = true;
+          list.items.forEach((tool, j) => {
+            if (tool.kind === "object" && isRecallTool(raw, tool, [...path, "tools", j]))
+              hasRecallTool = true;
+          });
       } else if (type === "function_call" || type === "custom_tool_call") {
         const id = stringMember(raw, item, "call_id", path, true)!;
         const name = stringMember(raw, item, "name", path, true)!;

@@ -16,6 +16,49 @@ import {
 
 export type Path = (string | number)[];
 
+/**
+ * The longest model id, call id and tool name a request may carry. Real ones are far shorter (ids of ~30
+ * chars, tool names of at most 64, model ids and ARNs of ~150); these values are echoed in response headers,
+ * logs and stored records, so a 1 MB one is refused with a 400 naming it instead of being carried along.
+ */
+export const FIELD_LIMITS = { model: 256, id: 256, tool_name: 256 } as const;
+
+/** Members whose value is a call id or a tool name, bounded by FIELD_LIMITS wherever an adapter reads them. */
+const BOUNDED_MEMBERS: Record<string, number> = {
+  id: FIELD_LIMITS.id,
+  tool_use_id: FIELD_LIMITS.id,
+  tool_call_id: FIELD_LIMITS.id,
+  call_id: FIELD_LIMITS.id,
+  previous_response_id: FIELD_LIMITS.id,
+  name: FIELD_LIMITS.tool_name,
+};
+
+/**
+ * The longest media type, source type and document title a media block may carry to be read: they
+ * land in decisions, stored records and replacement texts. A block is never refused for them (it is
+ * left alone when malformed): a longer value reads as absent.
+ */
+export const MEDIA_FIELD_LIMITS = { media_type: 256, source_type: 64, title: 1024 } as const;
+
+/** A string member read where a malformed block is left alone: absent unless a string of at most `max`. */
+export function shortString(
+  raw: string,
+  obj: JsonObject,
+  key: string,
+  max: number,
+): string | undefined {
+  const node = getMember(obj, key);
+  if (node?.kind !== "string") return undefined;
+  const value = decodeString(raw, node);
+  return value.length > max ? undefined : value;
+}
+
+function bounded(value: string, max: number | undefined, path: Path): string {
+  if (max !== undefined && value.length > max)
+    shapeError(`too long (${value.length} chars; at most ${max})`, path);
+  return value;
+}
+
 export function shapeError(message: string, path: Path): never {
   throw new OffloadError("invalid_request", `${message} at ${formatPath(path)}`, {
     path: formatPath(path),
@@ -42,12 +85,24 @@ export function stringMember(
     return undefined;
   }
   if (node.kind !== "string") shapeError(`"${key}" must be a string`, [...path, key]);
-  return decodeString(raw, node);
+  return bounded(decodeString(raw, node), BOUNDED_MEMBERS[key], [...path, key]);
+}
+
+/**
+ * A declared tool's name (a `tools` entry, a tool added mid-conversation), bounded like every name an
+ * adapter reads; anything but a string reads as undefined, as a declaration is only looked at for our
+ * own tool.
+ */
+export function toolNameOf(raw: string, tool: JsonObject, path: Path): string | undefined {
+  const node = getMember(tool, "name");
+  if (node?.kind !== "string") return undefined;
+  return bounded(decodeString(raw, node), FIELD_LIMITS.tool_name, [...path, "name"]);
 }
 
 /** The `model` member (optional: a request without one is priced as unknown, so nothing is offloaded). */
 export function modelOf(raw: string, root: JsonObject): string | null {
-  return stringMember(raw, root, "model", [], false) ?? null;
+  const model = stringMember(raw, root, "model", [], false);
+  return model === undefined ? null : bounded(model, FIELD_LIMITS.model, ["model"]);
 }
 
 /** `tools`: absent, null (treated as absent) or an array. */

@@ -30,6 +30,8 @@ declare global {
   const pdf: Attachment;
   const attachments: Attachment[];
   function sendNatively(attachment: Attachment): void;
+  /** docs/measure.md: a mem_id from a stub. */
+  const mem_id: string;
   /** docs/toolkit.md */
   const db: { search(query: string): { sku: string; name: string; price: number }[] };
   const searchProducts: Tool;

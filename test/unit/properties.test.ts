@@ -1,0 +1,336 @@
+/**
+ * Property tests of the turn transform: random conversations in all three formats (random sizes and kinds
+ * of results, nesting, parallel calls, tool names including recall_tool_result, media parts, the client's
+ * cache markers, the client sending back either its full history or our compacted output, the config
+ * changing between turns), each turn checked against every invariant of the README's list. A fixed seed per
+ * format makes a failure reproduce; fast-check prints the shrunk counterexample.
+ */
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { compact } from "../../src/core/compact.ts";
+import { recall } from "../../src/core/recall.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
+import { KITS, type Kit, type Part, type Req, type Turn } from "../support/formats.ts";
+import { expectValidOutput, RECALL, textOf } from "../support/invariants.ts";
+import { jsonBody, textBody } from "../support/requests.ts";
+
+const SESSION = { tenant: "t", session: "prop" };
+const SECRET = "property-test-secret-0123456789";
+
+interface ResultSpec {
+  size: number;
+  kind: "json" | "text" | "nested" | "unicode";
+  depth: number;
+  /** Recall-named: which earlier result it reads (by index), else an ordinary tool. */
+  name: "bash" | "read_file" | "recall";
+  recallOf: number;
+  parts: boolean;
+  image: boolean;
+  marker: boolean;
+}
+
+interface TurnSpec {
+  results: ResultSpec[];
+  /** The client sends its full history, or our previous output plus the new turn. */
+  history: "full" | "ours";
+  config: Record<string, unknown>;
+}
+
+const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+const CONFIGS: Record<string, unknown>[] = [
+  {},
+  ON,
+  ON,
+  ON,
+  { tool_result_compaction_enabled: true },
+  { ...ON, keep_last_n: 0 },
+  { ...ON, keep_last_n: 2 },
+  { ...ON, keep_last_n: 3 },
+  { ...ON, tool_result_recall_tool_declaration: "eager" },
+  { ...ON, tool_result_offload_shadow: true },
+  { ...ON, tool_result_medium_tier: "cache_anchor" },
+  { ...ON, tool_result_recall_mode: "window" },
+  { ...ON, tool_result_recall_mode: "structural" },
+  {
+    ...ON,
+    tool_result_large_offload_threshold_chars: 20_000,
+    tool_result_compaction_size_chars: 3000,
+  },
+];
+
+const resultSpec: fc.Arbitrary<ResultSpec> = fc.record({
+  size: fc.oneof(
+    fc.constant(2),
+    fc.integer({ min: 10, max: 7000 }),
+    fc.integer({ min: 8001, max: 59_999 }),
+    fc.integer({ min: 60_000, max: 110_000 }),
+  ),
+  kind: fc.constantFrom("json", "text", "nested", "unicode"),
+  depth: fc.integer({ min: 1, max: 60 }),
+  name: fc.constantFrom("bash", "bash", "read_file", "recall"),
+  recallOf: fc.nat(20),
+  parts: fc.boolean(),
+  image: fc.boolean(),
+  marker: fc.boolean(),
+});
+
+const scenario = fc.array(
+  fc.record({
+    results: fc.array(resultSpec, { minLength: 1, maxLength: 3 }),
+    history: fc.constantFrom("full", "ours"),
+    config: fc.constantFrom(...CONFIGS),
+  }),
+  { minLength: 1, maxLength: 5 },
+);
+
+function body(spec: ResultSpec, seed: number): string {
+  switch (spec.kind) {
+    case "json":
+      return jsonBody(spec.size);
+    case "text":
+      return textBody(spec.size, `r${seed}`);
+    case "nested":
+      return `${"[".repeat(spec.depth)}${jsonBody(Math.max(0, spec.size - 2 * spec.depth))}${"]".repeat(spec.depth)}`;
+    case "unicode":
+      return textBody(spec.size, `é😀${seed}`);
+  }
+}
+
+const enabled = (c: Record<string, unknown>) => c.tool_result_compaction_enabled === true;
+const shadow = (c: Record<string, unknown>) => c.tool_result_offload_shadow === true;
+const keepLast = (c: Record<string, unknown>) => (c.keep_last_n as number | undefined) ?? 1;
+const sizeFloor = (c: Record<string, unknown>) =>
+  (c.tool_result_compaction_size_chars as number | undefined) ?? 8000;
+const MEM = /trm_[0-9a-f]{24}/g;
+
+/** What the runs exercised (printed with PROPERTIES_VERBOSE=1): a property that never offloads tests little. */
+const seen: Record<string, number> = {};
+const count = (what: string) => {
+  seen[what] = (seen[what] ?? 0) + 1;
+};
+
+const WARM = "kept while the cache is warm";
+
+/**
+ * Runs one conversation turn by turn against two stores in lockstep, checking every invariant. With
+ * `strict` false, the known idempotence defect (see the last describe) is allowed, and only it.
+ */
+async function play(kit: Kit, turns: TurnSpec[], strict = false): Promise<void> {
+  const [a, b] = [new MemoryStore(), new MemoryStore()];
+  const steps: Turn[][] = [];
+  const original = new Map<string, string>(); // id → the result's text as the client has it
+  const recallArg = new Map<string, string>(); // id of a recall-named result → the mem_id it reads
+  const rendered = new Map<string, string>(); // id → its text once we changed it (sticky)
+  const issued = new Map<number, string>(); // result number → mem_id issued for it
+  let declared = false;
+  let previous: Req | null = null;
+  let n = 0;
+  let markers = 0;
+
+  for (const [k, turn] of turns.entries()) {
+    const step: Turn[] = [];
+    for (const spec of turn.results) {
+      const id = `c${n}`;
+      const number = n++;
+      let text = body(spec, number);
+      let name = spec.name === "recall" ? RECALL : spec.name;
+      let input: Record<string, unknown> = { cmd: id };
+      if (spec.name === "recall") {
+        // A recall answer reads a body this session offloaded; without one, it is an ordinary call.
+        const target = [...issued.entries()].find(([i]) => i === spec.recallOf % number);
+        if (target === undefined) name = "read_file";
+        else {
+          input = { mem_id: target[1], offset: 0, max_chars: spec.size };
+          recallArg.set(id, target[1]);
+          text = text.slice(0, spec.size);
+        }
+      }
+      original.set(id, text);
+      // The client's own cache markers: at most 4 in an Anthropic request, as the API requires.
+      const marker = spec.marker && kit.format !== "openai-responses" && markers < 3;
+      if (marker) markers++;
+      const parts: Part[] = [{ type: "text", text, marker }];
+      if (spec.image && kit.media) parts.unshift({ type: "image" });
+      step.push({ id, name, input, result: spec.parts || parts.length > 1 ? parts : text });
+    }
+    steps.push(step);
+    const request: Req =
+      turn.history === "ours" && previous !== null
+        ? kit.addTurn(previous, step)
+        : kit.conversation(steps);
+    const text = JSON.stringify(request);
+    const config = turn.config;
+    const run = (store: MemoryStore, req: string) =>
+      compact({
+        format: kit.format,
+        request: req,
+        session: SESSION,
+        store,
+        config,
+        secret: SECRET,
+      });
+    const out = await run(a, text);
+    const twin = await run(b, text);
+    const output = JSON.parse(out.request as string) as Req;
+    const where = `turn ${k + 1} (${JSON.stringify(config)}, ${turn.history})`;
+
+    // 1. off: the same bytes.
+    if (!enabled(config)) {
+      expect(out.request, where).toBe(text);
+      expect(out.changed).toBe(false);
+    }
+    // 2. deterministic: the same request and state give the same bytes.
+    expect(twin.request, where).toBe(out.request);
+    // 6. valid output (and 7: our tool at the end of tools, at most once).
+    expectValidOutput(kit, request, output, config.tool_result_medium_tier === "cache_anchor");
+    if (kit.format === "anthropic")
+      expect((out.request as string).split('"cache_control"').length - 1).toBeLessThanOrEqual(4);
+
+    const live = enabled(config) && !shadow(config);
+    const decidedBefore = new Set(rendered.keys());
+    const results = kit.results(output);
+    const ids = results.map((r) => r.id);
+    const texts = new Map(results.map((r) => [r.id, textOf(kit, r.content)]));
+    for (const [id, now] of texts) {
+      const was = original.get(id)!;
+      // 3. sticky: once changed, the same bytes on every later live turn, whichever history was sent.
+      if (live && rendered.has(id)) expect(now, `${where}: ${id} sticky`).toBe(rendered.get(id));
+      if (live && now !== was && !rendered.has(id)) rendered.set(id, now);
+      // 10. only text is measured: a small text stays, whatever media sit next to it.
+      if (was.length <= sizeFloor(config)) expect(now, `${where}: ${id} small`).toBe(was);
+      // 9. a recall answer never gets a mem_id of its own.
+      if (recallArg.has(id))
+        for (const m of now.match(MEM) ?? []) expect(m, `${where}: ${id}`).toBe(recallArg.get(id));
+    }
+    // 8. the hot window: the freshest keep_last_n results stay as sent (a result stubbed on an earlier turn,
+    // before a larger keep_last_n put it back in the window, stays stubbed: stickiness wins).
+    if (enabled(config))
+      for (const id of ids.slice(Math.max(0, ids.length - keepLast(config))))
+        if (!decidedBefore.has(id))
+          expect(texts.get(id), `${where}: ${id} hot`).toBe(original.get(id));
+    // 7. once declared, the recall tool stays declared.
+    const hasTool = kit.toolNames(output).includes(RECALL);
+    if (live && declared) expect(hasTool, `${where}: tool stays`).toBe(true);
+    if (live && hasTool) declared = true;
+    // 5. nothing lost: a changed result's body is in the ledger, recallable, under the id it names.
+    for (const d of out.decisions) {
+      count(
+        `${d.action}${recallArg.has(d.tool_use_id) ? " (recall answer)" : ""}${d.sticky ? " sticky" : ""}`,
+      );
+      if (d.mem_id === null || d.action === "kept") continue;
+      const stored = await a.getBody(SESSION, d.mem_id);
+      expect(stored, `${where}: ${d.tool_use_id} stored`).not.toBeNull();
+      if (recallArg.has(d.tool_use_id)) expect(d.mem_id).toBe(recallArg.get(d.tool_use_id));
+      else {
+        expect(stored!.body, `${where}: ${d.tool_use_id} body`).toBe(original.get(d.tool_use_id));
+        issued.set(Number(d.tool_use_id.slice(1)), d.mem_id);
+        const head = await recall({ store: a, session: SESSION, mem_id: d.mem_id });
+        expect(head.is_error).toBe(false);
+        expect(head.content).toContain(stored!.body.slice(0, 200));
+      }
+    }
+    // 4. idempotent: compacting our output changes nothing (on both stores, to keep them in lockstep).
+    if (enabled(config)) {
+      const again = await run(a, out.request as string);
+      await run(b, out.request as string);
+      if (!strict && again.request !== out.request) {
+        // The known defect only: results the first pass kept because the cache was warm, now decided.
+        const warm = new Set(
+          out.decisions.filter((d) => d.reason.startsWith(WARM)).map((d) => d.tool_use_id),
+        );
+        const before = new Map(out.decisions.map((d) => [d.tool_use_id, d.action]));
+        const changed = again.decisions.filter((d) => before.get(d.tool_use_id) !== d.action);
+        expect(changed.length, `${where}: idempotent`).toBeGreaterThan(0);
+        for (const d of changed) expect(warm.has(d.tool_use_id), `${where}: idempotent`).toBe(true);
+        const first = kit.results(output);
+        const second = kit.results(JSON.parse(again.request as string) as Req);
+        first.forEach((r, i) => {
+          if (!warm.has(r.id))
+            expect(second[i]!.content, `${where}: ${r.id} idempotent`).toEqual(r.content);
+        });
+        count("re-decided a warm-cache decline");
+      } else expect(again.request, `${where}: idempotent`).toBe(out.request);
+    }
+    previous = output;
+  }
+}
+
+describe.each(KITS.map((k, i) => [k.format, k, i] as const))(
+  "%s: the invariants over random conversations",
+  (_format, kit, i) => {
+    it("hold on every turn", async () => {
+      await fc.assert(
+        fc.asyncProperty(scenario, (turns) => play(kit, turns)),
+        {
+          numRuns: Number(process.env.PROPERTIES_RUNS ?? 25),
+          seed:
+            process.env.PROPERTIES_SEED === undefined
+              ? 1100 + i
+              : Number(process.env.PROPERTIES_SEED),
+          endOnFailure: true,
+        },
+      );
+      if (process.env.PROPERTIES_VERBOSE) console.log(kit.format, JSON.stringify(seen));
+    }, 120_000);
+  },
+);
+
+describe("idempotent, even for a result declined while the cache is warm", () => {
+  // A known defect of the cold-cache gate, left to the change that reworks it: a result it declines only
+  // because the cache is warm is not recorded, and it is priced against the request as received, before
+  // this turn's other changes (a later result stubbed, the recall tool added). Compacting the output again
+  // prices it against those changes and may offload it. `it.fails` keeps the case visible (the
+  // property above allows this difference and no other); once fixed, this test fails and becomes an `it`.
+  it.fails("compacting our own output re-decides nothing", async () => {
+    const ON_EAGER = { ...ON, tool_result_recall_tool_declaration: "eager" };
+    const result = (size: number, more: Partial<ResultSpec> = {}): ResultSpec => ({
+      size,
+      kind: "json",
+      depth: 1,
+      name: "bash",
+      recallOf: 0,
+      parts: false,
+      image: false,
+      marker: false,
+      ...more,
+    });
+    await play(
+      KITS[0]!,
+      [
+        { results: [result(8001)], history: "full", config: ON_EAGER },
+        { results: [result(60_000), result(10)], history: "full", config: {} },
+        { results: [result(10, { image: true, marker: true })], history: "full", config: ON },
+      ],
+      true,
+    );
+  });
+});
+
+describe.each(KITS.map((k) => [k.format, k] as const))("%s: nothing lost", (_format, kit) => {
+  // A known defect, left to the change that reworks how recall answers are stored: a client's own tool
+  // named recall_tool_result, whose arguments name no mem_id this session issued, has its settled result
+  // replaced by a marker while its body is stored nowhere. `it.fails` keeps the case visible; once fixed,
+  // this test fails and becomes an ordinary `it`.
+  it.fails("holds for a result of a client's own tool named recall_tool_result", async () => {
+    const store = new MemoryStore();
+    const text = textBody(61_300);
+    const request = kit.conversation([
+      { id: "r1", name: RECALL, input: { query: "x" }, result: text },
+      { id: "t2", name: "bash", result: "ok" },
+    ]);
+    const out = await compact({
+      format: kit.format,
+      request: JSON.stringify(request),
+      session: SESSION,
+      store,
+      config: ON,
+      secret: SECRET,
+    });
+    const now = textOf(kit, kit.results(JSON.parse(out.request as string))[0]!.content);
+    if (now === text) return;
+    const memIds = now.match(MEM) ?? [];
+    expect(memIds.length, "a changed result names where its body is").toBeGreaterThan(0);
+    const stored = await store.getBody(SESSION, memIds[0]!);
+    expect(stored?.body).toBe(text);
+  });
+});
