@@ -93,6 +93,12 @@ const fields = {
     .describe(
       "Learn the recall probability per tool (tenant-wide and per session) and the horizon from the session's length.",
     ),
+  tool_result_calibration_enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Scale the gate's token estimates by the ratio of provider-counted to estimated tokens learned per tenant and model from measured usage (after 5 measured turns).",
+    ),
   tool_result_first_delivery: z
     .enum(["full", "gated"])
     .default("full")

@@ -4,7 +4,9 @@
  * give the client one answer (or one event stream) in which our tool never appears. Usage is summed
  * over the hops; the hop count goes into the summary and onto the session's turn log line.
  */
-import type { SessionRef } from "../core/types.ts";
+import { turnUsage, type TurnUsage, usageUsd } from "../core/billing.ts";
+import { resolveModel } from "../core/pricing.ts";
+import type { SessionRef, TurnEstimate } from "../core/types.ts";
 import { type Summary, summaryHeader } from "../http/summary.ts";
 import type { Answer, Dialect, Ending, Hop, Inspection } from "./dialect.ts";
 import { clientHeaders } from "./headers.ts";
@@ -30,6 +32,10 @@ export interface ProxyCall {
   ref: SessionRef;
   params: RecallParams;
   summary: Summary;
+  /** The model the turn is priced as (its usage is priced so), null: the answer's. */
+  model: string | null;
+  /** The turn's estimates, calibrated against the usage the answers report. */
+  estimate?: TurnEstimate | undefined;
 }
 
 interface TurnOutcome {
@@ -38,6 +44,8 @@ interface TurnOutcome {
   /** "failed": a hop could not be made or the provider refused it; the client got that error. */
   ending: Ending | "failed";
   memos: ProxyMemo[];
+  /** Each provider call's usage object as the answer reported it, the client's call first. */
+  usages: unknown[];
 }
 
 /** The provider's error shape, for a connection that could not be made or was cut (502). */
@@ -141,7 +149,13 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
       call.dialect.nextRequest(call.request, hops),
     );
     // The hops that ran are logged even when one fails.
-    const failed: TurnOutcome = { hops: hops.length, recalls, ending: "failed", memos: [] };
+    const failed: TurnOutcome = {
+      hops: hops.length,
+      recalls,
+      ending: "failed",
+      memos: [],
+      usages: answers.map((a) => a.usage),
+    };
     if (!sent.ok) {
       const summary = withProxy(call.summary, failed, false);
       await finishTurn(call, failed, summary);
@@ -173,8 +187,14 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     params: call.params,
     request: call.request,
   });
-  const outcome: TurnOutcome = { hops: hops.length, recalls, ending, memos };
-  const summary = withProxy(call.summary, outcome, false);
+  const outcome: TurnOutcome = {
+    hops: hops.length,
+    recalls,
+    ending,
+    memos,
+    usages: answers.map((a) => a.usage),
+  };
+  const summary = withProxy(call.summary, outcome, false, billedOf(call, outcome));
   await finishTurn(call, outcome, summary);
   if (hops.length === 0 && inspection.recalls.length === 0)
     return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
@@ -206,8 +226,9 @@ async function* events(call: ProxyCall, first: Response): AsyncGenerator<string>
   try {
     yield* hopStream(call, first, state);
     const done = outcomeOf(state);
+    const billed = billedOf(call, done);
     yield sseComment(
-      `edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length })}`,
+      `edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length, ...(billed === null ? {} : { usd: billed.usd, hop_usd: billed.hop_usd }) })}`,
     );
   } finally {
     // Also when the client went away mid-stream: the hops that ran are still logged.
@@ -222,6 +243,7 @@ function outcomeOf(state: StreamState): TurnOutcome {
       recalls: state.recalls,
       ending: state.failed ? "failed" : "done",
       memos: [],
+      usages: state.answers.map((a) => a.usage),
     }
   );
 }
@@ -262,7 +284,13 @@ async function* hopStream(
         params: call.params,
         request: call.request,
       });
-      state.outcome = { hops: state.hops.length, recalls: state.recalls, ending: next, memos };
+      state.outcome = {
+        hops: state.hops.length,
+        recalls: state.recalls,
+        ending: next,
+        memos,
+        usages: state.answers.map((a) => a.usage),
+      };
       yield merger.finish(next);
       // A mixed turn's recalls run after the client has its answer: here they are only counted (the
       // answer is replayed when the next request is spliced).
@@ -296,7 +324,12 @@ async function* hopStream(
   }
 }
 
-function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolean): Summary {
+function withProxy(
+  summary: Summary,
+  outcome: TurnOutcome | null,
+  stream: boolean,
+  billed: Billed | null = null,
+): Summary {
   const proxy: NonNullable<Summary["proxy"]> = { stream, spliced: summary.proxy?.spliced ?? 0 };
   if (outcome !== null)
     Object.assign(proxy, {
@@ -305,7 +338,33 @@ function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolea
       ending: outcome.ending,
       memos: outcome.memos.length,
     });
-  return { ...summary, proxy };
+  if (billed === null) return { ...summary, proxy };
+  // What the provider billed for this call; the recall hops' calls are a cost of offloading, so the
+  // estimated saving is net of them.
+  Object.assign(proxy, { usd: billed.usd, hop_usd: billed.hop_usd });
+  return { ...summary, saved_usd: roundUsd(summary.saved_usd - billed.hop_usd), proxy };
+}
+
+interface Billed {
+  usage: TurnUsage;
+  /** Dollars for every call, and for the recall hops' calls alone (null: an unpriced model). */
+  usd: number;
+  hop_usd: number;
+}
+
+const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
+
+/** The call's measured usage (summed over hops) and its price, null when no answer carried usage. */
+function billedOf(call: ProxyCall, outcome: TurnOutcome): Billed | null {
+  const usage = turnUsage(call.dialect.format, outcome.usages, call.model, "proxy");
+  if (usage === null) return null;
+  const price = resolveModel(usage.model);
+  if (price === null) return { usage, usd: 0, hop_usd: 0 };
+  return {
+    usage,
+    usd: roundUsd(usageUsd(price, usage.tokens)),
+    hop_usd: roundUsd(usageUsd(price, usage.tokens) - usageUsd(price, usage.first)),
+  };
 }
 
 /**
@@ -317,7 +376,9 @@ async function finishTurn(
   outcome: TurnOutcome,
   summary: Summary | null,
 ): Promise<void> {
-  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0) return;
+  const billed = call.store.lastTurnSeq === null ? null : billedOf(call, outcome);
+  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && billed === null)
+    return;
   try {
     await call.store.finishProxyTurn(call.ref, {
       turn_seq: call.store.lastTurnSeq,
@@ -327,6 +388,8 @@ async function finishTurn(
         exhausted: outcome.ending === "exhausted",
       },
       memos: outcome.memos,
+      ...(billed === null ? {} : { usage: billed.usage }),
+      ...(billed === null || call.estimate === undefined ? {} : { estimate: call.estimate }),
     });
   } catch {
     // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as

@@ -1,6 +1,8 @@
 /**
  * The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC.
  */
+import type { TurnUsage } from "../core/billing.ts";
+import type { TurnKey, UsageOutcome } from "./usage.ts";
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
@@ -70,6 +72,10 @@ export class DurableSessionState implements SessionStatePort {
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
     await this.stub(ref).finishProxyTurn(ref, turn);
+  }
+
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    return (await this.stub(ref).recordUsage(ref, key, usage)) as UsageOutcome | null;
   }
 
   async destroy(ref: SessionRef): Promise<string[]> {

@@ -30,6 +30,7 @@ import { ledgerKey } from "./keys.ts";
 import type {
   BodyInfo,
   BodyLedgerPort,
+  CalibrationPort,
   IndexedSession,
   IndexPort,
   ServiceStore,
@@ -38,6 +39,11 @@ import type {
   SessionStatePort,
   TenantStatsPort,
 } from "./ports.ts";
+import { promptOf, type TurnUsage } from "../core/billing.ts";
+import type { Calibration } from "../core/calibration.ts";
+import { resolveModel } from "../core/pricing.ts";
+import type { TurnEstimate } from "../core/types.ts";
+import type { TurnKey, UsageOutcome } from "../session/usage.ts";
 
 export interface StoreParts {
   sessions: SessionStatePort;
@@ -50,6 +56,11 @@ export interface StoreParts {
   tenants?: TenantStatsPort | undefined;
   /** The tenant's extraction cache (attachments); without it every extraction runs. */
   extractions?: ExtractionCache | undefined;
+  /**
+   * The estimates' calibration per tenant and model; without it measured usage is kept but nothing
+   * is calibrated.
+   */
+  calibration?: CalibrationPort | undefined;
   now?: () => number;
   /** Where backend failures are reported for operators (never bodies or keys). */
   log?: (line: string) => void;
@@ -269,6 +280,52 @@ export class ComposedStore implements ServiceStore {
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
     await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, turn));
+    if (turn.turn_seq !== null && turn.usage !== undefined && turn.estimate !== undefined)
+      await this.#learn(ref.tenant, turn.usage, turn.estimate);
+  }
+
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    const outcome = await this.#guard("saving the turn's usage", () =>
+      this.#sessions.recordUsage(ref, key, usage),
+    );
+    if (outcome?.status === "recorded" && outcome.estimate !== null)
+      await this.#learn(ref.tenant, usage, outcome.estimate);
+    return outcome;
+  }
+
+  /** The tenant's calibration (null without a calibration store, or when it cannot be read). */
+  async calibration(ref: SessionRef, model: string): Promise<Calibration | null> {
+    const port = this.#parts.calibration;
+    if (port === undefined) return null;
+    try {
+      return await port.get(ref.tenant, model);
+    } catch (cause) {
+      this.#log(`[edge-offload] reading the calibration failed: ${describe(cause)}`);
+      return null;
+    }
+  }
+
+  async calibrations(tenant: string): Promise<Record<string, Calibration>> {
+    const port = this.#parts.calibration;
+    if (port === undefined) return {};
+    return this.#guard("reading the calibration", () => port.all(tenant));
+  }
+
+  /**
+   * One measured turn calibrates the tenant's estimates for its model: the client's own call
+   * against the request as sent (the hops' calls are requests we built, not estimated). Best
+   * effort.
+   */
+  async #learn(tenant: string, usage: TurnUsage, estimate: TurnEstimate): Promise<void> {
+    const port = this.#parts.calibration;
+    const model = resolveModel(usage.model)?.id;
+    if (port === undefined || model === undefined) return;
+    await this.#soft(
+      "the calibration write",
+      async () => void (await port.learn(tenant, model, estimate.sent, promptOf(usage.first))),
+      undefined,
+      "stats_error",
+    );
   }
 
   /**

@@ -234,6 +234,8 @@ export function runSessionStateContract(
         would_save_usd: 0.02,
         gate_fired: 2,
         gate_declined: 2,
+        // No usage was measured on these turns: nothing billed yet.
+        billed: expect.objectContaining({ turns_measured: 0, usd: 0, saved_usd: 0 }),
       });
       expect(rep.records).toEqual({ kept: 1, compacted: 0, offloaded: 2, offloaded_recalled: 1 });
       expect(rep.latest).toEqual({ turn: 2, at: rep.turns[1]!.at, shadow: true });

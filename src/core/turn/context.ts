@@ -6,6 +6,7 @@
  * every step takes of a result.
  */
 import type { OffloadConfig } from "../../config.ts";
+import type { Calibration } from "../calibration.ts";
 import type { FormatAdapter, RequestAnalysis, ToolResultSite } from "../formats/types.ts";
 import { decodeString, type JsonNode, stringLength } from "../json/scan.ts";
 import type { AttachmentExtractor, LoadedState, OffloadStore } from "../ports.ts";
@@ -45,6 +46,13 @@ export interface TurnContext {
   loaded: LoadedState;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared: boolean;
+  /**
+   * Provider tokens per estimated token for this tenant and model, learned from measured usage
+   * (calibration.ts); absent or not yet ready: the estimates as they are.
+   */
+  calibration?: Calibration | null;
+  /** The content kind of each result measured this turn (for the log line's estimates). */
+  kinds?: Map<string, ContentKind>;
 }
 
 /**
@@ -79,6 +87,7 @@ export function measure(
 ): { text: string; chars: number; kind: ContentKind; tokens: number } {
   const text = textOf(ctx, site);
   const kind = detectKind(text);
+  (ctx.kinds ??= new Map()).set(site.tool_use_id, kind);
   return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind) };
 }
 

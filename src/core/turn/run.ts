@@ -6,6 +6,7 @@
  * result: the request goes out as sent.
  */
 import { AttachmentTurn } from "../attachments/turn.ts";
+import type { Calibration } from "../calibration.ts";
 import type { Edit, ToolResultSite } from "../formats/types.ts";
 import { describeCause } from "../problems.ts";
 import type { ResultRecord } from "../types.ts";
@@ -19,12 +20,32 @@ import {
 } from "./context.ts";
 import { decide, firstDeliveryCandidate } from "./decide.ts";
 import { replay, sameDecision } from "./replay.ts";
-import { type CompactReport, countTurn, emptyReport, turnLog } from "./report.ts";
+import { turnEstimate } from "./estimate.ts";
+import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
 
 export interface TurnResult {
   edits: Edit[];
   decisions: Decision[];
   report: CompactReport;
+}
+
+/**
+ * The tenant's calibration for the turn's model, when the store keeps one and it is on; unreadable,
+ * the estimates stay as they are.
+ */
+async function loadCalibration(ctx: TurnContext): Promise<Calibration | null> {
+  const model = ctx.price?.id;
+  if (
+    ctx.store.calibration === undefined ||
+    model === undefined ||
+    !ctx.config.tool_result_calibration_enabled
+  )
+    return null;
+  try {
+    return await ctx.store.calibration(ctx.ref, model);
+  } catch {
+    return null;
+  }
 }
 
 export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
@@ -36,7 +57,12 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     : [];
   try {
     const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
-    ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
+    const [loaded, calibration] = await Promise.all([
+      ctx.store.load(ctx.ref, ids, toolNames),
+      loadCalibration(ctx),
+    ]);
+    ctx.loaded = loaded;
+    ctx.calibration = calibration;
   } catch (cause) {
     // Without the sticky decisions any change could contradict an earlier turn: pass the request
     // through.
@@ -103,7 +129,17 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const decisionsNow = () => sites.map((s) => outcomes.get(s)!.decision);
   const countsNow = () => countTurn(ctx, sites, outcomes, fresh.length, toolTokens, media.tally());
   const committed = decisionsNow();
-  const log = turnLog(ctx, countsNow(), committed);
+  const log = {
+    ...turnLog(ctx, countsNow(), committed),
+    estimate: turnEstimate(
+      ctx,
+      sites,
+      outcomes,
+      otherTokensOf(ctx, sites, media.tally()),
+      toolTokens,
+      media.tally(),
+    ),
+  };
   try {
     const result = await ctx.store.commit(ctx.ref, {
       records: [...fresh.map((f) => f.record), ...media.records()],
@@ -183,6 +219,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       anchor,
       attachments: media.report(),
       errors: ctx.problems,
+      estimate: log.estimate,
     },
   };
 }
