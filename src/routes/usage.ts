@@ -10,16 +10,23 @@ import { OffloadError } from "../errors.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import { UsageRequestSchema } from "./schemas/usage.ts";
+import {
+  ProviderUsageListSchema,
+  ProviderUsageSchema,
+  UsageRequestSchema,
+} from "./schemas/usage.ts";
 import { refOf } from "./session-param.ts";
 
 export const usageRoutes = new Hono<AppEnv>().post("/:id/usage", async (c) => {
   const ref = refOf(c);
   const { store, settings } = c.var;
-  const body = validate(
-    UsageRequestSchema,
-    parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)),
-  );
+  const raw = parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes));
+  // The usage's own branch first, so a bad field is named where it is (a union would only say
+  // "usage").
+  const given = (raw as { usage?: unknown } | null)?.usage;
+  if (given !== undefined)
+    validate(Array.isArray(given) ? ProviderUsageListSchema : ProviderUsageSchema, given, "usage");
+  const body = validate(UsageRequestSchema, raw);
   const usages = Array.isArray(body.usage) ? body.usage : [body.usage];
   const usage = turnUsage(body.format, usages, body.model ?? null, "client");
   if (usage === null)

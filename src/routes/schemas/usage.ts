@@ -36,6 +36,8 @@ export const ProviderUsageSchema = z
   })
   .describe("The provider's usage object, exactly as its answer carried it.");
 
+export const ProviderUsageListSchema = z.array(ProviderUsageSchema).min(1).max(17);
+
 export const UsageRequestSchema = z
   .strictObject({
     turn: z
@@ -59,7 +61,7 @@ export const UsageRequestSchema = z
       .optional()
       .describe("The model that answered (default: the model the turn was priced as)."),
     usage: z
-      .union([ProviderUsageSchema, z.array(ProviderUsageSchema).min(1).max(17)])
+      .union([ProviderUsageSchema, ProviderUsageListSchema])
       .describe(
         "The answer's usage, or one per provider call the turn made (the client's first, then each recall hop).",
       ),
