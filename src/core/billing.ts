@@ -39,6 +39,11 @@ export interface TurnUsage {
   first: UsageTokens;
   /** Output tokens of the call whose answer the client read (the last one). */
   answer_output: number;
+  /**
+   * The tokens offloading took out of the request (the turn's `estimate.removed`), at the tenant's
+   * calibration when the usage was kept (absent: the report calibrates on the session's turns).
+   */
+  removed_calibrated?: number;
 }
 
 const n = (v: unknown): number =>

@@ -89,6 +89,11 @@ export interface ResultRecord {
    * Set on attachment records (tier "attachment"): what the block was and what it costs natively.
    */
   attachment?: AttachmentInfo;
+  /**
+   * Share of whitespace in the text (2 decimals): how well it tokenizes, beyond its kind (indented
+   * JSON packs more chars per token than compact JSON). Absent on records of earlier versions.
+   */
+  ws?: number;
 }
 
 /**

@@ -13,6 +13,8 @@ import { clientHeaders } from "./headers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
+import { isRecord } from "./usage.ts";
+import { watchStream } from "./usage-watch.ts";
 import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
 
 export interface ProxyCall {
@@ -80,13 +82,49 @@ export async function proxyCall(call: ProxyCall): Promise<Response> {
   if (!first.ok) return droppedResponse(call.dialect, first.reason, call.summary);
   const res = first.response;
   // Errors, and answers that cannot hold our tool, go back exactly as the provider sent them.
-  if (!call.intercept || !res.ok)
+  if (!res.ok)
     return new Response(res.body, {
       status: res.status,
       headers: responseHeaders(res, withProxy(call.summary, null, isEventStream(res))),
     });
+  if (!call.intercept) return passedThrough(call, res);
   if (isEventStream(res)) return streamed(call, res);
   return buffered(call, res);
+}
+
+/**
+ * An answer that cannot hold our tool: the client gets it as the provider sent it, and its usage is
+ * kept on the turn's line (read on the side of a stream, or from the JSON body).
+ */
+async function passedThrough(call: ProxyCall, res: Response): Promise<Response> {
+  const outcome = (usage: unknown): TurnOutcome => ({
+    hops: 0,
+    recalls: 0,
+    ending: "done",
+    memos: [],
+    usages: [usage],
+  });
+  if (isEventStream(res) && res.body !== null) {
+    const body = watchStream(res.body, call.dialect.format, (usage) =>
+      finishTurn(call, outcome(usage), null),
+    );
+    return new Response(body, {
+      status: res.status,
+      headers: responseHeaders(res, withProxy(call.summary, null, true)),
+    });
+  }
+  const text = await res.text();
+  let usage: unknown = null;
+  try {
+    const answer: unknown = JSON.parse(text);
+    if (isRecord(answer)) usage = answer.usage;
+  } catch {
+    // Not JSON: nothing to read, the client gets it as it is.
+  }
+  const done = outcome(usage);
+  const summary = withProxy(call.summary, null, false, billedOf(call, done));
+  await finishTurn(call, done, summary);
+  return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
 }
 
 /**

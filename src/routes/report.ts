@@ -12,7 +12,12 @@ import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
 import { type Calibration, calibrationErrors, calibrationReady } from "../core/calibration.ts";
-import { type BilledTotals, billedTurns, type TurnBilled } from "../session/billing-report.ts";
+import {
+  type BilledTotals,
+  billedTotals,
+  billedTurns,
+  type TurnBilled,
+} from "../session/billing-report.ts";
 import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 
@@ -91,9 +96,12 @@ export function calibrationView(all: Record<string, Calibration>) {
 }
 
 /** Best effort: a report without calibration is still a report. */
-async function calibrationsOf(store: AppEnv["Variables"]["store"], tenant: string) {
+async function calibrationsOf(
+  store: AppEnv["Variables"]["store"],
+  tenant: string,
+): Promise<Record<string, Calibration> | null> {
   try {
-    return calibrationView(await store.calibrations(tenant));
+    return await store.calibrations(tenant);
   } catch {
     return null;
   }
@@ -115,10 +123,13 @@ function totalsView(data: SessionReportData) {
 
 export function sessionReportView(
   data: SessionReportData,
-  calibration: ReturnType<typeof calibrationView> | null = null,
+  calibration: Record<string, Calibration> | null = null,
 ) {
   const last = data.last_turn;
-  const billed = billedTurns(data.turns);
+  // With the per-turn lines at hand, the billed figures use the tenant's latest calibration.
+  const billed = billedTurns(data.turns, calibration ?? {});
+  const totals = totalsView(data);
+  if (data.turns.length > 0) totals.billed = billedTotals(data.turns, billed);
   return {
     tenant: data.tenant,
     session: data.session,
@@ -126,9 +137,9 @@ export function sessionReportView(
     last_active: iso(data.last_active),
     mode: modeOf(data),
     last_turn_at: data.latest === null ? null : iso(data.latest.at),
-    totals: totalsView(data),
+    totals,
     turns: data.turns.map((t, i) => turnView(t, billed[i] ?? null)),
-    calibration,
+    calibration: calibration === null ? null : calibrationView(calibration),
     last_turn:
       last === null
         ? null
@@ -269,7 +280,9 @@ export const tenantReportRoutes = new Hono<AppEnv>().get("/report", async (c) =>
       sessions: rows,
       totals: pageTotals(rows),
       missing: reports.length - rows.length,
-      calibration: await calibrationsOf(store, tenant),
+      calibration: await calibrationsOf(store, tenant).then((c) =>
+        c === null ? null : calibrationView(c),
+      ),
       cursor: page.cursor,
       consistency: "eventual" as const,
     },

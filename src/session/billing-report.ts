@@ -14,6 +14,7 @@ import {
   calibrate,
   calibratedTokens,
   calibrationErrors,
+  calibrationReady,
 } from "../core/calibration.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { TurnEstimate, TurnLog } from "../core/types.ts";
@@ -112,8 +113,15 @@ export function sessionCalibration(turns: readonly TurnLog[]): Calibration | nul
   return c;
 }
 
-/** Per turn (in order), its billed figures; `at` is each turn's commit time (ms). */
-export function billedTurns(turns: readonly (TurnLog & { at: number })[]): (TurnBilled | null)[] {
+/**
+ * Per turn (in order), its billed figures; `at` is each turn's commit time (ms). The removed tokens
+ * are scaled by `tenant` (the tenant's calibration per price-table model) where it is ready, else as
+ * calibrated when the usage was kept, else by the session's own fit.
+ */
+export function billedTurns(
+  turns: readonly (TurnLog & { at: number })[],
+  tenant: Readonly<Record<string, Calibration>> = {},
+): (TurnBilled | null)[] {
   const cal = sessionCalibration(turns);
   let prev: Prefix | null = null;
   return turns.map((t) => {
@@ -123,14 +131,18 @@ export function billedTurns(turns: readonly (TurnLog & { at: number })[]): (Turn
       prev = null;
       return null;
     }
+    const price = u === undefined ? null : resolveModel(u.model);
     if (u === undefined) {
       // Unmeasured: the cache state it leaves is the estimate's.
       const full = calibratedTokens(cal, e.sent) + calibratedTokens(cal, e.removed);
       prev = e.cached_share > 0 ? { tokens: Math.round(full * e.cached_share), at: t.at } : null;
       return null;
     }
-    const price = resolveModel(u.model);
-    const full = promptOf(u.first) + (t.shadow ? 0 : calibratedTokens(cal, e.removed));
+    const latest = tenant[price?.id ?? ""];
+    const removed = calibrationReady(latest)
+      ? calibratedTokens(latest, e.removed)
+      : (u.removed_calibrated ?? calibratedTokens(cal, e.removed));
+    const full = promptOf(u.first) + (t.shadow ? 0 : removed);
     const cf = counterfactual(u, e, full, prev, t.at);
     prev = cf.prefix;
     const usd = price === null ? 0 : usageUsd(price, u.tokens);

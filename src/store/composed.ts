@@ -40,7 +40,7 @@ import type {
   TenantStatsPort,
 } from "./ports.ts";
 import { promptOf, type TurnUsage } from "../core/billing.ts";
-import type { Calibration } from "../core/calibration.ts";
+import { type Calibration, calibratedTokens, calibrationReady } from "../core/calibration.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { TurnEstimate } from "../core/types.ts";
 import type { TurnKey, UsageOutcome } from "../session/usage.ts";
@@ -279,9 +279,20 @@ export class ComposedStore implements ServiceStore {
   }
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
-    await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, turn));
-    if (turn.turn_seq !== null && turn.usage !== undefined && turn.estimate !== undefined)
-      await this.#learn(ref.tenant, turn.usage, turn.estimate);
+    let kept = turn;
+    if (turn.turn_seq !== null && turn.usage !== undefined && turn.estimate !== undefined) {
+      // Learned first, so the line keeps the removed tokens at the calibration this turn refined.
+      const cal = await this.#learn(ref.tenant, turn.usage, turn.estimate);
+      if (calibrationReady(cal))
+        kept = {
+          ...turn,
+          usage: {
+            ...turn.usage,
+            removed_calibrated: calibratedTokens(cal, turn.estimate.removed),
+          },
+        };
+    }
+    await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, kept));
   }
 
   async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
@@ -316,16 +327,24 @@ export class ComposedStore implements ServiceStore {
    * against the request as sent (the hops' calls are requests we built, not estimated). Best
    * effort.
    */
-  async #learn(tenant: string, usage: TurnUsage, estimate: TurnEstimate): Promise<void> {
+  async #learn(
+    tenant: string,
+    usage: TurnUsage,
+    estimate: TurnEstimate,
+  ): Promise<Calibration | null> {
     const port = this.#parts.calibration;
-    const model = resolveModel(usage.model)?.id;
-    if (port === undefined || model === undefined) return;
+    const model = resolveModel(usage.model ?? estimate.model)?.id;
+    if (port === undefined || model === undefined) return null;
+    let out: Calibration | null = null;
     await this.#soft(
       "the calibration write",
-      async () => void (await port.learn(tenant, model, estimate.sent, promptOf(usage.first))),
+      async () => {
+        out = await port.learn(tenant, model, estimate.sent, promptOf(usage.first));
+      },
       undefined,
       "stats_error",
     );
+    return out;
   }
 
   /**

@@ -13,7 +13,7 @@ import type { AttachmentExtractor, LoadedState, OffloadStore } from "../ports.ts
 import type { ModelPrice } from "../pricing.ts";
 import type { Problem } from "../problems.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { type ContentKind, detectKind, estimateTokens } from "../tokens.ts";
+import { type ContentKind, detectKind, estimateTokens, whitespaceShare } from "../tokens.ts";
 import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
 
 /**
@@ -53,6 +53,8 @@ export interface TurnContext {
   calibration?: Calibration | null;
   /** The content kind of each result measured this turn (for the log line's estimates). */
   kinds?: Map<string, ContentKind>;
+  /** The whitespace share of each result measured this turn (calibration.ts). */
+  whitespace?: Map<string, number>;
 }
 
 /**
@@ -84,11 +86,13 @@ export function rawLength(site: ToolResultSite): number {
 export function measure(
   ctx: TurnContext,
   site: ToolResultSite,
-): { text: string; chars: number; kind: ContentKind; tokens: number } {
+): { text: string; chars: number; kind: ContentKind; tokens: number; ws: number } {
   const text = textOf(ctx, site);
   const kind = detectKind(text);
+  const ws = whitespaceShare(text);
   (ctx.kinds ??= new Map()).set(site.tool_use_id, kind);
-  return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind) };
+  (ctx.whitespace ??= new Map()).set(site.tool_use_id, ws);
+  return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind), ws };
 }
 
 export function tierOf(config: OffloadConfig, chars: number): Tier {

@@ -66,6 +66,7 @@ export async function decide(
     chars: m.chars,
     tokens: m.tokens,
     kind: m.kind,
+    ws: m.ws,
     raw_chars: rawLength(site),
     turn: ctx.analysis.assistant_turns,
   };

@@ -6,21 +6,22 @@
  */
 import type { AttachmentTally } from "../attachments/types.ts";
 import type { TokenClasses } from "../calibration.ts";
-import { calibrationReady } from "../calibration.ts";
+import { calibrationReady, resultClasses } from "../calibration.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { TurnEstimate } from "../types.ts";
 import type { Outcome, TurnContext } from "./context.ts";
 
 function add(to: TokenClasses, cls: string, tokens: number): void {
   if (tokens === 0) return;
-  to[cls] = (to[cls] ?? 0) + tokens;
+  to[cls] = Math.round(((to[cls] ?? 0) + tokens) * 100) / 100;
 }
 
-/** The content kind a result was measured as this turn, or recorded as earlier. */
-function kindOf(ctx: TurnContext, site: ToolResultSite): string {
-  return (
-    ctx.kinds?.get(site.tool_use_id) ?? ctx.loaded.records.get(site.tool_use_id)?.kind ?? "request"
-  );
+/** A result's estimated tokens as calibration classes (its kind and whitespace, as measured). */
+function classesOf(ctx: TurnContext, site: ToolResultSite, tokens: number): [string, number][] {
+  const record = ctx.loaded.records.get(site.tool_use_id);
+  const kind = ctx.kinds?.get(site.tool_use_id) ?? record?.kind ?? "request";
+  const ws = ctx.whitespace?.get(site.tool_use_id) ?? record?.ws;
+  return resultClasses(kind, tokens, kind === "request" ? undefined : ws);
 }
 
 export function turnEstimate(
@@ -37,13 +38,13 @@ export function turnEstimate(
   add(sent, "request", otherTokens + (shadow ? media.native : media.sent + toolTokens));
   for (const site of sites) {
     const d = outcomes.get(site)!.decision;
-    const kind = kindOf(ctx, site);
+    const classes = classesOf(ctx, site, d.tokens);
     if (d.action === "kept" || shadow) {
-      add(sent, kind, d.tokens);
+      for (const [cls, t] of classes) add(sent, cls, t);
       continue;
     }
     add(sent, "request", d.sent_tokens);
-    add(removed, kind, d.tokens);
+    for (const [cls, t] of classes) add(removed, cls, t);
     add(removed, "request", -d.sent_tokens);
   }
   if (!shadow) add(removed, "request", media.native - media.sent - toolTokens);

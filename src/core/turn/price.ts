@@ -5,7 +5,7 @@
  * would be the one to declare it.
  */
 
-import { ratioOf } from "../calibration.ts";
+import { ratioOf, resultRatio } from "../calibration.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "../adaptive.ts";
 import { cacheCold } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
@@ -26,7 +26,12 @@ export function priceOffload(
   const k = ratioOf(ctx.calibration, "request");
   const scale = (t: number) => Math.round(t * k);
   const resultTokens = Math.round(
-    estimatedResult * ratioOf(ctx.calibration, ctx.kinds?.get(site.tool_use_id) ?? "request"),
+    estimatedResult *
+      resultRatio(
+        ctx.calibration,
+        ctx.kinds?.get(site.tool_use_id) ?? "request",
+        ctx.whitespace?.get(site.tool_use_id),
+      ),
   );
   const stubTokens = scale(estimatedStub);
   const side = cacheSide(ctx, site, stubTokens, k);
