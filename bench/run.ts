@@ -3,6 +3,7 @@
  * noisy, so absolute times are context, not results). `npm run bench -- transform` runs only the named ones.
  */
 import { spawnSync } from "node:child_process";
+import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
 import { benchFormats } from "./formats.ts";
 import { benchMemory } from "./memory.ts";
@@ -34,6 +35,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   attachments: () => script("attachments.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  agents: () => benchAgents(process.argv),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

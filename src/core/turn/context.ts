@@ -163,3 +163,11 @@ export function recallToolTokens(
 export function isRecallResult(site: ToolResultSite): boolean {
   return site.tool_name === RECALL_TOOL_NAME;
 }
+
+/**
+ * The record id of a result's context-pressure decision (pressure.ts): a record of its own, since
+ * the result's own id may already hold a sticky "kept".
+ */
+export function pressureId(toolUseId: string): string {
+  return `${toolUseId}#pressure`;
+}

@@ -10,6 +10,7 @@ import type { Problem } from "../problems.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import type { Format, TurnCounts, TurnDecision, TurnEstimate, TurnLog } from "../types.ts";
 import type { AnchorReport } from "./anchor.ts";
+import type { PressureReport } from "./pressure.ts";
 import { type Outcome, rawLength, type TurnContext } from "./context.ts";
 
 export interface CompactReport extends TurnCounts {
@@ -45,6 +46,8 @@ export interface CompactReport extends TurnCounts {
    * against); absent when the turn decided nothing.
    */
   estimate?: TurnEstimate;
+  /** Context-pressure mode's batch this turn (pressure.ts), null when there was none. */
+  pressure?: PressureReport | null;
 }
 
 /** The report of a turn that decided nothing (compaction off, or the session state unreadable). */

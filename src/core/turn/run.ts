@@ -15,12 +15,15 @@ import {
   type Decision,
   type Outcome,
   pending,
+  pressureId,
   recallToolTokens,
   type TurnContext,
 } from "./context.ts";
 import { decide, firstDeliveryCandidate } from "./decide.ts";
 import { replay, sameDecision } from "./replay.ts";
+import { cacheCold } from "../cold.ts";
 import { turnEstimate } from "./estimate.ts";
+import { contextWindow, relievePressure } from "./pressure.ts";
 import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
 
 export interface TurnResult {
@@ -48,6 +51,17 @@ async function loadCalibration(ctx: TurnContext): Promise<Calibration | null> {
   }
 }
 
+/**
+ * "free" declaration: the recall tool goes in where adding it rewrites nothing cached: the
+ * session's first turn (nothing is cached yet), or a turn whose cache has lapsed.
+ */
+function declaresFree(ctx: TurnContext): boolean {
+  const idle = ctx.loaded.idle_seconds;
+  return (
+    idle === null || idle === undefined || cacheCold(ctx.format, ctx.analysis.breakpoints, idle)
+  );
+}
+
 export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const { analysis, config } = ctx;
   const { sites } = analysis;
@@ -57,6 +71,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     : [];
   try {
     const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
+    // A result's context-pressure decision has a record of its own (pressure.ts).
+    if (contextWindow(ctx) !== null) ids.push(...sites.map((s) => pressureId(s.tool_use_id)));
     const [loaded, calibration] = await Promise.all([
       ctx.store.load(ctx.ref, ids, toolNames),
       loadCalibration(ctx),
@@ -86,14 +102,16 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   ctx.toolDeclared =
     loaded.recall_declared ||
     analysis.has_recall_tool ||
-    (ctx.offload && config.tool_result_recall_tool_declaration === "eager");
+    (ctx.offload && config.tool_result_recall_tool_declaration === "eager") ||
+    (ctx.offload && config.tool_result_recall_tool_declaration === "free" && declaresFree(ctx));
   const outcomes = new Map<ToolResultSite, Outcome>();
   const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
 
   // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at
   // once.
   for (const site of sites) {
-    const record = loaded.records.get(site.tool_use_id);
+    const record =
+      loaded.records.get(pressureId(site.tool_use_id)) ?? loaded.records.get(site.tool_use_id);
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
     else if (site.index >= hotFrom || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
@@ -120,6 +138,15 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   }
 
   await media.decide(loaded.records);
+  const pressure = await relievePressure(
+    ctx,
+    sites,
+    hotFrom,
+    outcomes,
+    fresh,
+    turnEstimate(ctx, sites, outcomes, otherTokensOf(ctx, sites, media.tally()), 0, media.tally())
+      .sent,
+  );
 
   const declare = ctx.toolDeclared && (ctx.offload || loaded.recall_declared);
   const toolTokens =
@@ -220,6 +247,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       attachments: media.report(),
       errors: ctx.problems,
       estimate: log.estimate,
+      pressure,
     },
   };
 }
