@@ -4,7 +4,7 @@
  * give the client one answer (or one event stream) in which our tool never appears. Usage is summed
  * over the hops; the hop count goes into the summary and onto the session's turn log line.
  */
-import { turnUsage, type TurnUsage, usageUsd } from "../core/billing.ts";
+import { type TurnUsage, turnUsage, usageUsd } from "../core/billing.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { SessionRef, TurnEstimate } from "../core/types.ts";
 import { type Summary, summaryHeader } from "../http/summary.ts";
@@ -13,9 +13,9 @@ import { clientHeaders } from "./headers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
+import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
 import { isRecord } from "./usage.ts";
 import { watchStream } from "./usage-watch.ts";
-import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
 
 export interface ProxyCall {
   dialect: Dialect;

@@ -4,9 +4,9 @@
  * Worker over the Durable Objects, or in one process over a `MemoryStore`.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { OffloadStore } from "../core/ports.ts";
 import type { Problem } from "../core/problems.ts";
-import type { TurnUsage } from "../core/billing.ts";
 import type { Format, ProxyTurnNote, SessionRef, TurnEstimate } from "../core/types.ts";
 
 /**

@@ -8,10 +8,10 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { type Calibration, calibrationErrors, calibrationReady } from "../core/calibration.ts";
 import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import { type Calibration, calibrationErrors, calibrationReady } from "../core/calibration.ts";
 import {
   type BilledTotals,
   billedTotals,

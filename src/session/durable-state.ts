@@ -1,9 +1,9 @@
 /**
  * The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC.
  */
-import type { TurnUsage } from "../core/billing.ts";
-import type { TurnKey, UsageOutcome } from "./usage.ts";
+
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
@@ -16,6 +16,7 @@ import type {
 } from "../store/ports.ts";
 import type { SessionDO } from "./session-do.ts";
 import { sessionObjectName } from "./state.ts";
+import type { TurnKey, UsageOutcome } from "./usage.ts";
 
 export class DurableSessionState implements SessionStatePort {
   readonly #ns: DurableObjectNamespace<SessionDO>;

@@ -16,7 +16,6 @@ import type {
   SessionReportData,
   SessionStatePort,
 } from "../store/ports.ts";
-import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
 import {
   applyCommit,
@@ -29,6 +28,7 @@ import {
   TURN_LOG_LIMIT,
   toolStatsOf,
 } from "./state.ts";
+import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 
 interface Row {
   records: Map<string, ResultRecord>;

@@ -28,7 +28,6 @@ import type {
 import { R2Ledger } from "../store/r2.ts";
 import { lastTurnOf, latestOf, recordCounts, totalsOf } from "./report.ts";
 import { SessionTables } from "./session-tables.ts";
-import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 import {
   applyCommit,
   expiresAt,
@@ -44,6 +43,7 @@ import {
   TURN_LOG_LIMIT,
   toolStatsOf,
 } from "./state.ts";
+import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 
 export class SessionDO extends DurableObject<Env> {
   readonly #t: SessionTables;

@@ -13,6 +13,8 @@
  *   internals.
  */
 import type { OffloadConfigPatch } from "../config.ts";
+import { promptOf, type TurnUsage } from "../core/billing.ts";
+import { type Calibration, calibratedTokens, calibrationReady } from "../core/calibration.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type {
   CachedExtraction,
@@ -22,10 +24,12 @@ import type {
   ToolStats,
   TurnCommit,
 } from "../core/ports.ts";
+import { resolveModel } from "../core/pricing.ts";
 import type { IndexProblem, StatsProblem } from "../core/problems.ts";
-import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
+import type { BodyMeta, SessionRef, StoredBody, TurnEstimate } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
+import type { TurnKey, UsageOutcome } from "../session/usage.ts";
 import { ledgerKey } from "./keys.ts";
 import type {
   BodyInfo,
@@ -39,11 +43,6 @@ import type {
   SessionStatePort,
   TenantStatsPort,
 } from "./ports.ts";
-import { promptOf, type TurnUsage } from "../core/billing.ts";
-import { type Calibration, calibratedTokens, calibrationReady } from "../core/calibration.ts";
-import { resolveModel } from "../core/pricing.ts";
-import type { TurnEstimate } from "../core/types.ts";
-import type { TurnKey, UsageOutcome } from "../session/usage.ts";
 
 export interface StoreParts {
   sessions: SessionStatePort;

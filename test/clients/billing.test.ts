@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RECALL_TOOL_NAME } from "../../src/core/recall-tool.ts";
-import { type BillingFake as Fake, BillingFake, callTool, say } from "../support/billing-fake.ts";
+import { BillingFake, callTool, type BillingFake as Fake, say } from "../support/billing-fake.ts";
 import { anthropicKit, chatKit, type Kit } from "../support/formats.ts";
 import { jsonBody } from "../support/requests.ts";
 import { type LocalWorker, startProxyWorker } from "../support/worker.ts";

@@ -13,10 +13,10 @@ import {
   ratioOf,
   resultRatio,
 } from "../../src/core/calibration.ts";
-import { whitespaceShare } from "../../src/core/tokens.ts";
 import { compact } from "../../src/core/compact.ts";
-import { MemoryStore } from "../../src/store/memory.ts";
+import { whitespaceShare } from "../../src/core/tokens.ts";
 import { billedTurns } from "../../src/session/billing-report.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
 import { conversation, jsonBody, textBody } from "../support/requests.ts";
 
 /** The scripted provider: JSON at 0.75 of the estimate, everything else at 1.2. */

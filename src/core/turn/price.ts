@@ -5,8 +5,8 @@
  * would be the one to declare it.
  */
 
-import { ratioOf, resultRatio } from "../calibration.ts";
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "../adaptive.ts";
+import { ratioOf, resultRatio } from "../calibration.ts";
 import { cacheCold } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { GateInput } from "../gate.ts";

@@ -10,8 +10,8 @@ import type { Problem } from "../problems.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import type { Format, TurnCounts, TurnDecision, TurnEstimate, TurnLog } from "../types.ts";
 import type { AnchorReport } from "./anchor.ts";
-import type { PressureReport } from "./pressure.ts";
 import { type Outcome, rawLength, type TurnContext } from "./context.ts";
+import type { PressureReport } from "./pressure.ts";
 
 export interface CompactReport extends TurnCounts {
   format: Format;

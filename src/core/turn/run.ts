@@ -7,6 +7,7 @@
  */
 import { AttachmentTurn } from "../attachments/turn.ts";
 import type { Calibration } from "../calibration.ts";
+import { cacheCold } from "../cold.ts";
 import type { Edit, ToolResultSite } from "../formats/types.ts";
 import { describeCause } from "../problems.ts";
 import type { ResultRecord } from "../types.ts";
@@ -20,10 +21,9 @@ import {
   type TurnContext,
 } from "./context.ts";
 import { decide, firstDeliveryCandidate } from "./decide.ts";
-import { replay, sameDecision } from "./replay.ts";
-import { cacheCold } from "../cold.ts";
 import { turnEstimate } from "./estimate.ts";
 import { contextWindow, relievePressure } from "./pressure.ts";
+import { replay, sameDecision } from "./replay.ts";
 import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
 
 export interface TurnResult {
