@@ -59,6 +59,11 @@ const TTL_SECONDS = { "5m": 300, "1h": 3600 } as const;
 
 interface Prefix {
   tokens: number;
+  /**
+   * The same prefix as the calibrated estimate of the client's whole request counts it: consistent
+   * from turn to turn, so its growth is the content new since the previous turn.
+   */
+  est: number;
   at: number;
 }
 
@@ -69,25 +74,30 @@ function sum(est: Record<string, number>): number {
 }
 
 /**
- * The counterfactual bill of one turn: `full` prompt tokens, the client's cached share of them, and
- * what the previous turn left in the cache.
+ * The counterfactual bill of one turn: `full` prompt tokens (measured, plus what offloading took
+ * out), the client's cached share of them, and what the previous turn left in the cache. What is
+ * written is what the estimate says is new since the previous turn (`estFull` is the calibrated
+ * estimate of the whole client request): a result measured while it was sent and estimated once
+ * it is offloaded would otherwise read as new content, and be priced as a write.
  */
 function counterfactual(
   u: TurnUsage,
   e: TurnEstimate,
   full: number,
+  estFull: number,
   prev: Prefix | null,
   at: number,
 ): { tokens: UsageTokens; prefix: Prefix | null } {
   const price = resolveModel(u.model);
   const min = price?.min_cacheable_tokens ?? 1024;
   const prefix = Math.round(full * e.cached_share);
+  const est = Math.round(estFull * e.cached_share);
   let read = 0;
   let write = 0;
   if (e.cached_share > 0 && prefix >= min) {
     const warm = prev !== null && (at - prev.at) / 1000 <= TTL_SECONDS[e.ttl];
-    read = warm ? Math.min(prev.tokens, prefix) : 0;
-    write = prefix - read;
+    write = warm ? Math.min(prefix, Math.max(0, est - prev.est)) : prefix;
+    read = prefix - write;
   }
   return {
     tokens: {
@@ -97,7 +107,7 @@ function counterfactual(
       [e.ttl === "1h" ? "cache_write_1h" : "cache_write_5m"]: write,
       output: u.answer_output,
     },
-    prefix: e.cached_share > 0 && prefix >= min ? { tokens: prefix, at } : null,
+    prefix: e.cached_share > 0 && prefix >= min ? { tokens: prefix, est, at } : null,
   };
 }
 
@@ -135,15 +145,18 @@ export function billedTurns(
     if (u === undefined) {
       // Unmeasured: the cache state it leaves is the estimate's.
       const full = calibratedTokens(cal, e.sent) + calibratedTokens(cal, e.removed);
-      prev = e.cached_share > 0 ? { tokens: Math.round(full * e.cached_share), at: t.at } : null;
+      const tokens = Math.round(full * e.cached_share);
+      prev = e.cached_share > 0 ? { tokens, est: tokens, at: t.at } : null;
       return null;
     }
     const latest = tenant[price?.id ?? ""];
+    const use = calibrationReady(latest) ? latest : cal;
     const removed = calibrationReady(latest)
       ? calibratedTokens(latest, e.removed)
       : (u.removed_calibrated ?? calibratedTokens(cal, e.removed));
     const full = promptOf(u.first) + (t.shadow ? 0 : removed);
-    const cf = counterfactual(u, e, full, prev, t.at);
+    const estFull = calibratedTokens(use, e.sent) + calibratedTokens(use, e.removed);
+    const cf = counterfactual(u, e, full, estFull, prev, t.at);
     prev = cf.prefix;
     const usd = price === null ? 0 : usageUsd(price, u.tokens);
     const firstUsd = price === null ? 0 : usageUsd(price, u.first);

@@ -72,6 +72,13 @@ describe("context-pressure mode", () => {
       config,
     });
     expect(next.report.pressure).toBeNull();
+    // The batch's results count as what they are in the turn's estimates (the calibration's classes),
+    // on the batch's turn and on the turns that replay it.
+    for (const est of [out.report.estimate!, next.report.estimate!]) {
+      const kinds = Object.keys(est.removed).filter((k) => k !== "request" && !k.endsWith("~ws"));
+      expect(kinds.length).toBeGreaterThan(0);
+      expect(est.removed.request!).toBeLessThan(0); // only the stubs, less
+    }
     const again = JSON.parse(JSON.stringify(next.request)) as { messages: unknown[] };
     for (let i = 0; i < p.offloaded * 2; i++)
       expect(JSON.stringify(again.messages[i])).toBe(JSON.stringify(sent.messages[i]));

@@ -9,7 +9,7 @@ import type { TokenClasses } from "../calibration.ts";
 import { calibrationReady, resultClasses } from "../calibration.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { TurnEstimate } from "../types.ts";
-import type { Outcome, TurnContext } from "./context.ts";
+import { type Outcome, pressureId, type TurnContext } from "./context.ts";
 
 function add(to: TokenClasses, cls: string, tokens: number): void {
   if (tokens === 0) return;
@@ -18,7 +18,10 @@ function add(to: TokenClasses, cls: string, tokens: number): void {
 
 /** A result's estimated tokens as calibration classes (its kind and whitespace, as measured). */
 function classesOf(ctx: TurnContext, site: ToolResultSite, tokens: number): [string, number][] {
-  const record = ctx.loaded.records.get(site.tool_use_id);
+  // A context-pressure decision is a record of its own (pressure.ts).
+  const record =
+    ctx.loaded.records.get(pressureId(site.tool_use_id)) ??
+    ctx.loaded.records.get(site.tool_use_id);
   const kind = ctx.kinds?.get(site.tool_use_id) ?? record?.kind ?? "request";
   const ws = ctx.whitespace?.get(site.tool_use_id) ?? record?.ws;
   return resultClasses(kind, tokens, kind === "request" ? undefined : ws);
