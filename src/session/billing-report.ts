@@ -112,6 +112,32 @@ function counterfactual(
 }
 
 /**
+ * The request went out as the client sent it, cached as the client cached it: nothing was taken
+ * out, and either the client caches or nothing was cached (no anchor of ours). Its bill is then
+ * its own counterfactual.
+ */
+function unchanged(u: TurnUsage, e: TurnEstimate, shadow: boolean): boolean {
+  const untouched = shadow || Object.keys(e.removed).length === 0;
+  return untouched && (e.cached_share > 0 || promptOf(u.first) === u.first.input);
+}
+
+function measuredAsIs(
+  u: TurnUsage,
+  e: TurnEstimate,
+  estFull: number,
+  at: number,
+): { tokens: UsageTokens; prefix: Prefix | null } {
+  const cached = u.first.cache_read + u.first.cache_write_5m + u.first.cache_write_1h;
+  return {
+    tokens: { ...u.first, output: u.answer_output },
+    prefix:
+      e.cached_share > 0 && cached > 0
+        ? { tokens: cached, est: Math.round(estFull * e.cached_share), at }
+        : null,
+  };
+}
+
+/**
  * The session's calibration, fitted on its own measured turns in order (the counterfactual's
  * removed tokens are scaled by it).
  */
@@ -156,7 +182,9 @@ export function billedTurns(
       : (u.removed_calibrated ?? calibratedTokens(cal, e.removed));
     const full = promptOf(u.first) + (t.shadow ? 0 : removed);
     const estFull = calibratedTokens(use, e.sent) + calibratedTokens(use, e.removed);
-    const cf = counterfactual(u, e, full, estFull, prev, t.at);
+    const cf = unchanged(u, e, t.shadow)
+      ? measuredAsIs(u, e, estFull, t.at)
+      : counterfactual(u, e, full, estFull, prev, t.at);
     prev = cf.prefix;
     const usd = price === null ? 0 : usageUsd(price, u.tokens);
     const firstUsd = price === null ? 0 : usageUsd(price, u.first);
