@@ -78,14 +78,24 @@ async function call(
   };
 }
 
+interface Billed {
+  usd: number;
+  hops_usd: number;
+  calls: number;
+  prompt_tokens: number;
+  cache_read_share: number | null;
+  counterfactual_usd: number;
+  saved_usd: number;
+}
+
 async function report(session: string) {
   const res = await fetch(`${worker.base}/v1/sessions/${session}/report`, {
     headers: { authorization: `Bearer ${KEY}` },
   });
   expect(res.status).toBe(200);
   return (await res.json()) as {
-    totals: Record<string, number> & { billed: Record<string, number> };
-    turns: (Record<string, number> & { billed: Record<string, number> | null })[];
+    totals: { saved_usd: number; billed: Billed & { turns_measured: number } };
+    turns: { saved_usd: number; billed: Billed | null }[];
   };
 }
 
@@ -140,12 +150,12 @@ describe("billed figures through the proxy, next to the estimate", () => {
           0,
         );
         expect(billed.prompt_tokens).toBe(prompt);
-        expect(billed.cache_read_share).toBeCloseTo(
+        expect(billed.cache_read_share!).toBeCloseTo(
           calls.reduce((n, c) => n + c.tokens.cache_read, 0) / prompt,
           9,
         );
         // Beside the estimate: the estimated saving is net of the hop, the billed one is a bill's difference.
-        expect(r.totals.saved_usd).toBeCloseTo(t1.saved_usd! + t2.saved_usd!, 8);
+        expect(r.totals.saved_usd).toBeCloseTo(t1.saved_usd + t2.saved_usd, 8);
         expect(billed.counterfactual_usd).toBeGreaterThan(billed.usd);
         expect(billed.saved_usd).toBeCloseTo(billed.counterfactual_usd - billed.usd, 8);
         // A buffered answer's summary carries the call's bill; a stream's carries none (sent first).
@@ -216,7 +226,7 @@ describe("POST /v1/sessions/{id}/usage (the compact route's clients)", () => {
 
     const r = await report(session);
     expect(r.turns[0]!.billed).toMatchObject({ usd: expect.closeTo(0.014325, 9), calls: 1 });
-    expect(r.totals.billed.cache_read_share).toBeCloseTo(4000 / 7000, 9);
+    expect(r.totals.billed.cache_read_share!).toBeCloseTo(4000 / 7000, 9);
   }, 60_000);
 
   it("refuses what it cannot keep, in the one error shape", async () => {
