@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { turnUsage } from "../../src/core/billing.ts";
-import { usageOfEvent, watchStream } from "../../src/proxy/usage-watch.ts";
+import { type usageOfEvent, watchStream } from "../../src/proxy/usage-watch.ts";
 
 function chunked(text: string, size: number): ReadableStream<Uint8Array> {
   const bytes = new TextEncoder().encode(text);
