@@ -142,9 +142,15 @@ function summaryTable(rows: AgreementRow[]): { head: string[]; rows: string[][] 
 function savingsTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
   const head = [
     ...KEYS,
-    "claimed $",
     "bill off − on $",
+    "claimed $",
     "claimed vs bills",
+    "report est. $",
+    "est. vs bills",
+    "report billed $",
+    "billed vs bills",
+    "report bill vs bill",
+    "counterfactual vs bill off",
     "replay's saving $",
     "ledger saving $",
     "Δ reads",
@@ -164,13 +170,20 @@ function savingsTable(rows: AgreementRow[]): { head: string[]; rows: string[][] 
       dollars(r.ledgers[API_LEDGER]!.tokens),
     ];
     const ledgerSaving = off.ledgers[API_LEDGER]!.usd - r.ledgers[API_LEDGER]!.usd;
+    const vs = (x: number) => (actual > 0 ? pct(x / actual - 1) : "—");
     out.push([
       r.file,
       r.client,
       r.policy,
-      money(r.claimed_saved_usd),
       money(actual),
-      actual > 0 ? pct(r.claimed_saved_usd / actual - 1) : "—",
+      money(r.claimed_saved_usd),
+      vs(r.claimed_saved_usd),
+      money(r.report.saved_usd),
+      vs(r.report.saved_usd),
+      money(r.report.billed_saved_usd),
+      vs(r.report.billed_saved_usd),
+      pct(r.report.billed_usd / r.fake.usd - 1),
+      pct(r.report.counterfactual_usd / off.fake.usd - 1),
       money(off.replay.usd - r.replay.usd),
       money(ledgerSaving),
       money(a.cache_read - b.cache_read),
@@ -181,6 +194,46 @@ function savingsTable(rows: AgreementRow[]): { head: string[]; rows: string[][] 
     ]);
   }
   return { head, rows: out };
+}
+
+/**
+ * The estimates' prompt-token error against the fake's counts, as the proxy's calibration saw it (the
+ * tenant's, learned over the run's sessions in order): before calibration, and with the ratios known
+ * before each turn once warm; and the ratios it ended with.
+ */
+function calibrationTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
+  const head = [
+    ...KEYS,
+    "turns",
+    "error before",
+    "error after",
+    "bias before",
+    "bias after",
+    "ratios",
+  ];
+  const p = (x: number | null | undefined) => (x === null || x === undefined ? "—" : pct(x));
+  return {
+    head,
+    rows: rows
+      .filter((r) => r.calibration !== null)
+      .map((r) => {
+        const c = r.calibration!;
+        return [
+          r.file,
+          r.client,
+          r.policy,
+          String(c.turns),
+          p(c.error_raw),
+          p(c.error_calibrated),
+          p(c.bias_raw),
+          p(c.bias_calibrated),
+          Object.entries(c.ratios)
+            .sort((a, b) => a[0].localeCompare(b[0]))
+            .map(([k, v]) => `${k} ${v.toFixed(2)}`)
+            .join(", "),
+        ];
+      }),
+  };
 }
 
 /** Tokens the fake counted per token the replay estimated, on what was sent (prompt) and answered (output). */
@@ -341,6 +394,7 @@ export async function benchAgreement(opts: AgreementBenchOptions = {}): Promise<
       ["The bill against the replay's prediction", summaryTable(rows)],
       ["Step by step (shares of the prediction)", agreementTable(rows)],
       ["Claimed savings against the bills", savingsTable(rows)],
+      ["Calibration (prompt tokens, estimate vs the fake's count)", calibrationTable(rows)],
       ["Token counts", tokenTable(rows)],
       ...tokenTables,
     ],

@@ -3,6 +3,7 @@
  * noisy, so absolute times are context, not results). `npm run bench -- transform` runs only the named ones.
  */
 import { spawnSync } from "node:child_process";
+import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
@@ -37,6 +38,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   hardening: () => script("hardening.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  agents: () => benchAgents(process.argv),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

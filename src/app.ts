@@ -33,6 +33,8 @@ import { proxyPassThroughRoutes } from "./routes/proxy-passthrough.ts";
 import { recallRoutes } from "./routes/recall.ts";
 import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
+import { usageRoutes } from "./routes/usage.ts";
+import { DurableCalibration } from "./session/durable-calibration.ts";
 import { DurableSessionState } from "./session/durable-state.ts";
 import { DurableTenantStats } from "./session/durable-tenant-stats.ts";
 import { indexTtlSeconds } from "./session/state.ts";
@@ -65,6 +67,7 @@ export function defaultParts(env: Env, settings: Settings, log: (line: string) =
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
     tenants: new DurableTenantStats(env.TENANTS),
+    calibration: new DurableCalibration(env.TENANTS),
     extractions: new R2ExtractionCache(env.LEDGER),
     log,
   } satisfies StoreParts;
@@ -151,6 +154,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   app.route("/v1/sessions", configRoutes);
   app.route("/v1/sessions", memoryRoutes);
   app.route("/v1/sessions", sessionReportRoutes);
+  app.route("/v1/sessions", usageRoutes);
   app.route("/v1", tenantReportRoutes);
   app.route("/v1/extract", extractRoutes);
   return app;

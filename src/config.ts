@@ -77,10 +77,10 @@ const fields = {
     .default(300)
     .describe("Default ±context around each query match."),
   tool_result_recall_tool_declaration: z
-    .enum(["lazy", "eager"])
+    .enum(["lazy", "eager", "free"])
     .default("lazy")
     .describe(
-      'When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn.',
+      'When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn, "free" on the first turn of a session or a turn whose cache has lapsed (where it rewrites nothing cached), else lazily.',
     ),
   tool_result_medium_tier: z
     .enum(["off", "cache_anchor"])
@@ -93,6 +93,12 @@ const fields = {
     .default(false)
     .describe(
       "Learn the recall probability per tool (tenant-wide and per session) and the horizon from the session's length.",
+    ),
+  tool_result_calibration_enabled: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Scale the gate's token estimates by the ratio of provider-counted to estimated tokens learned per tenant and model from measured usage (after 5 measured turns).",
     ),
   tool_result_first_delivery: z
     .enum(["full", "gated"])
@@ -113,6 +119,31 @@ const fields = {
     .default(false)
     .describe(
       "Shadow mode (needs the umbrella switch): decide, ledger bodies and record every decision as usual, but return the request unchanged (the very same bytes) and declare no recall tool, so a deployment measures what it would save at no risk. Decisions recorded in shadow stay sticky when shadow is turned off.",
+    ),
+  tool_result_context_pressure_share: z
+    .number()
+    .min(0.1)
+    .max(1)
+    .nullable()
+    .default(0.8)
+    .describe(
+      "Context-pressure mode: when a request reaches this share of the model's context window, offload settled results oldest-first in one batch (one cache rewrite, recallable) down to the target share. null: off.",
+    ),
+  tool_result_context_pressure_target: z
+    .number()
+    .min(0.05)
+    .max(0.95)
+    .default(0.5)
+    .describe(
+      "The share of the context window a context-pressure batch brings the request down to.",
+    ),
+  tool_result_context_window_tokens: z
+    .int()
+    .min(1000)
+    .nullable()
+    .default(null)
+    .describe(
+      "The model's context window in tokens, instead of the price table's (e.g. a 1M-token beta).",
     ),
   tool_result_pricing_model: z
     .string()

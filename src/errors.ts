@@ -10,6 +10,7 @@ export type OffloadErrorType =
   | "invalid_argument"
   | "unauthorized"
   | "not_found"
+  | "conflict"
   | "payload_too_large"
   | "unprocessable"
   | "storage_error"
@@ -26,6 +27,7 @@ const STATUS: Record<OffloadErrorType, number> = {
   invalid_argument: 400,
   unauthorized: 401,
   not_found: 404,
+  conflict: 409,
   payload_too_large: 413,
   unprocessable: 422,
   storage_error: 503,

@@ -12,6 +12,7 @@
  * - `AttachmentExtractor`: turns an attachment into text; the core never loads an extraction engine
  *   itself.
  */
+import type { Calibration } from "./calibration.ts";
 import type {
   BodyMeta,
   ResultRecord,
@@ -155,6 +156,12 @@ export interface OffloadStore extends Partial<ExtractionCache> {
   describeSession(ref: SessionRef): Promise<SessionSummary | null>;
   /** Removes the session's state and bodies; deleting an unknown session is not an error. */
   deleteSession(ref: SessionRef): Promise<void>;
+  /**
+   * Optional: the tenant's calibration for a model (provider tokens per estimated token, learned
+   * from measured usage), null before any. A store without it leaves the estimates uncalibrated; a
+   * failure to read it is not the turn's failure (the estimates stay as they are).
+   */
+  calibration?(ref: SessionRef, model: string): Promise<Calibration | null>;
   // getExtraction / putExtraction (optional, from ExtractionCache): the tenant's extraction cache,
   // so a file is extracted once per tenant whatever the session. Not scoped by session and not
   // removed with one. A store without it makes the attachment policy extract again whenever a

@@ -26,6 +26,8 @@ export interface ModelPrice extends Rates {
   provider: Provider;
   /** Shortest prefix the provider will cache, in tokens. */
   min_cacheable_tokens: number;
+  /** The context window (prompt and output), in tokens: what context-pressure mode measures against. */
+  context_window: number;
   /** Above this many prompt tokens the whole request is billed at `long_context` rates. */
   long_context?: { above_tokens: number } & Rates;
 }
@@ -134,6 +136,27 @@ const LONG_CONTEXT: [ids: string[], above: number, inputFactor: number, outputFa
   ],
 ];
 
+/**
+ * Context windows in tokens, from the providers' model pages: Claude models 200K (the 1M-token beta
+ * some of them offer is opted into per request: set `tool_result_context_window_tokens`); OpenAI
+ * per family. A model not named here takes its provider's default.
+ */
+const CONTEXT_WINDOWS: [prefixes: string[], tokens: number][] = [
+  [["gpt-4.1"], 1_047_576],
+  [["gpt-4o"], 128_000],
+  [["o1", "o3", "o4-mini"], 200_000],
+  [["gpt-5.4", "gpt-5.5", "gpt-5.6", "gpt-6"], 1_050_000],
+  [["gpt-5"], 400_000],
+];
+const DEFAULT_WINDOW: Record<Provider, number> = { anthropic: 200_000, openai: 400_000 };
+
+function contextWindowOf(id: string, provider: Provider): number {
+  for (const [prefixes, tokens] of CONTEXT_WINDOWS)
+    if (prefixes.some((p) => id === p || id.startsWith(`${p}-`) || id.startsWith(`${p}.`)))
+      return tokens;
+  return DEFAULT_WINDOW[provider];
+}
+
 /** Aliases that do not follow from stripping a date. */
 const ALIASES: Record<string, string> = {
   "claude-opus-4-0": "claude-opus-4",
@@ -159,6 +182,7 @@ export const PRICE_TABLE: ReadonlyMap<string, ModelPrice> = new Map(
       cache_read: read,
       output,
       min_cacheable_tokens: minCache,
+      context_window: contextWindowOf(id, provider),
     };
     const long = LONG_CONTEXT.find(([ids]) => ids.includes(id));
     if (long !== undefined) {

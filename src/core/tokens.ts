@@ -31,6 +31,21 @@ export function estimateTokens(chars: number, kind: ContentKind = "text"): numbe
   return chars <= 0 ? 0 : Math.ceil(chars / CHARS_PER_TOKEN[kind]);
 }
 
+/**
+ * Share of spaces, tabs and newlines in a text, to 2 decimals (from at most its first 256K chars):
+ * runs of whitespace tokenize cheaply, so the calibration learns a ratio per kind and whitespace.
+ */
+export function whitespaceShare(text: string): number {
+  const n = Math.min(text.length, 262_144);
+  if (n === 0) return 0;
+  let ws = 0;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 32 || c === 10 || c === 9 || c === 13) ws++;
+  }
+  return Math.round((ws / n) * 100) / 100;
+}
+
 /** Estimated tokens of a text, its kind detected when not given. */
 export function estimateTextTokens(text: string, kind: ContentKind = detectKind(text)): number {
   return estimateTokens(text.length, kind);

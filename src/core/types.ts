@@ -1,4 +1,5 @@
 /** The vocabulary shared by the core, its ports and the service. */
+import type { TurnUsage } from "./billing.ts";
 import type { ExtractionProblem } from "./problems.ts";
 import type { ContentKind } from "./tokens.ts";
 
@@ -92,6 +93,11 @@ export interface ResultRecord {
    * Set on attachment records (tier "attachment"): what the block was and what it costs natively.
    */
   attachment?: AttachmentInfo;
+  /**
+   * Share of whitespace in the text (2 decimals): how well it tokenizes, beyond its kind (indented
+   * JSON packs more chars per token than compact JSON). Absent on records of earlier versions.
+   */
+  ws?: number;
 }
 
 /**
@@ -176,6 +182,35 @@ export interface TurnLog extends TurnCounts {
   gate_declined: number;
   /** Set by the proxy routes once the provider has answered: recall hops it ran for this call. */
   proxy?: ProxyTurnNote;
+  /** The turn's estimates by class of content, to set the provider's usage against. */
+  estimate?: TurnEstimate;
+  /**
+   * What the provider billed for the turn: read from its answers by the proxy, or posted back by
+   * the client (`POST /v1/sessions/{id}/usage`). Absent until then.
+   */
+  usage?: TurnUsage;
+}
+
+/** A turn's estimates, kept on its log line (estimate.ts). */
+export interface TurnEstimate {
+  /** Estimated tokens of the request as it went out, per class (content kinds, "request"). */
+  sent: Record<string, number>;
+  /**
+   * Estimated tokens taken out of the client's request (its results and attachments, less the
+   * stubs and the recall tool's declaration put in), per class; may be negative.
+   */
+  removed: Record<string, number>;
+  /**
+   * Share of the client's own request before its last cache breakpoint (0 when the client does not
+   * cache): what the provider would have cached had the request gone out as the client sent it.
+   */
+  cached_share: number;
+  /** That breakpoint's lifetime. */
+  ttl: "5m" | "1h";
+  /** The estimates the gate used were calibrated (enough measured turns). */
+  calibrated: boolean;
+  /** The price-table model the turn was priced as (its usage is priced so), null when unknown. */
+  model: string | null;
 }
 
 /** What the proxy adds to a turn's log line: the extra provider calls it made to answer recalls. */

@@ -98,7 +98,8 @@ export const CLIENT_SCRIPT = String.raw`
     var box = clear(byId('totals'));
     append(box, [
       card('sessions', 'Sessions', int(rows.length), list.more ? 'first ' + int(rows.length) + ' shown' : null),
-      card('saved_usd', 'Dollars saved', usd(sum(rows, function (r) { return r.saved_usd; })), int(sum(rows, function (r) { return r.saved_tokens; })) + ' tokens'),
+      card('saved_usd', 'Dollars saved (estimate)', usd(sum(rows, function (r) { return r.saved_usd; })), int(sum(rows, function (r) { return r.saved_tokens; })) + ' tokens'),
+      billedCard(rows),
       card('would_save_usd', 'Would save (shadow)', usd(sum(rows, function (r) { return r.would_save_usd; })), int(sum(rows, function (r) { return r.would_save_tokens; })) + ' tokens'),
       card('recall_rate', 'Recall rate', pct(offloaded === 0 ? null : recalled / offloaded), int(recalled) + ' of ' + int(offloaded) + ' offloaded read back'),
       card('gate', 'Gate fired / declined', int(sum(rows, function (r) { return r.gate_fired; })) + ' / ' + int(sum(rows, function (r) { return r.gate_declined; }))),
@@ -107,11 +108,24 @@ export const CLIENT_SCRIPT = String.raw`
     note.textContent = 'Sessions are listed from the KV index, which may lag by about a minute' + (list.missing ? '; ' + int(list.missing) + ' listed session(s) no longer exist' : '') + '.';
   }
 
+  function billed(r) { return r.billed || { turns_measured: 0, usd: 0, hops_usd: 0, saved_usd: 0, prompt_tokens: 0, cache_read_tokens: 0 }; }
+
+  // What the provider billed (its usage x the price table), beside the estimate: the bill, the
+  // saving against the clients' own requests, the recall hops' part, the measured cache-read share.
+  function billedCard(rows) {
+    var measured = sum(rows, function (r) { return billed(r).turns_measured; });
+    if (measured === 0) return card('billed_usd', 'Billed saving', '-', 'no measured usage yet');
+    var prompt = sum(rows, function (r) { return billed(r).prompt_tokens; });
+    var read = sum(rows, function (r) { return billed(r).cache_read_tokens; });
+    return card('billed_usd', 'Billed saving', usd(sum(rows, function (r) { return billed(r).saved_usd; })),
+      'bill ' + usd(sum(rows, function (r) { return billed(r).usd; })) + ', hops ' + usd(sum(rows, function (r) { return billed(r).hops_usd; })) + ', cache read ' + pct(prompt === 0 ? null : read / prompt) + ', ' + int(measured) + ' turns measured');
+  }
+
   function renderSessions(list) {
     var body = clear(byId('sessions-body'));
     var rows = list.rows.slice().sort(function (a, b) { return a.last_active < b.last_active ? 1 : a.last_active > b.last_active ? -1 : 0; });
     if (rows.length === 0) {
-      append(body, el('tr', null, el('td', { colspan: 7, class: 'muted' }, 'No sessions yet: compact a request with POST /v1/sessions/{id}/compact.')));
+      append(body, el('tr', null, el('td', { colspan: 8, class: 'muted' }, 'No sessions yet: compact a request with POST /v1/sessions/{id}/compact.')));
       return rows;
     }
     rows.forEach(function (r) {
@@ -122,6 +136,7 @@ export const CLIENT_SCRIPT = String.raw`
         el('td', null, modeBadge(r.mode)),
         el('td', { class: 'num' }, int(r.turns_logged)),
         el('td', { class: 'num' }, usd(r.saved_usd)),
+        el('td', { class: 'num' }, billed(r).turns_measured ? usd(billed(r).saved_usd) : '-'),
         el('td', { class: 'num' }, usd(r.would_save_usd)),
         el('td', { class: 'num' }, pct(r.recall_rate)),
         el('td', null, when(r.last_active)),
@@ -228,7 +243,10 @@ export const CLIENT_SCRIPT = String.raw`
       ]),
       chart(r.turns),
       el('dl', { class: 'stats' }, [
-        stat('saved_usd', 'Dollars saved', usd(t.saved_usd) + ' (' + int(t.saved_tokens) + ' tokens)'),
+        stat('saved_usd', 'Dollars saved (estimate)', usd(t.saved_usd) + ' (' + int(t.saved_tokens) + ' tokens)'),
+        stat('billed_usd', 'Billed', billed(t).turns_measured ? usd(billed(t).usd) + ' (recall hops ' + usd(billed(t).hops_usd) + '; ' + int(billed(t).turns_measured) + ' turns measured)' : 'no measured usage yet'),
+        stat('billed_saved_usd', 'Billed saving', billed(t).turns_measured ? usd(billed(t).saved_usd) + ' against ' + usd(billed(t).counterfactual_usd) + ' unchanged' : '-'),
+        stat('cache_read_share', 'Cache-read share (measured)', pct(billed(t).cache_read_share)),
         stat('would_save_usd', 'Would save (shadow turns)', usd(t.would_save_usd) + ' (' + int(t.would_save_tokens) + ' tokens)'),
         stat('turns', 'Turns logged', int(t.turns_logged) + (t.shadow_turns ? ' (' + int(t.shadow_turns) + ' shadow)' : '')),
         stat('offloaded', 'Offloaded results', int(t.offloaded)),

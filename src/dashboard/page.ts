@@ -142,7 +142,7 @@ export function dashboardPage(nonce: string, boot: { tenant: string; key: string
 <h2>Sessions</h2>
 <div class="scroll">
 <table id="sessions">
-<thead><tr><th>session</th><th>mode</th><th>turns</th><th>saved</th><th>would save</th><th>recall rate</th><th>last active</th></tr></thead>
+<thead><tr><th>session</th><th>mode</th><th>turns</th><th>saved (estimate)</th><th>saved (billed)</th><th>would save</th><th>recall rate</th><th>last active</th></tr></thead>
 <tbody id="sessions-body"></tbody>
 </table>
 </div>

@@ -46,6 +46,8 @@ type ReportFields = Pick<
 
 export interface Summary extends ReportFields {
   changed: boolean;
+  /** Compact route: the turn log line this call wrote (to post the provider's usage against). */
+  seq?: number;
   /** Shadow mode: the request went out unchanged; what offload would have saved is in would_save_*. */
   shadow: boolean;
   would_save_tokens: number;
@@ -64,6 +66,9 @@ export interface Summary extends ReportFields {
     /** "failed": a recall hop failed or was refused, or the provider's stream was cut; the client got the error. */
     ending?: "done" | "mixed" | "exhausted" | "failed";
     memos?: number;
+    /** Billed dollars of the call (the provider's usage × the price table), and of its hops. */
+    usd?: number;
+    hop_usd?: number;
   };
 }
 

@@ -4,7 +4,9 @@
  * give the client one answer (or one event stream) in which our tool never appears. Usage is summed
  * over the hops; the hop count goes into the summary and onto the session's turn log line.
  */
-import type { SessionRef } from "../core/types.ts";
+import { type TurnUsage, turnUsage, usageUsd } from "../core/billing.ts";
+import { resolveModel } from "../core/pricing.ts";
+import type { SessionRef, TurnEstimate } from "../core/types.ts";
 import { type Summary, summaryHeader } from "../http/summary.ts";
 import type { Answer, Dialect, Ending, Hop, Inspection } from "./dialect.ts";
 import { clientHeaders } from "./headers.ts";
@@ -12,6 +14,8 @@ import type { ProxyMemo, ProxyStore, RecallParams } from "./port.ts";
 import { type RecallResult, runRecalls } from "./recalls.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
 import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
+import { isRecord } from "./usage.ts";
+import { watchStream } from "./usage-watch.ts";
 
 export interface ProxyCall {
   dialect: Dialect;
@@ -30,6 +34,10 @@ export interface ProxyCall {
   ref: SessionRef;
   params: RecallParams;
   summary: Summary;
+  /** The model the turn is priced as (its usage is priced so), null: the answer's. */
+  model: string | null;
+  /** The turn's estimates, calibrated against the usage the answers report. */
+  estimate?: TurnEstimate | undefined;
 }
 
 interface TurnOutcome {
@@ -38,6 +46,8 @@ interface TurnOutcome {
   /** "failed": a hop could not be made or the provider refused it; the client got that error. */
   ending: Ending | "failed";
   memos: ProxyMemo[];
+  /** Each provider call's usage object as the answer reported it, the client's call first. */
+  usages: unknown[];
 }
 
 /** The provider's error shape, for a connection that could not be made or was cut (502). */
@@ -72,13 +82,49 @@ export async function proxyCall(call: ProxyCall): Promise<Response> {
   if (!first.ok) return droppedResponse(call.dialect, first.reason, call.summary);
   const res = first.response;
   // Errors, and answers that cannot hold our tool, go back exactly as the provider sent them.
-  if (!call.intercept || !res.ok)
+  if (!res.ok)
     return new Response(res.body, {
       status: res.status,
       headers: responseHeaders(res, withProxy(call.summary, null, isEventStream(res))),
     });
+  if (!call.intercept) return passedThrough(call, res);
   if (isEventStream(res)) return streamed(call, res);
   return buffered(call, res);
+}
+
+/**
+ * An answer that cannot hold our tool: the client gets it as the provider sent it, and its usage is
+ * kept on the turn's line (read on the side of a stream, or from the JSON body).
+ */
+async function passedThrough(call: ProxyCall, res: Response): Promise<Response> {
+  const outcome = (usage: unknown): TurnOutcome => ({
+    hops: 0,
+    recalls: 0,
+    ending: "done",
+    memos: [],
+    usages: [usage],
+  });
+  if (isEventStream(res) && res.body !== null) {
+    const body = watchStream(res.body, call.dialect.format, (usage) =>
+      finishTurn(call, outcome(usage), null),
+    );
+    return new Response(body, {
+      status: res.status,
+      headers: responseHeaders(res, withProxy(call.summary, null, true)),
+    });
+  }
+  const text = await res.text();
+  let usage: unknown = null;
+  try {
+    const answer: unknown = JSON.parse(text);
+    if (isRecord(answer)) usage = answer.usage;
+  } catch {
+    // Not JSON: nothing to read, the client gets it as it is.
+  }
+  const done = outcome(usage);
+  const summary = withProxy(call.summary, null, false, billedOf(call, done));
+  await finishTurn(call, done, summary);
+  return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
 }
 
 /**
@@ -141,7 +187,13 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
       call.dialect.nextRequest(call.request, hops),
     );
     // The hops that ran are logged even when one fails.
-    const failed: TurnOutcome = { hops: hops.length, recalls, ending: "failed", memos: [] };
+    const failed: TurnOutcome = {
+      hops: hops.length,
+      recalls,
+      ending: "failed",
+      memos: [],
+      usages: answers.map((a) => a.usage),
+    };
     if (!sent.ok) {
       const summary = withProxy(call.summary, failed, false);
       await finishTurn(call, failed, summary);
@@ -173,8 +225,14 @@ async function buffered(call: ProxyCall, res: Response): Promise<Response> {
     params: call.params,
     request: call.request,
   });
-  const outcome: TurnOutcome = { hops: hops.length, recalls, ending, memos };
-  const summary = withProxy(call.summary, outcome, false);
+  const outcome: TurnOutcome = {
+    hops: hops.length,
+    recalls,
+    ending,
+    memos,
+    usages: answers.map((a) => a.usage),
+  };
+  const summary = withProxy(call.summary, outcome, false, billedOf(call, outcome));
   await finishTurn(call, outcome, summary);
   if (hops.length === 0 && inspection.recalls.length === 0)
     return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
@@ -206,8 +264,9 @@ async function* events(call: ProxyCall, first: Response): AsyncGenerator<string>
   try {
     yield* hopStream(call, first, state);
     const done = outcomeOf(state);
+    const billed = billedOf(call, done);
     yield sseComment(
-      `edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length })}`,
+      `edge-offload ${JSON.stringify({ hops: done.hops, recalls: done.recalls, ending: done.ending, memos: done.memos.length, ...(billed === null ? {} : { usd: billed.usd, hop_usd: billed.hop_usd }) })}`,
     );
   } finally {
     // Also when the client went away mid-stream: the hops that ran are still logged.
@@ -222,6 +281,7 @@ function outcomeOf(state: StreamState): TurnOutcome {
       recalls: state.recalls,
       ending: state.failed ? "failed" : "done",
       memos: [],
+      usages: state.answers.map((a) => a.usage),
     }
   );
 }
@@ -262,7 +322,13 @@ async function* hopStream(
         params: call.params,
         request: call.request,
       });
-      state.outcome = { hops: state.hops.length, recalls: state.recalls, ending: next, memos };
+      state.outcome = {
+        hops: state.hops.length,
+        recalls: state.recalls,
+        ending: next,
+        memos,
+        usages: state.answers.map((a) => a.usage),
+      };
       yield merger.finish(next);
       // A mixed turn's recalls run after the client has its answer: here they are only counted (the
       // answer is replayed when the next request is spliced).
@@ -302,7 +368,12 @@ async function* hopStream(
   }
 }
 
-function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolean): Summary {
+function withProxy(
+  summary: Summary,
+  outcome: TurnOutcome | null,
+  stream: boolean,
+  billed: Billed | null = null,
+): Summary {
   const proxy: NonNullable<Summary["proxy"]> = { stream, spliced: summary.proxy?.spliced ?? 0 };
   if (outcome !== null)
     Object.assign(proxy, {
@@ -311,7 +382,33 @@ function withProxy(summary: Summary, outcome: TurnOutcome | null, stream: boolea
       ending: outcome.ending,
       memos: outcome.memos.length,
     });
-  return { ...summary, proxy };
+  if (billed === null) return { ...summary, proxy };
+  // What the provider billed for this call; the recall hops' calls are a cost of offloading, so the
+  // estimated saving is net of them.
+  Object.assign(proxy, { usd: billed.usd, hop_usd: billed.hop_usd });
+  return { ...summary, saved_usd: roundUsd(summary.saved_usd - billed.hop_usd), proxy };
+}
+
+interface Billed {
+  usage: TurnUsage;
+  /** Dollars for every call, and for the recall hops' calls alone (null: an unpriced model). */
+  usd: number;
+  hop_usd: number;
+}
+
+const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
+
+/** The call's measured usage (summed over hops) and its price, null when no answer carried usage. */
+function billedOf(call: ProxyCall, outcome: TurnOutcome): Billed | null {
+  const usage = turnUsage(call.dialect.format, outcome.usages, call.model, "proxy");
+  if (usage === null) return null;
+  const price = resolveModel(usage.model);
+  if (price === null) return { usage, usd: 0, hop_usd: 0 };
+  return {
+    usage,
+    usd: roundUsd(usageUsd(price, usage.tokens)),
+    hop_usd: roundUsd(usageUsd(price, usage.tokens) - usageUsd(price, usage.first)),
+  };
 }
 
 /**
@@ -323,7 +420,9 @@ async function finishTurn(
   outcome: TurnOutcome,
   summary: Summary | null,
 ): Promise<void> {
-  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0) return;
+  const billed = call.store.lastTurnSeq === null ? null : billedOf(call, outcome);
+  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && billed === null)
+    return;
   try {
     await call.store.finishProxyTurn(call.ref, {
       turn_seq: call.store.lastTurnSeq,
@@ -333,6 +432,8 @@ async function finishTurn(
         exhausted: outcome.ending === "exhausted",
       },
       memos: outcome.memos,
+      ...(billed === null ? {} : { usage: billed.usage }),
+      ...(billed === null || call.estimate === undefined ? {} : { estimate: call.estimate }),
     });
   } catch {
     // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as

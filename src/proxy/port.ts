@@ -4,9 +4,10 @@
  * Worker over the Durable Objects, or in one process over a `MemoryStore`.
  */
 import type { OffloadConfigPatch, RecallMode } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { OffloadStore } from "../core/ports.ts";
 import type { Problem } from "../core/problems.ts";
-import type { Format, ProxyTurnNote, SessionRef } from "../core/types.ts";
+import type { Format, ProxyTurnNote, SessionRef, TurnEstimate } from "../core/types.ts";
 
 /**
  * A store for one proxied call: the core's port (compaction, recall), the session's proxy state,
@@ -83,4 +84,15 @@ export interface ProxyTurn {
   turn_seq: number | null;
   note: ProxyTurnNote;
   memos: readonly ProxyMemo[];
+  /**
+   * What the provider billed for the call, read from its answers (summed over hops; the client's
+   * own call apart): kept on the turn's line unless it has usage already. Absent when the answers
+   * carried none.
+   */
+  usage?: TurnUsage;
+  /**
+   * The turn's estimates (the compact report's): the store calibrates them against `usage`. Not
+   * stored (the line has them).
+   */
+  estimate?: TurnEstimate;
 }

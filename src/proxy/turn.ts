@@ -124,6 +124,8 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
       ...summaryOf(out.report, out.changed, store.notes),
       proxy: { stream: false, spliced: spliced.spliced },
     },
+    model: out.report.priced_as ?? out.report.model,
+    estimate: out.report.estimate,
   });
 }
 

@@ -84,7 +84,11 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
   return new Response(out.request, {
     headers: {
       ...headers,
-      "x-offload-summary": summaryHeader(summaryOf(out.report, out.changed, store.notes)),
+      "x-offload-summary": summaryHeader({
+        ...summaryOf(out.report, out.changed, store.notes),
+        // The turn line to post the provider's usage against (POST …/usage).
+        ...(store.lastTurnSeq === null ? {} : { seq: store.lastTurnSeq }),
+      }),
     },
   });
 });

@@ -23,6 +23,7 @@ export function errors(...statuses: number[]): Record<string, unknown> {
     400: "Bad JSON or a wrong shape (the path names where), or a bad config field.",
     401: "No key, or an unknown one.",
     404: "Unknown session, mem_id or route.",
+    409: "The turn already has a different usage (the first report stands).",
     413: "Body over the configured limit (OFFLOAD_MAX_BODY_BYTES, default 32 MiB).",
     422: "The file cannot be extracted: send it natively (the error says why).",
     500: "Internal error (no details are given out).",

@@ -177,6 +177,18 @@ export function servicePaths(): Record<string, unknown> {
         },
       },
     },
+    "/v1/sessions/{session_id}/usage": {
+      post: {
+        summary:
+          "Post the provider's usage for a compacted turn (billed figures and calibration; idempotent per turn)",
+        parameters: [sessionId],
+        requestBody: { required: true, content: json("UsageRequest") },
+        responses: {
+          "200": { description: "Kept (or already kept)", content: json("UsageResponse") },
+          ...errors(400, 401, 404, 409, 413, 500, 503),
+        },
+      },
+    },
     "/v1/sessions/{session_id}/report": {
       get: {
         summary:

@@ -26,6 +26,7 @@ import {
   SessionResponseSchema,
 } from "./schemas/session.ts";
 import { SummarySchema } from "./schemas/summary.ts";
+import { UsageRequestSchema, UsageResponseSchema } from "./schemas/usage.ts";
 
 function build(): Record<string, unknown> {
   return {
@@ -63,6 +64,8 @@ function build(): Record<string, unknown> {
         Summary: schema(SummarySchema, "output"),
         SessionReport: schema(SessionReportSchema, "output"),
         TenantReport: schema(TenantReportSchema, "output"),
+        UsageRequest: schema(UsageRequestSchema, "input"),
+        UsageResponse: schema(UsageResponseSchema, "output"),
         Health: schema(HealthSchema, "output"),
         ExtractSuccess: schema(ExtractSuccessSchema, "output"),
         ExtractFailure: schema(ExtractFailureSchema, "output"),

@@ -8,9 +8,16 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
+import { type Calibration, calibrationErrors, calibrationReady } from "../core/calibration.ts";
 import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
+import {
+  type BilledTotals,
+  billedTotals,
+  billedTurns,
+  type TurnBilled,
+} from "../session/billing-report.ts";
 import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 
@@ -42,7 +49,7 @@ function modeOf(data: SessionReportData): "live" | "shadow" | null {
   return data.latest === null ? null : data.latest.shadow ? "shadow" : "live";
 }
 
-function turnView(t: LoggedTurn) {
+function turnView(t: LoggedTurn, billed: TurnBilled | null) {
   const saved = t.tokens_before - t.tokens_after;
   return {
     turn: t.turn,
@@ -56,14 +63,48 @@ function turnView(t: LoggedTurn) {
     tokens_before: t.tokens_before,
     tokens_after: t.tokens_after,
     saved_tokens: t.shadow ? 0 : saved,
-    saved_usd: t.shadow ? 0 : t.saved_usd,
+    saved_usd: t.shadow ? 0 : roundUsd(t.saved_usd - (billed?.hops_usd ?? 0)),
     would_save_tokens: t.shadow ? saved : 0,
     would_save_usd: t.shadow ? t.saved_usd : 0,
     recalls: t.recalls,
     gate_fired: t.gate_fired,
     gate_declined: t.gate_declined,
     errors: t.errors,
+    billed:
+      billed === null
+        ? null
+        : {
+            ...billed,
+            cache_read_share:
+              billed.prompt_tokens > 0 ? billed.cache_read_tokens / billed.prompt_tokens : null,
+          },
   };
+}
+
+/** The tenant's calibration per model, as the reports show it. */
+export function calibrationView(all: Record<string, Calibration>) {
+  return Object.fromEntries(
+    Object.entries(all).map(([model, c]) => [
+      model,
+      {
+        ready: calibrationReady(c),
+        ratios: c.ratios,
+        ...calibrationErrors(c),
+      },
+    ]),
+  );
+}
+
+/** Best effort: a report without calibration is still a report. */
+async function calibrationsOf(
+  store: AppEnv["Variables"]["store"],
+  tenant: string,
+): Promise<Record<string, Calibration> | null> {
+  try {
+    return await store.calibrations(tenant);
+  } catch {
+    return null;
+  }
 }
 
 function totalsView(data: SessionReportData) {
@@ -80,8 +121,15 @@ function totalsView(data: SessionReportData) {
   };
 }
 
-export function sessionReportView(data: SessionReportData) {
+export function sessionReportView(
+  data: SessionReportData,
+  calibration: Record<string, Calibration> | null = null,
+) {
   const last = data.last_turn;
+  // With the per-turn lines at hand, the billed figures use the tenant's latest calibration.
+  const billed = billedTurns(data.turns, calibration ?? {});
+  const totals = totalsView(data);
+  if (data.turns.length > 0) totals.billed = billedTotals(data.turns, billed);
   return {
     tenant: data.tenant,
     session: data.session,
@@ -89,8 +137,9 @@ export function sessionReportView(data: SessionReportData) {
     last_active: iso(data.last_active),
     mode: modeOf(data),
     last_turn_at: data.latest === null ? null : iso(data.latest.at),
-    totals: totalsView(data),
-    turns: data.turns.map(turnView),
+    totals,
+    turns: data.turns.map((t, i) => turnView(t, billed[i] ?? null)),
+    calibration: calibration === null ? null : calibrationView(calibration),
     last_turn:
       last === null
         ? null
@@ -148,6 +197,28 @@ export function pageTotals(rows: readonly SessionRow[]) {
     recall_rate: offloaded === 0 ? null : recalled / offloaded,
     gate_fired: sum((r) => r.gate_fired),
     gate_declined: sum((r) => r.gate_declined),
+    billed: billedPageTotals(rows.map((r) => r.billed)),
+  };
+}
+
+/** Billed sums over a page of sessions (the shares recomputed from the sums). */
+function billedPageTotals(all: readonly BilledTotals[]) {
+  const sum = (f: (b: BilledTotals) => number) => all.reduce((n, b) => n + f(b), 0);
+  const prompt = sum((b) => b.prompt_tokens);
+  const read = sum((b) => b.cache_read_tokens);
+  return {
+    turns_measured: sum((b) => b.turns_measured),
+    calls: sum((b) => b.calls),
+    usd: roundUsd(sum((b) => b.usd)),
+    hops_usd: roundUsd(sum((b) => b.hops_usd)),
+    prompt_tokens: prompt,
+    cache_read_tokens: read,
+    cache_write_tokens: sum((b) => b.cache_write_tokens),
+    output_tokens: sum((b) => b.output_tokens),
+    cache_read_share: prompt > 0 ? read / prompt : null,
+    estimated_prompt_tokens: sum((b) => b.estimated_prompt_tokens),
+    counterfactual_usd: roundUsd(sum((b) => b.counterfactual_usd)),
+    saved_usd: roundUsd(sum((b) => b.saved_usd)),
   };
 }
 
@@ -178,7 +249,8 @@ export const sessionReportRoutes = new Hono<AppEnv>().get("/:id/report", async (
       `no session ${JSON.stringify(ref.session)} for this tenant`,
       { path: "session" },
     );
-  return c.json(sessionReportView(data), 200, { "cache-control": "no-store" });
+  const calibration = await calibrationsOf(c.var.store, ref.tenant);
+  return c.json(sessionReportView(data, calibration), 200, { "cache-control": "no-store" });
 });
 
 export const tenantReportRoutes = new Hono<AppEnv>().get("/report", async (c) => {
@@ -208,6 +280,9 @@ export const tenantReportRoutes = new Hono<AppEnv>().get("/report", async (c) =>
       sessions: rows,
       totals: pageTotals(rows),
       missing: reports.length - rows.length,
+      calibration: await calibrationsOf(store, tenant).then((c) =>
+        c === null ? null : calibrationView(c),
+      ),
       cursor: page.cursor,
       consistency: "eventual" as const,
     },

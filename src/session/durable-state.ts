@@ -1,7 +1,9 @@
 /**
  * The SessionStatePort over the SessionDO namespace: one object per tenant+session, reached by RPC.
  */
+
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
@@ -14,6 +16,7 @@ import type {
 } from "../store/ports.ts";
 import type { SessionDO } from "./session-do.ts";
 import { sessionObjectName } from "./state.ts";
+import type { TurnKey, UsageOutcome } from "./usage.ts";
 
 export class DurableSessionState implements SessionStatePort {
   readonly #ns: DurableObjectNamespace<SessionDO>;
@@ -70,6 +73,10 @@ export class DurableSessionState implements SessionStatePort {
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
     await this.stub(ref).finishProxyTurn(ref, turn);
+  }
+
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    return (await this.stub(ref).recordUsage(ref, key, usage)) as UsageOutcome | null;
   }
 
   async destroy(ref: SessionRef): Promise<string[]> {

@@ -3,6 +3,7 @@
  * are cloned on the way in and out, as RPC would.
  */
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
@@ -27,6 +28,7 @@ import {
   TURN_LOG_LIMIT,
   toolStatsOf,
 } from "./state.ts";
+import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 
 interface Row {
   records: Map<string, ResultRecord>;
@@ -203,9 +205,28 @@ export class MemorySessionState implements SessionStatePort {
     const row = this.#row(ref);
     const entry =
       turn.turn_seq === null ? undefined : row.turns.find((t) => t.seq === turn.turn_seq);
-    if (entry !== undefined) entry.line = { ...entry.line, proxy: { ...turn.note } };
+    if (entry !== undefined) {
+      const line = { ...entry.line, proxy: { ...turn.note } };
+      entry.line =
+        turn.usage === undefined
+          ? line
+          : { ...line, ...(withUsage(entry.seq, line, turn.usage).log ?? line) };
+    }
     row.memos.push(...structuredClone([...turn.memos]));
     if (row.memos.length > MEMO_LIMIT) row.memos.splice(0, row.memos.length - MEMO_LIMIT);
+  }
+
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    const row = this.#rows.get(this.#key(ref));
+    if (row === undefined) return null;
+    const entry = findTurn(
+      row.turns.map((t) => ({ seq: t.seq, log: t.line, entry: t })),
+      key,
+    );
+    if (entry === undefined) return { status: "unknown_turn" };
+    const next = withUsage(entry.seq, entry.log, usage);
+    if (next.log !== null) entry.entry.line = { ...entry.entry.line, ...structuredClone(next.log) };
+    return structuredClone(next.outcome);
   }
 
   async destroy(ref: SessionRef): Promise<string[]> {

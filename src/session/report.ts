@@ -5,6 +5,7 @@
  */
 import type { ResultRecord, TurnDecision, TurnLog } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
+import { billedTotals, billedTurns } from "./billing-report.ts";
 
 /**
  * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a
@@ -49,7 +50,8 @@ export function latestOf(turns: readonly LoggedTurn[]): SessionReportData["lates
   return t === undefined ? null : { turn: t.turn, at: t.at, shadow: t.shadow };
 }
 
-export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
+export function totalsOf(turns: readonly (TurnLog & { at: number })[]): TurnTotals {
+  const per = billedTurns(turns);
   const t: TurnTotals = {
     turns_logged: turns.length,
     shadow_turns: 0,
@@ -61,8 +63,9 @@ export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
     would_save_usd: 0,
     gate_fired: 0,
     gate_declined: 0,
+    billed: billedTotals(turns, per),
   };
-  for (const turn of turns) {
+  for (const [i, turn] of turns.entries()) {
     t.tokens_before += turn.tokens_before;
     t.tokens_after += turn.tokens_after;
     t.gate_fired += turn.gate_fired;
@@ -74,7 +77,8 @@ export function totalsOf(turns: readonly TurnLog[]): TurnTotals {
       t.would_save_usd += turn.saved_usd;
     } else {
       t.saved_tokens += saved;
-      t.saved_usd += turn.saved_usd;
+      // Net of the recall hops' calls, where the provider's usage says what they cost.
+      t.saved_usd += turn.saved_usd - (per[i]?.hops_usd ?? 0);
     }
   }
   t.saved_usd = roundUsd(t.saved_usd);

@@ -11,6 +11,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { ProxyTurnNote, ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { Env } from "../env.ts";
@@ -42,6 +43,7 @@ import {
   TURN_LOG_LIMIT,
   toolStatsOf,
 } from "./state.ts";
+import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 
 export class SessionDO extends DurableObject<Env> {
   readonly #t: SessionTables;
@@ -250,9 +252,11 @@ export class SessionDO extends DurableObject<Env> {
             recalls: turn.note.recalls,
             exhausted: turn.note.exhausted,
           };
+          let log: TurnLog = { ...(JSON.parse(line.log) as TurnLog), proxy: note };
+          if (turn.usage !== undefined) log = withUsage(turn.turn_seq, log, turn.usage).log ?? log;
           this.#t.sql.exec(
             "UPDATE turns SET log = ? WHERE seq = ?",
-            JSON.stringify({ ...(JSON.parse(line.log) as TurnLog), proxy: note }),
+            JSON.stringify(log),
             turn.turn_seq,
           );
         }
@@ -266,6 +270,36 @@ export class SessionDO extends DurableObject<Env> {
         );
     });
     await this.#schedule();
+  }
+
+  /**
+   * Keeps a turn's measured usage on its log line (the first report stands; the same numbers again
+   * change nothing). Null for an unknown session.
+   */
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    if (this.#t.row(ref) === null) return null;
+    const outcome = this.ctx.storage.transactionSync((): UsageOutcome => {
+      const lines = this.#t.sql
+        .exec<{ seq: number; log: string }>(
+          "seq" in key
+            ? "SELECT seq, log FROM turns WHERE seq = ?"
+            : "SELECT seq, log FROM turns WHERE json_extract(log, '$.turn') = ? ORDER BY seq DESC LIMIT 1",
+          "seq" in key ? key.seq : key.turn,
+        )
+        .toArray()
+        .map((r) => ({ seq: r.seq, log: JSON.parse(r.log) as TurnLog }));
+      const line = findTurn(lines, key);
+      if (line === undefined) return { status: "unknown_turn" };
+      const next = withUsage(line.seq, line.log, usage);
+      if (next.log !== null)
+        this.#t.sql.exec(
+          "UPDATE turns SET log = ? WHERE seq = ?",
+          JSON.stringify(next.log),
+          line.seq,
+        );
+      return next.outcome;
+    });
+    return outcome;
   }
 
   /**

@@ -4,6 +4,7 @@
  * only, never content.
  */
 import { DurableObject } from "cloudflare:workers";
+import { type Calibration, calibrate } from "../core/calibration.ts";
 import type { ToolStats } from "../core/ports.ts";
 import type { Env } from "../env.ts";
 
@@ -15,6 +16,10 @@ export class TenantDO extends DurableObject<Env> {
     if (!this.#ready) {
       sql.exec(
         "CREATE TABLE IF NOT EXISTS tool_stats (tool TEXT PRIMARY KEY, offloaded INTEGER NOT NULL DEFAULT 0, recalls INTEGER NOT NULL DEFAULT 0)",
+      );
+      // The estimates' calibration per model (calibration.ts): one small JSON state per model.
+      sql.exec(
+        "CREATE TABLE IF NOT EXISTS calibration (model TEXT PRIMARY KEY, state TEXT NOT NULL)",
       );
       this.#ready = true;
     }
@@ -32,6 +37,37 @@ export class TenantDO extends DurableObject<Env> {
     return Object.fromEntries(
       rows.map((r) => [r.tool, { offloaded: r.offloaded, recalls: r.recalls }]),
     );
+  }
+
+  calibration(model: string): Calibration | null {
+    const row = this.#sql
+      .exec<{ state: string }>("SELECT state FROM calibration WHERE model = ?", model)
+      .toArray()[0];
+    return row === undefined ? null : (JSON.parse(row.state) as Calibration);
+  }
+
+  calibrations(): Record<string, Calibration> {
+    return Object.fromEntries(
+      this.#sql
+        .exec<{ model: string; state: string }>(
+          "SELECT model, state FROM calibration ORDER BY model",
+        )
+        .toArray()
+        .map((r) => [r.model, JSON.parse(r.state) as Calibration]),
+    );
+  }
+
+  /** One measured turn learned, read and written in one transaction. */
+  learnCalibration(model: string, estimate: Record<string, number>, measured: number): Calibration {
+    return this.ctx.storage.transactionSync(() => {
+      const next = calibrate(this.calibration(model), estimate, measured);
+      this.#sql.exec(
+        "INSERT INTO calibration (model, state) VALUES (?, ?) ON CONFLICT (model) DO UPDATE SET state = excluded.state",
+        model,
+        JSON.stringify(next),
+      );
+      return next;
+    });
   }
 
   add(deltas: Record<string, Partial<ToolStats>>): void {

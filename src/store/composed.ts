@@ -13,6 +13,8 @@
  *   internals.
  */
 import type { OffloadConfigPatch } from "../config.ts";
+import { promptOf, type TurnUsage } from "../core/billing.ts";
+import { type Calibration, calibratedTokens, calibrationReady } from "../core/calibration.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type {
   CachedExtraction,
@@ -22,14 +24,17 @@ import type {
   ToolStats,
   TurnCommit,
 } from "../core/ports.ts";
+import { resolveModel } from "../core/pricing.ts";
 import type { IndexProblem, StatsProblem } from "../core/problems.ts";
-import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
+import type { BodyMeta, SessionRef, StoredBody, TurnEstimate } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
+import type { TurnKey, UsageOutcome } from "../session/usage.ts";
 import { ledgerKey } from "./keys.ts";
 import type {
   BodyInfo,
   BodyLedgerPort,
+  CalibrationPort,
   IndexedSession,
   IndexPort,
   ServiceStore,
@@ -50,6 +55,11 @@ export interface StoreParts {
   tenants?: TenantStatsPort | undefined;
   /** The tenant's extraction cache (attachments); without it every extraction runs. */
   extractions?: ExtractionCache | undefined;
+  /**
+   * The estimates' calibration per tenant and model; without it measured usage is kept but nothing
+   * is calibrated.
+   */
+  calibration?: CalibrationPort | undefined;
   now?: () => number;
   /** Where backend failures are reported for operators (never bodies or keys). */
   log?: (line: string) => void;
@@ -268,7 +278,72 @@ export class ComposedStore implements ServiceStore {
   }
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
-    await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, turn));
+    let kept = turn;
+    if (turn.turn_seq !== null && turn.usage !== undefined && turn.estimate !== undefined) {
+      // Learned first, so the line keeps the removed tokens at the calibration this turn refined.
+      const cal = await this.#learn(ref.tenant, turn.usage, turn.estimate);
+      if (calibrationReady(cal))
+        kept = {
+          ...turn,
+          usage: {
+            ...turn.usage,
+            removed_calibrated: calibratedTokens(cal, turn.estimate.removed),
+          },
+        };
+    }
+    await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, kept));
+  }
+
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    const outcome = await this.#guard("saving the turn's usage", () =>
+      this.#sessions.recordUsage(ref, key, usage),
+    );
+    if (outcome?.status === "recorded" && outcome.estimate !== null)
+      await this.#learn(ref.tenant, usage, outcome.estimate);
+    return outcome;
+  }
+
+  /** The tenant's calibration (null without a calibration store, or when it cannot be read). */
+  async calibration(ref: SessionRef, model: string): Promise<Calibration | null> {
+    const port = this.#parts.calibration;
+    if (port === undefined) return null;
+    try {
+      return await port.get(ref.tenant, model);
+    } catch (cause) {
+      this.#log(`[edge-offload] reading the calibration failed: ${describe(cause)}`);
+      return null;
+    }
+  }
+
+  async calibrations(tenant: string): Promise<Record<string, Calibration>> {
+    const port = this.#parts.calibration;
+    if (port === undefined) return {};
+    return this.#guard("reading the calibration", () => port.all(tenant));
+  }
+
+  /**
+   * One measured turn calibrates the tenant's estimates for its model: the client's own call
+   * against the request as sent (the hops' calls are requests we built, not estimated). Best
+   * effort.
+   */
+  async #learn(
+    tenant: string,
+    usage: TurnUsage,
+    estimate: TurnEstimate,
+  ): Promise<Calibration | null> {
+    const port = this.#parts.calibration;
+    const model = resolveModel(usage.model ?? estimate.model)?.id;
+    if (port === undefined || model === undefined) return null;
+    let out: Calibration | null = null;
+    await this.#soft(
+      "the calibration write",
+      async () => {
+        out = await port.learn(tenant, model, estimate.sent, promptOf(usage.first));
+      },
+      undefined,
+      "stats_error",
+    );
+    return out;
   }
 
   /**

@@ -4,6 +4,7 @@
  * Worker's store. It is also what the contract suites are checked against first. Values are cloned
  * on the way in and out, as a serializing store would.
  */
+import { MemoryCalibration } from "../session/memory-calibration.ts";
 import { MemorySessionState } from "../session/memory-state.ts";
 import { MemoryTenantStats } from "../session/memory-tenant-stats.ts";
 import { ComposedStore } from "./composed.ts";
@@ -38,6 +39,7 @@ export class MemoryStore extends ComposedStore {
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
       tenants: new MemoryTenantStats(),
+      calibration: new MemoryCalibration(),
       extractions: new MemoryExtractionCache(),
       now,
       ...(options.log === undefined ? {} : { log: options.log }),

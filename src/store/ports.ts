@@ -15,6 +15,8 @@
  *   `ServiceStore`, what the routes and the proxy need.
  */
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
+import type { Calibration } from "../core/calibration.ts";
 import type {
   CachedExtraction,
   OffloadStore,
@@ -33,6 +35,8 @@ import type {
 } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
+import type { BilledTotals } from "../session/billing-report.ts";
+import type { TurnKey, UsageOutcome } from "../session/usage.ts";
 
 export interface SessionCommitResult {
   /**
@@ -116,6 +120,8 @@ export interface TurnTotals {
   would_save_usd: number;
   gate_fired: number;
   gate_declined: number;
+  /** What the provider billed on the turns whose usage was measured (billing-report.ts). */
+  billed: BilledTotals;
 }
 
 /**
@@ -181,6 +187,32 @@ export interface SessionStatePort {
    * beyond MEMO_LIMIT go).
    */
   finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
+  /**
+   * Keeps a turn's measured usage on its log line (the compact route's clients post it back): the
+   * first report stands. Null for an unknown session.
+   */
+  recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null>;
+}
+
+/**
+ * The estimates' calibration per tenant and model (calibration.ts): provider tokens per estimated
+ * token, learned from measured turns. Small state per model; best effort like the statistics (a
+ * lost update only slows learning).
+ */
+export interface CalibrationPort {
+  get(tenant: string, model: string): Promise<Calibration | null>;
+  /** Every model's calibration of the tenant (for the reports). */
+  all(tenant: string): Promise<Record<string, Calibration>>;
+  /**
+   * Learns one measured turn (`calibrate`, applied atomically); returns the new state.
+   * `estimate`: the request as sent, estimated per class; `measured`: its billed prompt tokens.
+   */
+  learn(
+    tenant: string,
+    model: string,
+    estimate: Record<string, number>,
+    measured: number,
+  ): Promise<Calibration>;
 }
 
 /**
@@ -279,6 +311,13 @@ export interface ServiceStore extends OffloadStore {
   setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
   proxyState(ref: SessionRef): Promise<ProxyState>;
   finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
+  /**
+   * Keeps a turn's measured usage (first report stands) and calibrates the tenant's estimates with
+   * it. Null for an unknown session.
+   */
+  recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null>;
+  /** The tenant's calibration per model ({} for a store that keeps none). */
+  calibrations(tenant: string): Promise<Record<string, Calibration>>;
   /** A body's metadata: the index when it has the entry, else the ledger. */
   statBody(ref: SessionRef, memId: string): Promise<BodyInfo | null>;
   /** The tenant's sessions as the index knows them (may lag a new session by about a minute). */

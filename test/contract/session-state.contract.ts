@@ -3,6 +3,7 @@
  * config, scoping, and that destroy forgets everything and names the mem_ids it held.
  */
 import { describe, expect, it } from "vitest";
+import type { TurnUsage } from "../../src/core/billing.ts";
 import type { GateResult, SessionRef, TurnDecision, TurnLog } from "../../src/core/types.ts";
 import type { ProxyMemo } from "../../src/proxy/port.ts";
 import { LAST_DECISIONS_LIMIT } from "../../src/session/report.ts";
@@ -234,6 +235,8 @@ export function runSessionStateContract(
         would_save_usd: 0.02,
         gate_fired: 2,
         gate_declined: 2,
+        // No usage was measured on these turns: nothing billed yet.
+        billed: expect.objectContaining({ turns_measured: 0, usd: 0, saved_usd: 0 }),
       });
       expect(rep.records).toEqual({ kept: 1, compacted: 0, offloaded: 2, offloaded_recalled: 1 });
       expect(rep.latest).toEqual({ turn: 2, at: rep.turns[1]!.at, shadow: true });
@@ -289,6 +292,58 @@ export function runSessionStateContract(
       expect(big.decisions.map((d) => d.tool_use_id)).toEqual(
         many.slice(5).map((d) => d.tool_use_id),
       );
+    });
+
+    it("keeps a turn's measured usage once: by seq or turn, idempotent, first report stands", async () => {
+      const s = await make();
+      const r = ref();
+      const usage = (output: number): TurnUsage => ({
+        source: "client",
+        model: null,
+        calls: 1,
+        tokens: { input: 10, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output },
+        first: { input: 10, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output },
+        answer_output: output,
+      });
+      expect(await s.recordUsage(r, { seq: 1 }, usage(1))).toBeNull();
+      const one = await s.commit(r, { records: [], recall_declared: false, log: log(1) });
+      const two = await s.commit(r, { records: [], recall_declared: false, log: log(2) });
+      expect(await s.recordUsage(r, { seq: two.turn_seq + 5 }, usage(1))).toEqual({
+        status: "unknown_turn",
+      });
+      expect(await s.recordUsage(r, { turn: 9 }, usage(1))).toEqual({ status: "unknown_turn" });
+      expect(await s.recordUsage(r, { turn: 1 }, usage(7))).toMatchObject({
+        status: "recorded",
+        seq: one.turn_seq,
+      });
+      expect(await s.recordUsage(r, { seq: one.turn_seq }, usage(7))).toMatchObject({
+        status: "unchanged",
+      });
+      expect(await s.recordUsage(r, { seq: one.turn_seq }, usage(8))).toEqual({
+        status: "conflict",
+        seq: one.turn_seq,
+      });
+      // The proxy's usage goes on its own line, and does not overwrite one already there.
+      await s.finishProxyTurn(r, {
+        turn_seq: two.turn_seq,
+        note: { hops: 0, recalls: 0, exhausted: false },
+        memos: [],
+        usage: { ...usage(3), source: "proxy" },
+      });
+      await s.finishProxyTurn(r, {
+        turn_seq: one.turn_seq,
+        note: { hops: 1, recalls: 1, exhausted: false },
+        memos: [],
+        usage: usage(99),
+      });
+      const turns = (await s.report(r))!.turns;
+      expect(turns[0]!.usage).toMatchObject({ source: "client", answer_output: 7 });
+      expect(turns[0]!.proxy).toEqual({ hops: 1, recalls: 1, exhausted: false });
+      expect(turns[1]!.usage).toMatchObject({ source: "proxy", answer_output: 3 });
+      // Another scope cannot write it.
+      expect(
+        await s.recordUsage({ tenant: "other", session: r.session }, { turn: 1 }, usage(7)),
+      ).toBeNull();
     });
 
     it("reads the proxy state of an unknown session as empty, without creating it", async () => {

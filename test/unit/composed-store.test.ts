@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MemoryCalibration } from "../../src/session/memory-calibration.ts";
 import { MemorySessionState } from "../../src/session/memory-state.ts";
 import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
@@ -7,6 +8,7 @@ import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
 import type { BodyLedgerPort, IndexPort } from "../../src/store/ports.ts";
+import { runCalibrationContract } from "../contract/calibration.contract.ts";
 import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
 import { runIndexContract } from "../contract/index.contract.ts";
 import { runLedgerContract } from "../contract/ledger.contract.ts";
@@ -19,6 +21,7 @@ const quiet = () => {};
 
 runSessionStateContract("MemorySessionState", () => new MemorySessionState());
 runTenantStatsContract("MemoryTenantStats", () => new MemoryTenantStats());
+runCalibrationContract("MemoryCalibration", () => new MemoryCalibration());
 runLedgerContract("MemoryLedger", () => new MemoryLedger());
 runIndexContract("MemoryIndex", () => new MemoryIndex());
 runExtractionCacheContract("MemoryExtractionCache", () => new MemoryExtractionCache());

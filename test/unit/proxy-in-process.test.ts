@@ -113,6 +113,9 @@ describe("the proxy loop in one process", () => {
       recalls: 1,
       ending: "done",
       memos: 0,
+      // Billed from the provider's usage (Opus 4.6: $5 in, $25 out per MTok): both calls, the hop's.
+      usd: expect.closeTo(0.01225, 9),
+      hop_usd: expect.closeTo(0.00675, 9),
     });
 
     // The session's state is the MemoryStore's: the decision is sticky (toolu_2 is hot, so not decided yet),
@@ -122,6 +125,15 @@ describe("the proxy loop in one process", () => {
       ["toolu_1", "offloaded"],
     ]);
     expect(session!.turns.at(-1)!.proxy).toEqual({ hops: 1, recalls: 1, exhausted: false });
+    // The measured usage is on the same line: both calls summed, the client's own call apart.
+    expect(session!.turns.at(-1)!.usage).toEqual({
+      source: "proxy",
+      model: "claude-opus-4-6",
+      calls: 2,
+      tokens: { input: 2200, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0, output: 50 },
+      first: { input: 1000, cache_read: 0, cache_write_5m: 0, cache_write_1h: 0, output: 20 },
+      answer_output: 30,
+    });
     expect(session!.recalls).toBe(1);
   });
 

@@ -38,6 +38,7 @@ function racingApp(parties: number) {
           destroy: (ref) => sessions.destroy(ref),
           proxyState: (ref) => sessions.proxyState(ref),
           finishProxyTurn: (ref, t) => sessions.finishProxyTurn(ref, t),
+          recordUsage: (ref, k, u) => sessions.recordUsage(ref, k, u),
         },
       });
     },

@@ -154,6 +154,7 @@ describe("fault injection", () => {
         destroy: fail,
         proxyState: fail,
         finishProxyTurn: fail,
+        recordUsage: fail,
       };
     };
     const app = appWith({}, down);

@@ -165,5 +165,6 @@ export function bound(port: SessionStatePort): SessionStatePort {
     destroy: (...a) => port.destroy(...a),
     proxyState: (...a) => port.proxyState(...a),
     finishProxyTurn: (...a) => port.finishProxyTurn(...a),
+    recordUsage: (...a) => port.recordUsage(...a),
   };
 }

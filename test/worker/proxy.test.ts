@@ -386,14 +386,20 @@ describe("proxy: recall hops", () => {
       true,
     );
 
-    expect(proxySummary(res).proxy).toEqual({
+    const summarized = proxySummary(res).proxy as Record<string, number>;
+    expect(summarized).toEqual({
       stream: false,
       spliced: 0,
       hops: 1,
       recalls: 1,
       ending: "done",
       memos: 0,
+      // Billed from the answers' usage: both calls, and the hop's alone.
+      usd: expect.any(Number),
+      hop_usd: expect.any(Number),
     });
+    expect(summarized.hop_usd).toBeGreaterThan(0);
+    expect(summarized.hop_usd).toBeLessThan(summarized.usd!);
     const view = (await (await call(`/v1/sessions/${session}`)).json()) as {
       turns: { proxy?: unknown }[];
       totals: { recalls: number; proxy_hops: number };
@@ -546,7 +552,18 @@ describe("proxy: streams", () => {
       output_tokens: 22,
       cache_read_input_tokens: 90,
     });
-    expect(comment).toEqual({ hops: 1, recalls: 1, ending: "done", memos: 0 });
+    // The closing comment carries the bill (the stream's headers went out before it was known).
+    expect(comment).toEqual({
+      hops: 1,
+      recalls: 1,
+      ending: "done",
+      memos: 0,
+      usd: expect.any(Number),
+      hop_usd: expect.any(Number),
+    });
+    expect((comment as Record<string, number>).hop_usd).toBeLessThan(
+      (comment as Record<string, number>).usd!,
+    );
   });
 
   it("Chat and Responses: a stream without recall passes as it came", async () => {

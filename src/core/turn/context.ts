@@ -6,13 +6,14 @@
  * every step takes of a result.
  */
 import type { OffloadConfig } from "../../config.ts";
+import type { Calibration } from "../calibration.ts";
 import type { FormatAdapter, RequestAnalysis, ToolResultSite } from "../formats/types.ts";
 import { decodeString, type JsonNode, stringLength } from "../json/scan.ts";
 import type { AttachmentExtractor, LoadedState, OffloadStore } from "../ports.ts";
 import type { ModelPrice } from "../pricing.ts";
 import type { Problem } from "../problems.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import { type ContentKind, detectKind, estimateTokens } from "../tokens.ts";
+import { type ContentKind, detectKind, estimateTokens, whitespaceShare } from "../tokens.ts";
 import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
 
 /**
@@ -45,6 +46,15 @@ export interface TurnContext {
   loaded: LoadedState;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared: boolean;
+  /**
+   * Provider tokens per estimated token for this tenant and model, learned from measured usage
+   * (calibration.ts); absent or not yet ready: the estimates as they are.
+   */
+  calibration?: Calibration | null;
+  /** The content kind of each result measured this turn (for the log line's estimates). */
+  kinds?: Map<string, ContentKind>;
+  /** The whitespace share of each result measured this turn (calibration.ts). */
+  whitespace?: Map<string, number>;
 }
 
 /**
@@ -78,10 +88,13 @@ export function rawLength(site: ToolResultSite): number {
 export function measure(
   ctx: TurnContext,
   site: ToolResultSite,
-): { text: string; chars: number; kind: ContentKind; tokens: number } {
+): { text: string; chars: number; kind: ContentKind; tokens: number; ws: number } {
   const text = textOf(ctx, site);
   const kind = detectKind(text);
-  return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind) };
+  const ws = whitespaceShare(text);
+  (ctx.kinds ??= new Map()).set(site.tool_use_id, kind);
+  (ctx.whitespace ??= new Map()).set(site.tool_use_id, ws);
+  return { text, chars: text.length, kind, tokens: estimateTokens(text.length, kind), ws };
 }
 
 export function tierOf(config: OffloadConfig, chars: number): Tier {
@@ -151,4 +164,12 @@ export function recallToolTokens(
 
 export function isRecallResult(site: ToolResultSite): boolean {
   return site.tool_name === RECALL_TOOL_NAME;
+}
+
+/**
+ * The record id of a result's context-pressure decision (pressure.ts): a record of its own, since
+ * the result's own id may already hold a sticky "kept".
+ */
+export function pressureId(toolUseId: string): string {
+  return `${toolUseId}#pressure`;
 }

@@ -22,6 +22,7 @@ import {
   measure,
   type Outcome,
   pending,
+  pressureId,
   rawLength,
   type TurnContext,
   tierOf,
@@ -52,20 +53,26 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
   );
 }
 
+/**
+ * `pressure`: a context-pressure batch (pressure.ts) offloads the result whatever its tier and the
+ * gate, under a record id of its own.
+ */
 export async function decide(
   ctx: TurnContext,
   site: ToolResultSite,
   firstDelivery = false,
+  pressure = false,
 ): Promise<FirstDecision> {
   const m = measure(ctx, site);
   const tier = tierOf(ctx.config, m.chars);
   const base = {
-    tool_use_id: site.tool_use_id,
+    tool_use_id: pressure ? pressureId(site.tool_use_id) : site.tool_use_id,
     tool_name: site.tool_name,
     tier,
     chars: m.chars,
     tokens: m.tokens,
     kind: m.kind,
+    ws: m.ws,
     raw_chars: rawLength(site),
     turn: ctx.analysis.assistant_turns,
   };
@@ -93,7 +100,7 @@ export async function decide(
       gate,
     });
 
-  if (tier === "small") return kept("small: at most the size floor");
+  if (tier === "small" && !pressure) return kept("small: at most the size floor");
   if (isRecallResult(site)) {
     // A recall answer is never offloaded to a new mem_id (that would chain recalls); once settled,
     // a marker.
@@ -124,7 +131,7 @@ export async function decide(
       mode: ctx.config.tool_result_recall_mode,
     });
   let gate: GateResult | null = null;
-  if (ctx.offload) {
+  if (ctx.offload && !pressure) {
     // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its
     // recall rate is measured, so a session whose model never recalls stops paying for caution.
     // (A medium result offered at first delivery, `tool_result_first_delivery_min_chars`, is gated.)
@@ -189,9 +196,11 @@ export async function decide(
     fingerprint: digest,
     rendered,
     rendered_tokens: estimateTokens(rendered.length),
-    reason: ctx.offload
-      ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
-      : "size-only path: shortened to a head preview",
+    reason: pressure
+      ? `${tier}: context pressure, offloaded oldest-first in one batch`
+      : ctx.offload
+        ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
+        : "size-only path: shortened to a head preview",
     gate,
   });
 }

@@ -6,6 +6,7 @@
  */
 
 import { learnedHorizon, learnedRecallProbability, unseenRecallProbability } from "../adaptive.ts";
+import { ratioOf, resultRatio } from "../calibration.ts";
 import { cacheCold } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { GateInput } from "../gate.ts";
@@ -15,25 +16,39 @@ import { rawLength, recallToolTokens, type TurnContext } from "./context.ts";
 export function priceOffload(
   ctx: TurnContext,
   site: ToolResultSite,
-  resultTokens: number,
-  stubTokens: number,
+  estimatedResult: number,
+  estimatedStub: number,
   firstDelivery: boolean,
 ): GateInput {
   const { analysis } = ctx;
-  const side = cacheSide(ctx, site, stubTokens);
+  // Calibrated (once enough turns were measured): the provider's tokens, not the estimate's. The
+  // result at its kind's ratio, everything else at the request's.
+  const k = ratioOf(ctx.calibration, "request");
+  const scale = (t: number) => Math.round(t * k);
+  const resultTokens = Math.round(
+    estimatedResult *
+      resultRatio(
+        ctx.calibration,
+        ctx.kinds?.get(site.tool_use_id) ?? "request",
+        ctx.whitespace?.get(site.tool_use_id),
+      ),
+  );
+  const stubTokens = scale(estimatedStub);
+  const side = cacheSide(ctx, site, stubTokens, k);
   const contextTokens =
-    Math.round((analysis.prompt_chars - rawLength(site)) / REQUEST_CHARS_PER_TOKEN) + stubTokens;
+    scale(Math.round((analysis.prompt_chars - rawLength(site)) / REQUEST_CHARS_PER_TOKEN)) +
+    stubTokens;
   const lastBp = analysis.breakpoints[analysis.breakpoints.length - 1];
   const declaration = ctx.toolDeclared
     ? undefined
     : {
-        tool_tokens: recallToolTokens(ctx.format, ctx.config.tool_result_recall_mode),
+        tool_tokens: scale(recallToolTokens(ctx.format, ctx.config.tool_result_recall_mode)),
         // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in
         // invalidation).
         prefix_tokens:
           lastBp === undefined
             ? 0
-            : Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN),
+            : scale(Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN)),
       };
   const { horizon, p } = priors(ctx, site.tool_name, firstDelivery);
   return {
@@ -56,6 +71,7 @@ function cacheSide(
   ctx: TurnContext,
   site: ToolResultSite,
   stubTokens: number,
+  k: number,
 ): { cached_side: boolean; tokens_to_breakpoint: number; cache_ttl: "5m" | "1h" } {
   const bps = ctx.analysis.breakpoints;
   const last = bps[bps.length - 1];
@@ -66,7 +82,7 @@ function cacheSide(
   return {
     cached_side: true,
     tokens_to_breakpoint:
-      Math.max(0, Math.round((last.position - after) / REQUEST_CHARS_PER_TOKEN)) + stubTokens,
+      Math.max(0, Math.round(((last.position - after) / REQUEST_CHARS_PER_TOKEN) * k)) + stubTokens,
     cache_ttl: next.ttl,
   };
 }

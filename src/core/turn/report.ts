@@ -8,9 +8,10 @@ import type { ToolResultSite } from "../formats/types.ts";
 import { ratesFor, usd } from "../pricing.ts";
 import type { Problem } from "../problems.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
-import type { Format, TurnCounts, TurnDecision, TurnLog } from "../types.ts";
+import type { Format, TurnCounts, TurnDecision, TurnEstimate, TurnLog } from "../types.ts";
 import type { AnchorReport } from "./anchor.ts";
 import { type Outcome, rawLength, type TurnContext } from "./context.ts";
+import type { PressureReport } from "./pressure.ts";
 
 export interface CompactReport extends TurnCounts {
   format: Format;
@@ -40,6 +41,13 @@ export interface CompactReport extends TurnCounts {
   attachments: AttachmentReport | null;
   /** What went wrong without failing the call. */
   errors: Problem[];
+  /**
+   * The turn's estimates by class of content (what its log line keeps to set the provider's usage
+   * against); absent when the turn decided nothing.
+   */
+  estimate?: TurnEstimate;
+  /** Context-pressure mode's batch this turn (pressure.ts), null when there was none. */
+  pressure?: PressureReport | null;
 }
 
 /** The report of a turn that decided nothing (compaction off, or the session state unreadable). */
@@ -68,6 +76,17 @@ export function emptyReport(format: Format, enabled: boolean, offload: boolean):
   };
 }
 
+/** Estimated tokens of the request outside its tool results (and counted attachments). */
+export function otherTokensOf(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  media: AttachmentTally,
+): number {
+  let other = ctx.analysis.prompt_chars;
+  for (const site of sites) other -= rawLength(site);
+  return Math.round(Math.max(0, other - media.outside_chars) / REQUEST_CHARS_PER_TOKEN);
+}
+
 /**
  * The turn's counts from its outcomes. Tokens outside the results are the request's other chars at
  * the request rate; attachments count at their estimated native cost, not as the chars of their
@@ -83,7 +102,6 @@ export function countTurn(
 ): TurnCounts {
   const count = { kept: 0, compacted: 0, offloaded: 0 };
   const { analysis, price } = ctx;
-  let other = analysis.prompt_chars;
   let full = 0;
   let sent = 0;
   let savedUsd = 0;
@@ -93,7 +111,6 @@ export function countTurn(
   for (const site of sites) {
     const d = outcomes.get(site)!.decision;
     count[d.action]++;
-    other -= rawLength(site);
     full += d.tokens;
     sent += d.sent_tokens;
     if (rates !== null && d.action !== "kept") {
@@ -101,9 +118,11 @@ export function countTurn(
       savedUsd += usd(d.tokens - d.sent_tokens, cached ? rates.cache_read : rates.input);
     }
   }
-  const otherTokens = Math.round(
-    Math.max(0, other - media.outside_chars) / REQUEST_CHARS_PER_TOKEN,
-  );
+  // The recall tool's declaration rides in the cached head of every request that carries it: its
+  // tokens are a cost of offloading, not a saving.
+  if (rates !== null && toolTokens > 0)
+    savedUsd -= usd(toolTokens, analysis.client_caches ? rates.cache_read : rates.input);
+  const otherTokens = otherTokensOf(ctx, sites, media);
   savedUsd += media.saved_usd;
   return {
     results: sites.length,

@@ -6,6 +6,8 @@
  * result: the request goes out as sent.
  */
 import { AttachmentTurn } from "../attachments/turn.ts";
+import type { Calibration } from "../calibration.ts";
+import { cacheCold } from "../cold.ts";
 import type { Edit, ToolResultSite } from "../formats/types.ts";
 import { describeCause } from "../problems.ts";
 import type { ResultRecord } from "../types.ts";
@@ -14,17 +16,50 @@ import {
   type Decision,
   type Outcome,
   pending,
+  pressureId,
   recallToolTokens,
   type TurnContext,
 } from "./context.ts";
 import { decide, firstDeliveryCandidate } from "./decide.ts";
+import { turnEstimate } from "./estimate.ts";
+import { contextWindow, relievePressure } from "./pressure.ts";
 import { replay, sameDecision } from "./replay.ts";
-import { type CompactReport, countTurn, emptyReport, turnLog } from "./report.ts";
+import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
 
 export interface TurnResult {
   edits: Edit[];
   decisions: Decision[];
   report: CompactReport;
+}
+
+/**
+ * The tenant's calibration for the turn's model, when the store keeps one and it is on; unreadable,
+ * the estimates stay as they are.
+ */
+async function loadCalibration(ctx: TurnContext): Promise<Calibration | null> {
+  const model = ctx.price?.id;
+  if (
+    ctx.store.calibration === undefined ||
+    model === undefined ||
+    !ctx.config.tool_result_calibration_enabled
+  )
+    return null;
+  try {
+    return await ctx.store.calibration(ctx.ref, model);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * "free" declaration: the recall tool goes in where adding it rewrites nothing cached: the
+ * session's first turn (nothing is cached yet), or a turn whose cache has lapsed.
+ */
+function declaresFree(ctx: TurnContext): boolean {
+  const idle = ctx.loaded.idle_seconds;
+  return (
+    idle === null || idle === undefined || cacheCold(ctx.format, ctx.analysis.breakpoints, idle)
+  );
 }
 
 export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
@@ -36,7 +71,14 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     : [];
   try {
     const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
-    ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
+    // A result's context-pressure decision has a record of its own (pressure.ts).
+    if (contextWindow(ctx) !== null) ids.push(...sites.map((s) => pressureId(s.tool_use_id)));
+    const [loaded, calibration] = await Promise.all([
+      ctx.store.load(ctx.ref, ids, toolNames),
+      loadCalibration(ctx),
+    ]);
+    ctx.loaded = loaded;
+    ctx.calibration = calibration;
   } catch (cause) {
     // Without the sticky decisions any change could contradict an earlier turn: pass the request
     // through.
@@ -60,14 +102,16 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   ctx.toolDeclared =
     loaded.recall_declared ||
     analysis.has_recall_tool ||
-    (ctx.offload && config.tool_result_recall_tool_declaration === "eager");
+    (ctx.offload && config.tool_result_recall_tool_declaration === "eager") ||
+    (ctx.offload && config.tool_result_recall_tool_declaration === "free" && declaresFree(ctx));
   const outcomes = new Map<ToolResultSite, Outcome>();
   const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
 
   // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at
   // once.
   for (const site of sites) {
-    const record = loaded.records.get(site.tool_use_id);
+    const record =
+      loaded.records.get(pressureId(site.tool_use_id)) ?? loaded.records.get(site.tool_use_id);
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
     else if (site.index >= hotFrom || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
@@ -94,6 +138,15 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   }
 
   await media.decide(loaded.records);
+  const pressure = await relievePressure(
+    ctx,
+    sites,
+    hotFrom,
+    outcomes,
+    fresh,
+    turnEstimate(ctx, sites, outcomes, otherTokensOf(ctx, sites, media.tally()), 0, media.tally())
+      .sent,
+  );
 
   const declare = ctx.toolDeclared && (ctx.offload || loaded.recall_declared);
   const toolTokens =
@@ -103,7 +156,17 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const decisionsNow = () => sites.map((s) => outcomes.get(s)!.decision);
   const countsNow = () => countTurn(ctx, sites, outcomes, fresh.length, toolTokens, media.tally());
   const committed = decisionsNow();
-  const log = turnLog(ctx, countsNow(), committed);
+  const log = {
+    ...turnLog(ctx, countsNow(), committed),
+    estimate: turnEstimate(
+      ctx,
+      sites,
+      outcomes,
+      otherTokensOf(ctx, sites, media.tally()),
+      toolTokens,
+      media.tally(),
+    ),
+  };
   try {
     const result = await ctx.store.commit(ctx.ref, {
       records: [...fresh.map((f) => f.record), ...media.records()],
@@ -183,6 +246,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       anchor,
       attachments: media.report(),
       errors: ctx.problems,
+      estimate: log.estimate,
+      pressure,
     },
   };
 }

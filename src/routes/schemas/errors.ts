@@ -21,6 +21,7 @@ export const ErrorSchema = z.object({
       "invalid_argument",
       "unauthorized",
       "not_found",
+      "conflict",
       "payload_too_large",
       "unprocessable",
       "storage_error",

@@ -20,6 +20,75 @@ const GateBreakdownSchema = z
   })
   .describe("The net-saving gate's breakdown in dollars (and, in `inputs`, what it priced).");
 
+const usd = (what: string) => z.number().describe(what);
+
+export const TurnBilledSchema = z
+  .object({
+    usd: usd("Billed dollars for the turn: the provider's usage × the price table, every call."),
+    hops_usd: usd("The recall hops' calls alone (a cost of offloading)."),
+    calls: z.int().describe("Provider calls: the client's, then one per recall hop."),
+    prompt_tokens: z.int(),
+    cache_read_tokens: z.int(),
+    cache_read_share: z
+      .number()
+      .nullable()
+      .describe("Measured: cache-read tokens / prompt tokens."),
+    counterfactual_usd: usd(
+      "What the client's own request would have been billed (its measured prompt plus the calibrated tokens offloading took out, cached as the client's breakpoints would have cached it).",
+    ),
+    saved_usd: usd(
+      "counterfactual_usd − usd: net of the recall hops, the recall tool's tokens and cache rewrites (0 in shadow).",
+    ),
+  })
+  .nullable()
+  .describe("What the provider billed, once its usage was measured (null before).");
+
+const ErrorSharesSchema = z.object({
+  turns: z.int().describe("Measured turns learned from."),
+  error_raw: z
+    .number()
+    .nullable()
+    .describe("Σ|estimate − measured| / Σ measured prompt tokens, before calibration."),
+  error_calibrated: z.number().nullable().describe("The same with the calibrated estimates."),
+  bias_raw: z.number().nullable().describe("Σ(estimate − measured) / Σ measured."),
+  bias_calibrated: z.number().nullable(),
+});
+
+export const BilledTotalsSchema = z
+  .object({
+    turns_measured: z.int().describe("Turns with measured usage: the sums below are over them."),
+    calls: z.int(),
+    usd: usd("Billed dollars."),
+    hops_usd: usd("The recall hops' own billed dollars."),
+    prompt_tokens: z.int(),
+    cache_read_tokens: z.int(),
+    cache_write_tokens: z.int(),
+    output_tokens: z.int(),
+    cache_read_share: z.number().nullable(),
+    estimated_prompt_tokens: z
+      .int()
+      .describe("The same turns' prompts as estimated (before calibration)."),
+    counterfactual_usd: usd("What the clients' own requests would have been billed."),
+    saved_usd: usd("Billed saving: counterfactual_usd − usd."),
+    estimate_error: ErrorSharesSchema.optional().describe(
+      "The session's estimates against its measured prompts (calibrated on its own turns).",
+    ),
+  })
+  .describe("Billed figures, beside the estimates above.");
+
+export const CalibrationReportSchema = z
+  .record(
+    z.string(),
+    ErrorSharesSchema.extend({
+      ready: z.boolean().describe("Enough turns measured: the gate uses the ratios."),
+      ratios: z
+        .record(z.string(), z.number())
+        .describe("Provider tokens per estimated token, per content kind and 'request'."),
+    }),
+  )
+  .nullable()
+  .describe("The tenant's calibration per model (null when it could not be read).");
+
 export const ReportTurnSchema = z.object({
   turn: z.int().describe("Assistant turns in the request."),
   at: z.iso.datetime().describe("When the turn was committed."),
@@ -38,7 +107,11 @@ export const ReportTurnSchema = z.object({
       "Estimated prompt tokens with offload: as sent, or for a shadow turn as it would have been sent.",
     ),
   saved_tokens: z.int().describe("Live turn: tokens saved (0 for a shadow turn)."),
-  saved_usd: z.number().describe("Live turn: estimated dollars saved (0 for a shadow turn)."),
+  saved_usd: z
+    .number()
+    .describe(
+      "Live turn: estimated dollars saved (0 for a shadow turn): the tokens taken out at the rate their position is billed at, less the recall tool's tokens and, once measured, the recall hops' billed calls. Cache rewrites and the anchor are in billed.saved_usd only.",
+    ),
   would_save_tokens: z
     .int()
     .describe("Shadow turn: tokens offload would have saved (0 for a live turn)."),
@@ -49,6 +122,7 @@ export const ReportTurnSchema = z.object({
   gate_fired: z.int(),
   gate_declined: z.int(),
   errors: z.int(),
+  billed: TurnBilledSchema,
 });
 
 export const ReportTotalsSchema = z.object({
@@ -74,6 +148,7 @@ export const ReportTotalsSchema = z.object({
     .describe("offloaded_recalled / offloaded; null before the first offload."),
   gate_fired: z.int(),
   gate_declined: z.int(),
+  billed: BilledTotalsSchema,
 });
 
 const ModeSchema = z
@@ -109,6 +184,7 @@ export const SessionReportSchema = z.object({
   last_turn_at: z.iso.datetime().nullable().describe("When the latest logged turn was committed."),
   totals: ReportTotalsSchema,
   turns: z.array(ReportTurnSchema).describe("The last 1,000 turns, oldest first."),
+  calibration: CalibrationReportSchema,
   last_turn: z
     .object({
       turn: z.int(),
@@ -143,6 +219,7 @@ export const TenantReportSchema = z.object({
     .describe(
       "Sessions the index listed that have no state (deleted or purged since; the index lags).",
     ),
+  calibration: CalibrationReportSchema,
   cursor: z.string().nullable().describe("Pass as ?cursor= for the next page."),
   consistency: z
     .literal("eventual")

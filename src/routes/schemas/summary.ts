@@ -14,6 +14,10 @@ export const SummarySchema = z.object({
   model: z.string().nullable(),
   priced_as: z.string().nullable(),
   turn: z.int(),
+  seq: z
+    .int()
+    .optional()
+    .describe("Compact route: the turn line this call logged (POST …/usage names it)."),
   results: z.int(),
   kept: z.int(),
   compacted: z.int(),
@@ -25,7 +29,7 @@ export const SummarySchema = z.object({
   saved_usd: z
     .number()
     .describe(
-      "Estimated dollars this request saves against sending every result full (0 in shadow mode).",
+      "Estimated dollars this request saves against sending every result full (0 in shadow mode): tokens taken out at the rate their position is billed at, less the recall tool's tokens and, on a buffered proxied answer, the recall hops' billed calls. The billed saving is in the reports.",
     ),
   shadow: z
     .boolean()
@@ -93,6 +97,16 @@ export const SummarySchema = z.object({
         .describe(
           "Records kept for later requests of the session (mixed turns, response aliases).",
         ),
+      usd: z
+        .number()
+        .optional()
+        .describe(
+          "Billed dollars for the call, every hop (the provider's usage × the price table); buffered answers only (streams: the closing comment).",
+        ),
+      hop_usd: z
+        .number()
+        .optional()
+        .describe("The recall hops' calls alone; saved_usd is net of it."),
     })
     .optional()
     .describe("Proxy routes only."),

@@ -47,6 +47,16 @@ export interface SessionRun {
   usage_mismatches: number;
   /** The fake's call numbers of the recall hops (the provider calls after a client call's first). */
   hop_seqs: number[];
+  /**
+   * The session report's figures after the last call: the estimated saving (net of the hops' billed
+   * calls), and the billed ones (the fake's usage as the proxy read it: bill, counterfactual, saving).
+   */
+  report: {
+    saved_usd: number;
+    billed_usd: number;
+    counterfactual_usd: number;
+    billed_saved_usd: number;
+  };
 }
 
 function answersRecall(message: Request["messages"][number] | undefined): boolean {
@@ -139,6 +149,7 @@ export async function driveSession(
     claimed_saved_usd: 0,
     usage_mismatches: 0,
     hop_seqs: [],
+    report: { saved_usd: 0, billed_usd: 0, counterfactual_usd: 0, billed_saved_usd: 0 },
   };
   const refs = detectReferences(session);
   for (const n of session.calls) {
@@ -184,5 +195,19 @@ export async function driveSession(
     run.claimed_saved_usd += summary.saved_usd ?? 0;
   }
   fake.script = () => ({ content: [{ type: "text", text: "ok" }] });
+  const rep = await fetch(`${o.proxy}/v1/sessions/${encodeURIComponent(o.conversation)}/report`, {
+    headers: { authorization: `Bearer ${o.key}` },
+  });
+  if (rep.ok) {
+    const t = (
+      (await rep.json()) as { totals: { saved_usd: number; billed: Record<string, number> } }
+    ).totals;
+    run.report = {
+      saved_usd: t.saved_usd,
+      billed_usd: t.billed.usd!,
+      counterfactual_usd: t.billed.counterfactual_usd!,
+      billed_saved_usd: t.billed.saved_usd!,
+    };
+  } else if (rep.status !== 404) throw new Error(`report: HTTP ${rep.status} ${await rep.text()}`);
   return run;
 }

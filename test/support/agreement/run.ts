@@ -24,7 +24,9 @@ export function configOf(policy: string): Record<string, unknown> {
   if (policy === "none") return { tool_result_compaction_enabled: false };
   const c = EDGE_OFFLOAD_CONFIGS[policy];
   if (c === undefined) throw new Error(`no edge-offload config named ${JSON.stringify(policy)}`);
-  return c.config;
+  // The replay has no provider usage to calibrate with: the gate must price what the replay priced
+  // for the bytes to match. The proxy still learns the calibration (the bench reports its error).
+  return { ...c.config, tool_result_calibration_enabled: false };
 }
 
 /** The diagnostic ledgers, in the order their rules are added (the last one is the API's rules). */
@@ -73,6 +75,22 @@ export interface AgreementRow {
   lost: number;
   usage_mismatches: number;
   claimed_saved_usd: number;
+  /** The session reports' figures summed over the run's sessions (drive.ts). */
+  report: {
+    saved_usd: number;
+    billed_usd: number;
+    counterfactual_usd: number;
+    billed_saved_usd: number;
+  };
+  /** The tenant's calibration after the run: the estimates' prompt-token error before and after. */
+  calibration: {
+    turns: number;
+    error_raw: number | null;
+    error_calibrated: number | null;
+    bias_raw: number | null;
+    bias_calibrated: number | null;
+    ratios: Record<string, number>;
+  } | null;
   replay: { usd: number; prompt_tokens: number; read_share: number; hops: number; lost: number };
   /** The replay's pricing of the bytes the fake received. */
   sent: { usd: number; tokens: BillTokens };
@@ -156,6 +174,8 @@ export async function runAgreement(o: AgreementOptions): Promise<AgreementRow[]>
         lost: 0,
         usage_mismatches: 0,
         claimed_saved_usd: 0,
+        report: { saved_usd: 0, billed_usd: 0, counterfactual_usd: 0, billed_saved_usd: 0 },
+        calibration: null,
         replay: {
           usd: p.total_usd,
           prompt_tokens: p.prompt_tokens,
@@ -187,7 +207,20 @@ export async function runAgreement(o: AgreementOptions): Promise<AgreementRow[]>
         row.lost += s.lost;
         row.usage_mismatches += s.usage_mismatches;
         row.claimed_saved_usd += s.claimed_saved_usd;
+        for (const k of Object.keys(row.report) as (keyof typeof row.report)[])
+          row.report[k] += s.report[k];
         for (const seq of s.hop_seqs) hops.add(seq);
+      }
+      const tenantReport = await fetch(`${worker.base}/v1/report?limit=1`, {
+        headers: { authorization: `Bearer ${keys[i]!.split(":")[1]!}` },
+      });
+      if (tenantReport.ok) {
+        const cal = (
+          (await tenantReport.json()) as {
+            calibration: Record<string, AgreementRow["calibration"]> | null;
+          }
+        ).calibration;
+        row.calibration = cal?.[o.model] ?? null;
       }
       const billed = fake.calls.slice(from);
       row.fake = fake.total(billed);

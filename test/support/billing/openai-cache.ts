@@ -62,10 +62,16 @@ export function responsesSegments(request: Json): Segment[] {
   if (typeof request.input === "string") out.push(segment(`user\n${request.input}`));
   else
     for (const item of Array.isArray(request.input) ? (request.input as Json[]) : []) {
-      if (item.type === "function_call_output")
+      if (item.type === "function_call_output" || item.type === "custom_tool_call_output")
         out.push(segment(`tool\n${String(item.call_id)}\n${contentText(item.output)}`));
       else if (item.type === "function_call")
         out.push(segment(`call\n${String(item.name)}\n${String(item.arguments ?? "")}`));
+      // Freeform tools (Codex's exec): the call's input is its text.
+      else if (item.type === "custom_tool_call")
+        out.push(segment(`call\n${String(item.name)}\n${String(item.input ?? "")}`));
+      // Tools declared in the input (Codex's `additional_tools` item).
+      else if (Array.isArray(item.tools))
+        for (const t of item.tools) out.push(segment(`tool\n${JSON.stringify(t)}`));
       else out.push(segment(`${String(item.role ?? item.type)}\n${contentText(item.content)}`));
     }
   return out;

@@ -1,0 +1,90 @@
+/**
+ * Context-pressure mode: when a request reaches a configured share of the model's context window,
+ * settled results are offloaded oldest-first in one batch, down to a target share, before the
+ * agent's own lossy compaction or a context overflow. The batch is one cache rewrite (from its
+ * oldest result on), and every result stays recallable.
+ *
+ * A result an earlier turn kept has a sticky "kept" record, and records are first writer wins: the
+ * batch's decision is a record of its own, under `pressureId` of the result's id, which the turns
+ * after it find first. It is sticky from then on, like any decision.
+ */
+import { calibratedTokens } from "../calibration.ts";
+import type { ToolResultSite } from "../formats/types.ts";
+import type { ResultRecord } from "../types.ts";
+import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
+import { decide } from "./decide.ts";
+
+/** What a context-pressure batch did (the turn's report says it). */
+export interface PressureReport {
+  /** The model's context window, and the request's share of it before and after the batch. */
+  window: number;
+  share_before: number;
+  share_after: number;
+  /** Results offloaded by the batch, and their estimated tokens taken out. */
+  offloaded: number;
+  tokens_removed: number;
+}
+
+/** The turn's context window (the config's, else the price table's), null when unknown or off. */
+export function contextWindow(ctx: TurnContext): number | null {
+  if (ctx.config.tool_result_context_pressure_share === null || !ctx.offload) return null;
+  return ctx.config.tool_result_context_window_tokens ?? ctx.price?.context_window ?? null;
+}
+
+/**
+ * Offloads settled results oldest-first until the request is back under the target share, when it
+ * has reached the pressure share. `sent` is the request's estimated tokens as it would go out now
+ * (calibrated). Adds the batch's outcomes and records; null when there was no pressure.
+ */
+export async function relievePressure(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  hotFrom: number,
+  outcomes: Map<ToolResultSite, Outcome>,
+  fresh: { site: ToolResultSite; record: ResultRecord }[],
+  sent: Record<string, number>,
+): Promise<PressureReport | null> {
+  const window = contextWindow(ctx);
+  const share = ctx.config.tool_result_context_pressure_share;
+  if (window === null || share === null) return null;
+  const before = calibratedTokens(ctx.calibration, sent);
+  if (before < share * window) return null;
+  const goal = ctx.config.tool_result_context_pressure_target * window;
+  let now = before;
+  let offloaded = 0;
+  for (const site of sites) {
+    if (now <= goal) break;
+    const current = outcomes.get(site)!.decision;
+    if (
+      current.action !== "kept" ||
+      !site.settled ||
+      site.index >= hotFrom ||
+      site.content === undefined ||
+      isRecallResult(site) ||
+      current.chars <= ctx.config.tool_result_compaction_size_chars
+    )
+      continue;
+    const decided = await decide(ctx, site, false, true);
+    if (decided.record === undefined || decided.outcome.decision.action === "kept") continue;
+    outcomes.set(site, decided.outcome);
+    fresh.push({ site, record: decided.record });
+    const d = decided.outcome.decision;
+    const ratio =
+      before /
+      Math.max(
+        1,
+        Object.values(sent).reduce((n, t) => n + t, 0),
+      );
+    now -= Math.max(0, d.tokens - d.sent_tokens) * ratio;
+    offloaded++;
+  }
+  if (offloaded === 0) return null;
+  const round = (x: number) => Math.round(x * 1000) / 1000;
+  return {
+    window,
+    share_before: round(before / window),
+    share_after: round(now / window),
+    offloaded,
+    tokens_removed: Math.round(before - now),
+  };
+}
