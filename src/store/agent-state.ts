@@ -7,6 +7,7 @@
  * rest of the object's storage).
  */
 import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
@@ -21,6 +22,7 @@ import {
   TURN_LOG_LIMIT,
   toolStatsOf,
 } from "../session/state.ts";
+import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "../session/usage.ts";
 import { type AgentStorage, idList, sqlOf } from "./agent-sql.ts";
 import type {
   LastTurn,
@@ -322,14 +324,12 @@ export class AgentSessionState implements SessionStatePort {
           .toArray()[0];
         if (line !== undefined) {
           const { hops, recalls, exhausted } = turn.note;
-          sql.exec(
-            "UPDATE eo_turns SET log = ? WHERE seq = ?",
-            JSON.stringify({
-              ...(JSON.parse(line.log) as TurnLog),
-              proxy: { hops, recalls, exhausted },
-            }),
-            turn.turn_seq,
-          );
+          let log: TurnLog = {
+            ...(JSON.parse(line.log) as TurnLog),
+            proxy: { hops, recalls, exhausted },
+          };
+          if (turn.usage !== undefined) log = withUsage(turn.turn_seq, log, turn.usage).log ?? log;
+          sql.exec("UPDATE eo_turns SET log = ? WHERE seq = ?", JSON.stringify(log), turn.turn_seq);
         }
       }
       for (const memo of turn.memos)
@@ -340,6 +340,31 @@ export class AgentSessionState implements SessionStatePort {
           JSON.stringify(memo),
         );
       if (turn.memos.length > 0) keepLatest(sql, "eo_memos", ref, MEMO_LIMIT);
+    });
+  }
+
+  /** The provider's usage for a logged turn (the usage route): idempotent, see session/usage.ts. */
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    const sql = this.#sql;
+    return this.#storage.transactionSync((): UsageOutcome | null => {
+      if (this.#row(ref) === null) return null;
+      const lines = sql
+        .exec<{ seq: number; log: string }>(
+          "seq" in key
+            ? `SELECT seq, log FROM eo_turns WHERE ${KEY} AND seq = ?`
+            : `SELECT seq, log FROM eo_turns WHERE ${KEY} AND json_extract(log, '$.turn') = ? ORDER BY seq DESC LIMIT 1`,
+          ref.tenant,
+          ref.session,
+          "seq" in key ? key.seq : key.turn,
+        )
+        .toArray()
+        .map((r) => ({ seq: r.seq, log: JSON.parse(r.log) as TurnLog }));
+      const line = findTurn(lines, key);
+      if (line === undefined) return { status: "unknown_turn" };
+      const next = withUsage(line.seq, line.log, usage);
+      if (next.log !== null)
+        sql.exec("UPDATE eo_turns SET log = ? WHERE seq = ?", JSON.stringify(next.log), line.seq);
+      return next.outcome;
     });
   }
 
