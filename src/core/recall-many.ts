@@ -13,7 +13,8 @@
  */
 import { RECALL_HARD_CAP_CHARS } from "../config.ts";
 import type { OffloadStore } from "./ports.ts";
-import { echo, type RecallAnswer, type RecallInput, recall } from "./recall.ts";
+import { type RecallInput, recall } from "./recall.ts";
+import { echo, type RecallAnswer } from "./recall-answer.ts";
 import { RecallWork } from "./recall-work.ts";
 import { formatInt } from "./text.ts";
 
