@@ -56,7 +56,7 @@ export function resultSite(
           const replacedId = attachmentIdIn(raw, text);
           if (replacedId === null) texts.push(text);
           else {
-            // An attachment's replacement from an earlier turn: media, not the tool's text (invariant 10).
+            // An attachment's replacement from an earlier turn: media, not the tool's text (only text is measured).
             hasMedia = true;
             collect.replaced.push({
               id: replacedId,
