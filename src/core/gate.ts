@@ -90,6 +90,18 @@ function round(x: number): number {
   return Math.round(x * 1e9) / 1e9;
 }
 
+/**
+ * The net-saving gate: whether replacing a result of `result_tokens` by a stub of `stub_tokens`
+ * pays off over the horizon at the model's prices, against the prompt cache it would invalidate and
+ * the recall hops it may cost. Pure; the answer carries its breakdown in dollars.
+ *
+ * @example
+ * const verdict = offloadGate({
+ *   model: "claude-sonnet-4-6", result_tokens: 40_000, stub_tokens: 300, horizon: 5,
+ *   recall_probability: 0.5, cached_side: false, context_tokens: 60_000,
+ * });
+ * if (verdict.fire) console.log(`saves ≈ $${verdict.net_usd}`);
+ */
 export function offloadGate(input: GateInput): GateResult {
   const price =
     typeof input.model === "object" && input.model !== null
