@@ -11,14 +11,11 @@
  * answer to one call, an unknown role or TTL); with server-held history (`thread: {type: "continue"}`), a
  * result before the request's first assistant message may answer a call only the server holds.
  */
-import type { RecallMode } from "../../config.ts";
-import type { JsonNode, JsonObject } from "../json/scan.ts";
-import { recallToolDefinition } from "../recall-tool.ts";
 import { anchorEditOf } from "./anthropic-anchor.ts";
 import { isReplacement } from "./anthropic-media.ts";
 import { analyzeAnthropic } from "./anthropic-walk.ts";
-import { appendTool, renderTextContent } from "./shape.ts";
-import type { Edit, FormatAdapter, MediaSite, ToolResultSite } from "./types.ts";
+import { recallToolDeclaration, renderTextContent } from "./shape.ts";
+import type { FormatAdapter, MediaSite, ToolResultSite } from "./types.ts";
 
 export const anthropicAdapter: FormatAdapter = {
   format: "anthropic",
@@ -44,10 +41,5 @@ export const anthropicAdapter: FormatAdapter = {
     return `{"type":"text","text":${JSON.stringify(text)}${site.cache_control === undefined ? "" : `,"cache_control":${site.cache_control}`}}`;
   },
 
-  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(
-      rootNode as JsonObject,
-      JSON.stringify(recallToolDefinition("anthropic", mode)),
-    );
-  },
+  declareRecallTool: recallToolDeclaration("anthropic"),
 };
