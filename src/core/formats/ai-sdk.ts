@@ -24,14 +24,13 @@ import {
   type JsonString,
 } from "../json/scan.ts";
 import { resolveModel } from "../pricing.ts";
-import { RECALL_TOOL_NAME } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
 import { openaiAnalysis } from "./openai-cache.ts";
 import {
   expectObject,
   lastAssistantIndex,
   modelOf,
   type Path,
-  recallToolDeclaration,
   renderTextContent,
   resultTexts,
   shapeError,

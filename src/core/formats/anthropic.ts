@@ -11,10 +11,12 @@
  * answer to one call, an unknown role or TTL); with server-held history (`thread: {type: "continue"}`), a
  * result before the request's first assistant message may answer a call only the server holds.
  */
+
+import { recallToolDeclaration } from "../recall-tool.ts";
 import { anchorEditOf } from "./anthropic-anchor.ts";
 import { isReplacement } from "./anthropic-media.ts";
 import { analyzeAnthropic } from "./anthropic-walk.ts";
-import { recallToolDeclaration, renderTextContent } from "./shape.ts";
+import { renderTextContent } from "./shape.ts";
 import type { FormatAdapter, MediaSite, ToolResultSite } from "./types.ts";
 
 export const anthropicAdapter: FormatAdapter = {

@@ -12,7 +12,7 @@
  */
 import { formatPath } from "../../errors.ts";
 import { getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
-import { RECALL_TOOL_NAME } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import {
   expectObject,
@@ -20,7 +20,6 @@ import {
   modelOf,
   type Path,
   parseArguments,
-  recallToolDeclaration,
   renderTextContent,
   resultTexts,
   shapeError,

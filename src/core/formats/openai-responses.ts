@@ -21,14 +21,13 @@
  */
 import { formatPath } from "../../errors.ts";
 import { decodeString, getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
-import { RECALL_TOOL_NAME } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import {
   expectObject,
   modelOf,
   type Path,
   parseArguments,
-  recallToolDeclaration,
   renderTextContent,
   resultTexts,
   shapeError,

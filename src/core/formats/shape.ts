@@ -3,7 +3,6 @@
  * path of the problem (`messages[3].content[1].tool_use_id`), and the one way a result's text parts are
  * rewritten so media parts and a client's cache marker stay where they were.
  */
-import type { RecallMode } from "../../config.ts";
 import { formatPath, OffloadError } from "../../errors.ts";
 import {
   decodeString,
@@ -14,8 +13,6 @@ import {
   type JsonString,
   parseJsonSpans,
 } from "../json/scan.ts";
-import { type RecallToolFormat, recallToolDefinition } from "../recall-tool.ts";
-import type { Edit, FormatAdapter } from "./types.ts";
 
 export type Path = (string | number)[];
 
@@ -211,19 +208,11 @@ export function parseArguments(
   }
 }
 
-/**
- * The `declareRecallTool` of an adapter whose request lists its tools in a top-level `tools` array: the
- * format's declaration appended there.
- */
-export function recallToolDeclaration(
-  format: RecallToolFormat,
-): FormatAdapter["declareRecallTool"] {
-  return (_raw: string, rootNode: JsonNode, mode: RecallMode): Edit =>
-    appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition(format, mode)));
-}
-
 /** Insert `tool` as the last element of `tools`, or add a `tools` member (a `null` one is replaced). */
-function appendTool(root: JsonObject, tool: string): { start: number; end: number; text: string } {
+export function appendTool(
+  root: JsonObject,
+  tool: string,
+): { start: number; end: number; text: string } {
   const tools = getMember(root, "tools");
   if (tools?.kind === "array") {
     const last = tools.items[tools.items.length - 1];
