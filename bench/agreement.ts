@@ -2,7 +2,7 @@
  * The agreement bench: does the replay's prediction hold for the bytes the proxy really sends, billed the way
  * the provider bills? A fixed sample of the swe and large corpus files is replayed call by call through the
  * real proxy (the Worker in workerd, wrangler's programmatic dev server) to the billing fake, with offload off
- * (`none`), with the seed's defaults (`edge-offload`) and with everything on (`edge-offload+all`), for the
+ * (`none`), with the product's defaults (`edge-offload`) and with everything on (`edge-offload+all`), for the
  * cached and the uncached client, the fake's clock moving 30 s per call. It prints:
  * - the fake's bill against the replay's prediction for the same sessions and config (target: within 3%), and
  *   the gap broken down step by step (bytes, cache rules one at a time, tokenizer);

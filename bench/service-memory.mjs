@@ -1,5 +1,5 @@
 // How much V8 heap one compact call through the HTTP service needs for a request near the 32 MiB limit
-// (DESIGN.md "Limits of the edge": a Worker isolate has 128 MB). workerd reports no memory figures, so this
+// (a Worker isolate has 128 MB). workerd reports no memory figures, so this
 // runs the same app in Node with the in-memory session state and a ledger that encodes each body to UTF-8 and
 // drops it (as R2's put does), and finds by bisection the smallest --max-old-space-size that completes.
 // Run: node bench/service-memory.mjs (Node ≥ 22.18: it imports the TypeScript sources directly). Prints the

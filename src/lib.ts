@@ -14,12 +14,7 @@
  */
 import type { OffloadConfigLike } from "./config.ts";
 import type { CompactOutput, CompactInput as TurnInput } from "./core/compact.ts";
-import { offloadGate as gate } from "./core/gate.ts";
-import { recallMany } from "./core/recall-many.ts";
-import { structureOf as structure } from "./core/structure.ts";
-import { renderStub as stub } from "./core/stub.ts";
 import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
-import { htmlToText as htmlText } from "./extract/html.ts";
 import { guardedCompact } from "./secret-guard.ts";
 
 export interface CompactInput<
@@ -57,55 +52,6 @@ export function compact<R extends string | object, C extends OffloadConfigLike =
 /** Warns once per process about the development secret on a shared store (secret-guard.ts). */
 const guarded = guardedCompact();
 
-/**
- * Answers the model's `recall_tool_result` call: a slice of an offloaded body (a query's matches
- * with context, an offset and length, or a JSONPath; or several `queries` / `json_paths` in one
- * call, up to MAX_QUESTIONS, answered from one read), capped and deterministic. A model's mistake
- * (an unknown mem_id, a bad path) is an answer with `is_error: true` that says what to do, never an
- * exception.
- *
- * @example
- * const answer = await recall({ store, session: "chat-42", mem_id: "trm_…", query: "timeout" });
- * const { content, is_error } = answer;
- * results.push({ type: "tool_result", tool_use_id: call.id, content, is_error });
- */
-export const recall: typeof recallMany = recallMany;
-
-export type { RecallManyInput } from "./core/recall-many.ts";
-export { MAX_QUESTIONS, QUERY_ANSWER_CHARS } from "./core/recall-many.ts";
-
-/**
- * The net-saving gate: whether replacing a result of `result_tokens` by a stub of `stub_tokens`
- * pays off over the horizon at the model's prices, against the prompt cache it would invalidate and
- * the recall hops it may cost. Pure; the answer carries its breakdown in dollars.
- *
- * @example
- * const verdict = offloadGate({
- *   model: "claude-sonnet-4-6", result_tokens: 40_000, stub_tokens: 300, horizon: 5,
- *   recall_probability: 0.5, cached_side: false, context_tokens: 60_000,
- * });
- * if (verdict.fire) console.log(`saves ≈ $${verdict.net_usd}`);
- */
-export const offloadGate: typeof gate = gate;
-
-/**
- * The structural index of a body (JSON keys and array lengths, CSV columns, line counts) shown in a
- * stub.
- */
-export const structureOf: typeof structure = structure;
-
-/**
- * The stub that replaces an offloaded result: size, structural index, head preview and how to
- * recall.
- */
-export const renderStub: typeof stub = stub;
-
-/**
- * The readable text of an HTML document (scripts, styles and markup dropped, blocks on their own
- * lines).
- */
-export const htmlToText: typeof htmlText = htmlText;
-
 export type {
   CheckedConfig,
   OffloadConfig,
@@ -130,7 +76,7 @@ export { imageInfo } from "./core/bytes/image.ts";
 export type { CompactOutput } from "./core/compact.ts";
 export { splice } from "./core/compact.ts";
 export type { GateInput } from "./core/gate.ts";
-export { RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
+export { offloadGate, RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
 export { MEM_ID_PATTERN } from "./core/memid.ts";
 export type {
   AttachmentExtractor,
@@ -158,11 +104,15 @@ export type {
   RecallInput,
 } from "./core/recall.ts";
 export { normalizeJsonPath } from "./core/recall.ts";
+export type { RecallManyInput } from "./core/recall-many.ts";
+export { MAX_QUESTIONS, QUERY_ANSWER_CHARS, recallMany as recall } from "./core/recall-many.ts";
 export type { RecallToolDefinitions, ToolFormat } from "./core/recall-tool.ts";
 export { RECALL_TOOL_NAME, recallInputSchema, recallToolDefinition } from "./core/recall-tool.ts";
 export type { SessionInput } from "./core/session.ts";
 export { DEFAULT_TENANT, sessionRef } from "./core/session.ts";
 export type { StructureIndex } from "./core/structure.ts";
+export { structureOf } from "./core/structure.ts";
+export { renderStub } from "./core/stub.ts";
 export type { ContentKind } from "./core/tokens.ts";
 export { CHARS_PER_TOKEN, detectKind, estimateTextTokens, estimateTokens } from "./core/tokens.ts";
 export type { AnchorReport } from "./core/turn/anchor.ts";
@@ -196,6 +146,7 @@ export {
 } from "./extract/errors.ts";
 export type { ExtractTextsItem, ExtractTextsOptions } from "./extract/extract.ts";
 export { extractText, extractTexts, isExtractable, probeAttachment } from "./extract/extract.ts";
+export { htmlToText } from "./extract/html.ts";
 export type { NormalizedAttachment } from "./extract/input.ts";
 export { attachmentDigest, normalizeAttachment } from "./extract/input.ts";
 export type {

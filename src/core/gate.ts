@@ -1,5 +1,5 @@
 /**
- * The net-saving gate (DESIGN.md "The net-saving gate"). Pure: the same input always gives the same answer,
+ * The net-saving gate (README.md, "The net-saving gate"). Pure: the same input always gives the same answer,
  * and every answer carries its breakdown in dollars so a decision can be audited.
  *
  * With T tokens of the body, S of the stub, H turns of horizon, p the recall probability and r the rate the
@@ -17,8 +17,8 @@
  * would bring a caching client's prompt below it, the remaining context is billed at input instead of read
  * for the horizon, and that is counted with the invalidation (what the change does to the cache).
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
- * hop re-reads the whole context; the design's formula prices it at read, which undercharges a client that
- * sets no breakpoints).
+ * hop re-reads the whole context; priced at the read rate, it would undercharge a client that sets no
+ * breakpoints).
  */
 import { type ModelPrice, ratesFor, resolveModel, usd } from "./pricing.ts";
 import type { GateResult } from "./types.ts";
@@ -29,7 +29,7 @@ export interface GateInput {
   result_tokens: number;
   stub_tokens: number;
   horizon: number;
-  /** Probability of a recall (the seed's prior), or a learned expected number of recall hops (≤ horizon). */
+  /** Probability of a recall (the configured prior), or a learned expected number of recall hops (≤ horizon). */
   recall_probability: number;
   /** The result sits before the request's last cache breakpoint. */
   cached_side: boolean;
@@ -90,6 +90,18 @@ function round(x: number): number {
   return Math.round(x * 1e9) / 1e9;
 }
 
+/**
+ * The net-saving gate: whether replacing a result of `result_tokens` by a stub of `stub_tokens`
+ * pays off over the horizon at the model's prices, against the prompt cache it would invalidate and
+ * the recall hops it may cost. Pure; the answer carries its breakdown in dollars.
+ *
+ * @example
+ * const verdict = offloadGate({
+ *   model: "claude-sonnet-4-6", result_tokens: 40_000, stub_tokens: 300, horizon: 5,
+ *   recall_probability: 0.5, cached_side: false, context_tokens: 60_000,
+ * });
+ * if (verdict.fire) console.log(`saves ≈ $${verdict.net_usd}`);
+ */
 export function offloadGate(input: GateInput): GateResult {
   const price =
     typeof input.model === "object" && input.model !== null
@@ -98,7 +110,7 @@ export function offloadGate(input: GateInput): GateResult {
   const T = Math.max(0, input.result_tokens);
   const S = Math.max(0, input.stub_tokens);
   const H = Math.max(0, input.horizon);
-  // p is the expected number of recall hops per offload: a probability for the seed's prior, possibly above 1
+  // p is the expected number of recall hops per offload: a probability for the configured prior, possibly above 1
   // when learned (a result recalled several times), at most one hop per turn of the horizon.
   const p = Math.min(Math.max(1, H), Math.max(0, input.recall_probability));
   const ttl = input.cache_ttl ?? "5m";

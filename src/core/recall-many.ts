@@ -13,7 +13,8 @@
  */
 import { RECALL_HARD_CAP_CHARS } from "../config.ts";
 import type { OffloadStore } from "./ports.ts";
-import { echo, type RecallAnswer, type RecallInput, recall } from "./recall.ts";
+import { type RecallInput, recall } from "./recall.ts";
+import { echo, type RecallAnswer } from "./recall-answer.ts";
 import { RecallWork } from "./recall-work.ts";
 import { formatInt } from "./text.ts";
 
@@ -76,8 +77,17 @@ function oneCallStore(store: OffloadStore): OffloadStore {
 }
 
 /**
- * Answer a recall_tool_result call: `queries` / `json_paths` as several questions in one answer, anything
- * else through `recall` (queries and paths sized by default, see above).
+ * Answers the model's `recall_tool_result` call: a slice of an offloaded body (a query's matches
+ * with context, an offset and length, or a JSONPath; or several `queries` / `json_paths` in one
+ * call, up to MAX_QUESTIONS, answered from one read), capped and deterministic. A model's mistake
+ * (an unknown mem_id, a bad path) is an answer with `is_error: true` that says what to do, never an
+ * exception. Each question goes through recall.ts (queries and paths sized by default, see above).
+ * The library exports it as `recall`.
+ *
+ * @example
+ * const answer = await recall({ store, session: "chat-42", mem_id: "trm_…", query: "timeout" });
+ * const { content, is_error } = answer;
+ * results.push({ type: "tool_result", tool_use_id: call.id, content, is_error });
  */
 export async function recallMany(input: RecallManyInput): Promise<RecallAnswer> {
   const cap = Math.min(

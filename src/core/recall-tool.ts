@@ -3,6 +3,9 @@
  * never change within a session: fixed key order, no interpolated values but the mode.
  */
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
+import { appendTool } from "./formats/shape.ts";
+import type { Edit, FormatAdapter } from "./formats/types.ts";
+import type { JsonNode, JsonObject } from "./json/scan.ts";
 import { MAX_QUESTIONS, QUERY_ANSWER_CHARS } from "./recall-many.ts";
 import { formatInt } from "./text.ts";
 
@@ -111,4 +114,15 @@ export function recallToolDefinition<F extends RecallToolFormat = "anthropic">(
     }),
   } satisfies { [K in RecallToolFormat]: () => RecallToolDefinitions[K] };
   return definitions[format ?? "anthropic"]() as RecallToolDefinitions[F];
+}
+
+/**
+ * The `declareRecallTool` of a format adapter whose request lists its tools in a top-level `tools` array:
+ * the format's declaration appended there.
+ */
+export function recallToolDeclaration(
+  format: RecallToolFormat,
+): FormatAdapter["declareRecallTool"] {
+  return (_raw: string, rootNode: JsonNode, mode: RecallMode): Edit =>
+    appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition(format, mode)));
 }

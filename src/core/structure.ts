@@ -27,6 +27,15 @@ const SHORT_VALUE = 48;
 /** Above this many keys, an object whose values are records is outlined in one line. */
 const MAP_KEYS = 8;
 
+/**
+ * The structural index of a body (JSON keys and array lengths, CSV columns, line counts) shown in a
+ * stub, its outline cut to `maxChars`.
+ *
+ * @example
+ * const { kind, outline } = structureOf(JSON.stringify({ items: [{ id: 1, name: "a" }] }));
+ * // kind: "json",
+ * // outline: "JSON object, 1 key:\n  $.items: array(1) of objects {id: number, name: string}"
+ */
 export function structureOf(
   text: string,
   kind: ContentKind = detectKind(text),

@@ -69,6 +69,10 @@ export function tailOf(text: string, from: number, max: number): string {
   return text.slice(start).replace(/\s+$/, "");
 }
 
+/**
+ * The stub that replaces an offloaded result: size, structural index, head preview and how to
+ * recall. A pure function of its input: the same body renders the same bytes on every turn.
+ */
 export function renderStub(input: StubInput): string {
   const { mem_id, structure } = input;
   return [

@@ -82,6 +82,13 @@ function tagEnd(html: string, i: number): number {
   return html.length;
 }
 
+/**
+ * The readable text of an HTML document (scripts, styles and markup dropped, blocks on their own
+ * lines).
+ *
+ * @example
+ * htmlToText("<h1>Title</h1><p>One &amp; two</p><script>x()</script>"); // "# Title\n\nOne & two"
+ */
 export function htmlToText(html: string): string {
   const out: string[] = [];
   let pre = 0;

@@ -10,7 +10,8 @@ import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { errorBody, inspect, merge } from "./anthropic-answer.ts";
 import { AnthropicStream } from "./anthropic-stream.ts";
 import type { Dialect, Hop, MemoInput } from "./dialect.ts";
-import { appendItems, arrayMember, type Edit, insertAfter, memberString } from "./json-edit.ts";
+import { appendItems, arrayMember, memberString } from "./json-edit.ts";
+import { type MessagesPlaces, spliceMemos } from "./memo-splice.ts";
 import type { ProxyMemo, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
 
@@ -59,28 +60,16 @@ function blockIds(raw: string, content: JsonNode | undefined, type: string, key:
   return ids;
 }
 
-function splice(
-  raw: string,
-  list: readonly ProxyMemo[],
-  answers: ReadonlyMap<string, RecallResult>,
-): { edits: Edit[]; spliced: number } {
-  const mine = list.filter(
-    (m): m is Extract<ProxyMemo, { kind: "recall" }> =>
-      m.kind === "recall" && m.format === "anthropic",
-  );
-  const edits: Edit[] = [];
-  let spliced = 0;
-  if (mine.length === 0) return { edits, spliced };
-  const messages = arrayMember(parseJsonSpans(raw), "messages");
-  if (messages === undefined) return { edits, spliced };
-  messages.items.forEach((message, i) => {
-    if (message.kind !== "object" || memberString(raw, message, "role") !== "assistant") return;
+/** Our calls join the assistant message's `tool_use` blocks; our answers follow its last tool_result. */
+const places: MessagesPlaces = {
+  format: "anthropic",
+  calls(raw, message) {
     const content = getMember(message, "content");
     const uses = blockIds(raw, content, "tool_use", "id");
-    if (uses.length === 0 || content?.kind !== "array") return;
-    const memo = mine.find((m) => m.anchors.some((a) => uses.includes(a)));
-    if (memo === undefined || memo.calls.some((c) => uses.includes(c.id) || !answers.has(c.id)))
-      return;
+    if (uses.length === 0 || content?.kind !== "array") return undefined;
+    return { list: content, ids: uses };
+  },
+  lastAnswer(raw, messages, i, memo) {
     // The user message right after must answer the client's calls; ours go after its last
     // tool_result (tool_result blocks come first in a user message).
     const next = messages.items[i + 1];
@@ -88,28 +77,22 @@ function splice(
       next?.kind === "object" && memberString(raw, next, "role") === "user"
         ? getMember(next, "content")
         : undefined;
-    if (nextContent?.kind !== "array") return;
+    if (nextContent?.kind !== "array") return undefined;
     let lastResult: JsonNode | undefined;
     for (const b of nextContent.items)
       if (memberString(raw, b, "type") === "tool_result") lastResult = b;
-    if (lastResult === undefined) return;
+    if (lastResult === undefined) return undefined;
     if (
       blockIds(raw, nextContent, "tool_result", "tool_use_id").some((id) =>
         memo.calls.some((c) => c.id === id),
       )
     )
-      return;
-    edits.push(appendItems(content, memo.calls.map(toolUse)));
-    edits.push(
-      insertAfter(
-        lastResult,
-        memo.calls.map((c) => toolResult(answers.get(c.id)!)),
-      ),
-    );
-    spliced += memo.calls.length;
-  });
-  return { edits, spliced };
-}
+      return undefined;
+    return lastResult;
+  },
+  call: toolUse,
+  answer: toolResult,
+};
 
 export const anthropicDialect: Dialect = {
   format: "anthropic",
@@ -120,6 +103,6 @@ export const anthropicDialect: Dialect = {
   nextRequest,
   merge,
   memos,
-  splice,
+  splice: (raw, list, answers) => spliceMemos(raw, list, answers, places),
   stream: (maxHops) => new AnthropicStream(maxHops),
 };

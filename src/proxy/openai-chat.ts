@@ -9,7 +9,8 @@
 import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import type { Answer, Dialect, Hop, MemoInput } from "./dialect.ts";
-import { appendItems, arrayMember, type Edit, insertAfter, memberString } from "./json-edit.ts";
+import { appendItems, arrayMember, memberString } from "./json-edit.ts";
+import { type MessagesPlaces, spliceMemos } from "./memo-splice.ts";
 import { callsOf, inspect, merge, messageOf, openaiErrorBody } from "./openai-chat-answer.ts";
 import { ChatStream } from "./openai-chat-stream.ts";
 import type { ProxyMemo, RememberedCall } from "./port.ts";
@@ -58,49 +59,29 @@ function memos(input: MemoInput): ProxyMemo[] {
   ];
 }
 
-function splice(
-  raw: string,
-  list: readonly ProxyMemo[],
-  answers: ReadonlyMap<string, RecallResult>,
-): { edits: Edit[]; spliced: number } {
-  const mine = list.filter(
-    (m): m is Extract<ProxyMemo, { kind: "recall" }> =>
-      m.kind === "recall" && m.format === "openai-chat",
-  );
-  const edits: Edit[] = [];
-  let spliced = 0;
-  if (mine.length === 0) return { edits, spliced };
-  const messages = arrayMember(parseJsonSpans(raw), "messages");
-  if (messages === undefined) return { edits, spliced };
-  messages.items.forEach((message, i) => {
-    if (message.kind !== "object" || memberString(raw, message, "role") !== "assistant") return;
+/** Our calls join the assistant message's `tool_calls`; our answers follow the tool messages after it. */
+const places: MessagesPlaces = {
+  format: "openai-chat",
+  calls(raw, message) {
     const calls = getMember(message, "tool_calls");
-    if (calls?.kind !== "array") return;
-    const ids = calls.items.map((c) => memberString(raw, c, "id") ?? "");
-    const memo = mine.find((m) => m.anchors.some((a) => ids.includes(a)));
-    if (memo === undefined || memo.calls.some((c) => ids.includes(c.id) || !answers.has(c.id)))
-      return;
+    if (calls?.kind !== "array") return undefined;
+    return { list: calls, ids: calls.items.map((c) => memberString(raw, c, "id") ?? "") };
+  },
+  lastAnswer(raw, messages, i, memo) {
     // Tool messages must follow the assistant message directly: ours go after the last one of that
     // run.
     let lastTool: JsonNode | undefined;
     for (let j = i + 1; j < messages.items.length; j++) {
       const m = messages.items[j]!;
       if (memberString(raw, m, "role") !== "tool") break;
-      if (memo.calls.some((c) => c.id === memberString(raw, m, "tool_call_id"))) return;
+      if (memo.calls.some((c) => c.id === memberString(raw, m, "tool_call_id"))) return undefined;
       lastTool = m;
     }
-    if (lastTool === undefined) return;
-    edits.push(appendItems(calls, memo.calls.map(recallCall)));
-    edits.push(
-      insertAfter(
-        lastTool,
-        memo.calls.map((c) => toolMessage(answers.get(c.id)!)),
-      ),
-    );
-    spliced += memo.calls.length;
-  });
-  return { edits, spliced };
-}
+    return lastTool;
+  },
+  call: recallCall,
+  answer: toolMessage,
+};
 
 export const openaiChatDialect: Dialect = {
   format: "openai-chat",
@@ -111,6 +92,6 @@ export const openaiChatDialect: Dialect = {
   nextRequest,
   merge,
   memos,
-  splice,
+  splice: (raw, list, answers) => spliceMemos(raw, list, answers, places),
   stream: (maxHops) => new ChatStream(maxHops),
 };

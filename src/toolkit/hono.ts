@@ -29,6 +29,16 @@ const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
 // biome-ignore lint/suspicious/noExplicitAny: a list of tools whose schemas differ; each checks its own input
 type AnyTool = Tool<any, any>;
 
+/**
+ * A Hono app that serves `tools` over HTTP: their declarations per format, and a run with query
+ * arguments (GET) or a JSON body (POST), each checked by the tool's own schema. Throws when two tools
+ * share a name.
+ *
+ * @example
+ * const app = new Hono();
+ * app.route("/", toolRoutes([searchProducts, getProduct]));
+ * // GET /tools?format=openai-chat, GET /tools/search_products?query=lamp&limit=5
+ */
 export function toolRoutes(tools: readonly AnyTool[], options: ToolRoutesOptions = {}): Hono {
   const maxBody = options.max_body_bytes ?? 1_048_576;
   const byName = new Map<string, AnyTool>();

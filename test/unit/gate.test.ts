@@ -6,7 +6,7 @@ import { estimateTokens } from "../../src/core/tokens.ts";
 const base = { stub_tokens: 300, horizon: 5, recall_probability: 0.5, context_tokens: 9_000 };
 
 describe("offloadGate", () => {
-  it("seed vector: a ~321K-token result, uncached side, Opus 4.5, H=5 fires with net ≈ +$8", () => {
+  it("reference vector: a ~321K-token result, uncached side, Opus 4.5, H=5 fires with net ≈ +$8", () => {
     const g = offloadGate({
       ...base,
       model: "claude-opus-4-5-20251101",
@@ -29,7 +29,7 @@ describe("offloadGate", () => {
     expect(g.reason).toMatch(/saves \$7\.9/);
   });
 
-  it("seed check: an 8K-char result does not pay for its recall hop", () => {
+  it("reference check: an 8K-char result does not pay for its recall hop", () => {
     const T = estimateTokens(8000, "json");
     for (const cached_side of [true, false]) {
       const g = offloadGate({

@@ -15,7 +15,6 @@
  * DeepSeek…), priced as OpenAI's automatic caching (openai-cache.ts). No anchor is placed: the
  * middleware works on the app's prompt and leaves its caching to the provider package.
  */
-import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
 import {
   decodeString,
@@ -25,10 +24,9 @@ import {
   type JsonString,
 } from "../json/scan.ts";
 import { resolveModel } from "../pricing.ts";
-import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
 import { openaiAnalysis } from "./openai-cache.ts";
 import {
-  appendTool,
   expectObject,
   lastAssistantIndex,
   modelOf,
@@ -41,7 +39,6 @@ import {
 } from "./shape.ts";
 import type {
   Breakpoint,
-  Edit,
   FormatAdapter,
   RequestAnalysis,
   ShapeNote,
@@ -265,9 +262,7 @@ export const aiSdkAdapter: FormatAdapter = {
     return `{"type":"${kind}","value":${JSON.stringify(text)}${tail}}`;
   },
 
-  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(rootNode as JsonObject, JSON.stringify(recallToolDefinition("ai-sdk", mode)));
-  },
+  declareRecallTool: recallToolDeclaration("ai-sdk"),
 };
 
 /** Anthropic models cache only where markers say (whatever provider package serves them). */

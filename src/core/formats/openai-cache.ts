@@ -1,5 +1,5 @@
 /**
- * OpenAI prompt caching as the gate sees it (research: /work/research/pricing.md §4.3).
+ * OpenAI prompt caching as the gate sees it (the model below follows OpenAI's prompt-caching documentation).
  *
  * OpenAI caches on its own: every request whose prompt reaches the model's minimum (1,024 tokens) is cached
  * by prefix, with no marker from the client (GPT-5.6 and later add one implicit breakpoint at the end of the

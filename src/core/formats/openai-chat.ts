@@ -10,13 +10,11 @@
  * this adapter, or a tool message that answers no call it can see (or answers one twice), is left as it is
  * and noted.
  */
-import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
 import { getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
-import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import {
-  appendTool,
   expectObject,
   lastAssistantIndex,
   modelOf,
@@ -28,7 +26,7 @@ import {
   stringMember,
   toolsOf,
 } from "./shape.ts";
-import type { Edit, FormatAdapter, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
+import type { FormatAdapter, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
 
 interface Call {
   name: string;
@@ -184,12 +182,7 @@ export const openaiChatAdapter: FormatAdapter = {
     return renderTextContent(raw, site.content, text, "text", "prompt_cache_breakpoint");
   },
 
-  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(
-      rootNode as JsonObject,
-      JSON.stringify(recallToolDefinition("openai-chat", mode)),
-    );
-  },
+  declareRecallTool: recallToolDeclaration("openai-chat"),
 };
 
 /** An assistant message's `tool_calls`: id → name (and, for a recall call, its parsed arguments). */

@@ -19,13 +19,11 @@
  * untouched too. An output that answers no call it can see, a second output for one call, or a message role
  * newer than this adapter is left as it is and noted.
  */
-import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
 import { decodeString, getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
-import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
 import { breakpointCollector, cacheOptionsOf, openaiAnalysis } from "./openai-cache.ts";
 import {
-  appendTool,
   expectObject,
   modelOf,
   type Path,
@@ -38,7 +36,7 @@ import {
   toolsOf,
   typeOf,
 } from "./shape.ts";
-import type { Edit, FormatAdapter, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
+import type { FormatAdapter, RequestAnalysis, ShapeNote, ToolResultSite } from "./types.ts";
 
 interface Call {
   name: string;
@@ -295,10 +293,5 @@ export const openaiResponsesAdapter: FormatAdapter = {
     return renderTextContent(raw, site.content, text, "input_text", "prompt_cache_breakpoint");
   },
 
-  declareRecallTool(_raw: string, rootNode: JsonNode, mode: RecallMode): Edit {
-    return appendTool(
-      rootNode as JsonObject,
-      JSON.stringify(recallToolDefinition("openai-responses", mode)),
-    );
-  },
+  declareRecallTool: recallToolDeclaration("openai-responses"),
 };

@@ -140,7 +140,7 @@ export function resultTexts(
       if (text?.kind !== "string")
         shapeError(`a ${textType} part needs a string "text"`, [...ipath, "text"]);
       texts.push(text);
-    } else hasMedia = true; // images, files…: kept in place, never measured (invariant 10)
+    } else hasMedia = true; // images, files…: kept in place, never measured: only text is
   });
   return { texts, has_media: hasMedia };
 }

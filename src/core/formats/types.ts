@@ -27,7 +27,7 @@ export interface ToolResultSite {
   settled: boolean;
   /** The span that a replacement rewrites (the content value), or undefined when the result has none. */
   content: JsonNode | undefined;
-  /** The text pieces measured and offloaded (invariant 10: media blocks are not). */
+  /** The text pieces measured and offloaded (media blocks never are: only text is measured). */
   texts: JsonString[];
   /**
    * A result that is a JSON value rather than text (the AI SDK's `json` outputs, which providers

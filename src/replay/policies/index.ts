@@ -14,7 +14,7 @@ export const EDGE_OFFLOAD_CONFIGS: Record<
   string,
   { config: Record<string, unknown>; description: string }
 > = {
-  "edge-offload": { config: ON, description: "the seed's defaults with offload on (gate on)" },
+  "edge-offload": { config: ON, description: "the product's defaults with offload on (gate on)" },
   "edge-offload+anchor": {
     config: { ...ON, tool_result_medium_tier: "cache_anchor" },
     description: "plus the advancing cache anchor",
