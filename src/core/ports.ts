@@ -151,6 +151,11 @@ export interface OffloadStore extends Partial<ExtractionCache> {
   commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult>;
   putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void>;
   getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;
+  /**
+   * Whether the ledger holds this mem_id in this session, without reading the body (optional: the
+   * core falls back to `getBody`).
+   */
+  hasBody?(ref: SessionRef, memId: string): Promise<boolean>;
   noteRecall(ref: SessionRef, memId: string): Promise<void>;
   describeSession(ref: SessionRef): Promise<SessionSummary | null>;
   /** Removes the session's state and bodies; deleting an unknown session is not an error. */

@@ -200,6 +200,11 @@ export class ComposedStore implements ServiceStore {
     return this.#guard("the ledger read", () => this.#ledger.get(ref, memId));
   }
 
+  async hasBody(ref: SessionRef, memId: string): Promise<boolean> {
+    if (!MEM_ID_PATTERN.test(memId)) return false;
+    return (await this.#guard("the ledger read", () => this.#ledger.head(ref, memId))) !== null;
+  }
+
   async noteRecall(ref: SessionRef, memId: string): Promise<void> {
     const tool = await this.#guard("counting the recall", () =>
       this.#sessions.noteRecall(ref, memId),

@@ -9,7 +9,7 @@ import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import { offloadGate } from "../gate.ts";
 import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
-import { bodyDigest, memIdOf } from "../memid.ts";
+import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
 import { structureOf } from "../structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "../stub.ts";
@@ -45,7 +45,6 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
     ctx.offload &&
     ctx.config.tool_result_first_delivery === "gated" &&
     !site.settled &&
-    !isRecallResult(site) &&
     charsOf(ctx, site) >=
       (ctx.config.tool_result_first_delivery_min_chars ??
         ctx.config.tool_result_large_offload_threshold_chars)
@@ -94,14 +93,18 @@ export async function decide(
     });
 
   if (tier === "small") return kept("small: at most the size floor");
-  if (isRecallResult(site)) {
-    // A recall answer is never offloaded to a new mem_id (that would chain recalls); once settled,
-    // a marker.
-    const args = parseArgs(site.tool_input_source ?? ctx.raw, site.tool_input);
+  const answer = isRecallResult(site) ? await recallAnswerOf(ctx, site) : null;
+  if (answer === "unknown")
+    return { outcome: pending(ctx, site, false, "kept full: could not tell a recall answer") };
+  if (answer !== null) {
+    // A recall answer is never offloaded to a new mem_id (that would chain recalls): unseen, it is
+    // kept; once settled, a marker that the ledger's body re-derives.
+    if (firstDelivery) return { outcome: pending(ctx, site, false) };
+    const args = answer;
     const rendered = renderRecallMarker(m.chars, args);
     return settle({
       action: "compacted",
-      mem_id: typeof args.mem_id === "string" ? args.mem_id : null,
+      mem_id: args.mem_id as string,
       fingerprint: await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text),
       rendered,
       rendered_tokens: estimateTokens(rendered.length),
@@ -194,6 +197,38 @@ export async function decide(
       : "size-only path: shortened to a head preview",
     gate,
   });
+}
+
+/**
+ * A result of a tool named recall_tool_result is a recall answer only when its arguments name a
+ * mem_id this session issued: then the ledger holds what the marker points at. Clients may declare
+ * a tool of that name themselves; its results are ordinary (a marker would lose their text).
+ * "unknown": the ledger could not be asked, so the result stays full and undecided this turn.
+ */
+async function recallAnswerOf(
+  ctx: TurnContext,
+  site: ToolResultSite,
+): Promise<RecallArgs | "unknown" | null> {
+  const args = parseArgs(site.tool_input_source ?? ctx.raw, site.tool_input);
+  const memId = args.mem_id;
+  if (typeof memId !== "string" || !MEM_ID_PATTERN.test(memId)) return null;
+  // The stub is usually still in the request: its record names the mem_id.
+  for (const r of ctx.loaded.records.values())
+    if (r.mem_id === memId && r.action !== "kept") return args;
+  try {
+    const issued =
+      ctx.store.hasBody !== undefined
+        ? await ctx.store.hasBody(ctx.ref, memId)
+        : (await ctx.store.getBody(ctx.ref, memId)) !== null;
+    return issued ? args : null;
+  } catch (cause) {
+    ctx.problems.push({
+      code: "storage_error",
+      tool_use_id: site.tool_use_id,
+      message: `could not tell whether this recall_tool_result answer is ours; kept full (${describeCause(cause)})`,
+    });
+    return "unknown";
+  }
 }
 
 /** The recall call's arguments, to name the slice in a settled answer's marker. */
