@@ -224,7 +224,7 @@ describe("shadow mode through the service", () => {
       shadow: false,
       changed: true,
       offloaded: 1,
-      new_decisions: 1,
+      new_decisions: 0, // the sticky shadow decision is replayed; small results are derived, not decided
       recall_tool: "added",
     });
     expect(summary(live).saved_usd).toBeGreaterThan(0);

@@ -51,9 +51,9 @@ describe("GET /v1/sessions/:id", () => {
     expect(res.status).toBe(200);
     const view = SessionResponseSchema.parse(await res.json());
     expect(view).toMatchObject({ tenant: "acme", session, recall_declared: true, config: {} });
+    // Small results are derived again each turn (no record): the view lists the decided ones.
     expect(view.tool_results.map((r) => [r.tool_use_id, r.tier, r.action])).toEqual([
       ["toolu_1", "large", "offloaded"],
-      ["toolu_2", "small", "kept"],
     ]);
     const big = view.tool_results[0]!;
     expect(big).toMatchObject({
@@ -69,9 +69,9 @@ describe("GET /v1/sessions/:id", () => {
     expect(view.totals).toMatchObject({
       calls: 2,
       turns_logged: 2,
-      tool_results: 2,
+      tool_results: 1,
       offloaded: 1,
-      kept: 1,
+      kept: 0,
       compacted: 0,
       recalls: 0,
     });
@@ -133,7 +133,7 @@ describe("DELETE /v1/sessions/:id", () => {
     });
     expect(await objectTables("acme", session)).toMatchObject({
       session: 1,
-      records: 2,
+      records: 1,
       turns: 2,
       recalls: 1,
     });

@@ -37,6 +37,8 @@ export interface FirstDecision {
   record?: ResultRecord;
 }
 
+const SMALL = "small: at most the size floor";
+
 /**
  * First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
  */
@@ -92,7 +94,10 @@ export async function decide(
       gate,
     });
 
-  if (tier === "small") return kept("small: at most the size floor");
+  // Small is a pure function of the text and the config: derived again each turn, never recorded,
+  // so a turn of many small results commits nothing for them (a commit stays bounded whatever the
+  // request). A floor lowered later lets the gate weigh such a result then, priced like any other.
+  if (tier === "small") return { outcome: kept(SMALL).outcome };
   const answer = isRecallResult(site) ? await recallAnswerOf(ctx, site) : null;
   if (answer === "unknown")
     return { outcome: pending(ctx, site, false, "kept full: could not tell a recall answer") };
