@@ -20,6 +20,7 @@ import { extractText } from "./extract/extract.ts";
 import { serviceOcr } from "./extract/ocr-service.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type ExtractorFor, type Settings, settingsOf } from "./http/context.ts";
+import { type Defer, deferOf } from "./http/defer.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
@@ -34,7 +35,6 @@ import { recallRoutes } from "./routes/recall.ts";
 import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { DurableSessionState } from "./session/durable-state.ts";
-import { DurableTenantStats } from "./session/durable-tenant-stats.ts";
 import { indexTtlSeconds } from "./session/state.ts";
 import { ComposedStore, type StoreParts } from "./store/composed.ts";
 import { KvIndex } from "./store/kv.ts";
@@ -47,7 +47,12 @@ import { R2ExtractionCache } from "./store/r2-extractions.ts";
 z.config({ jitless: true });
 
 export interface AppDeps {
-  store?: (env: Env, settings: Settings, log: (line: string) => void) => ServiceStore;
+  store?: (
+    env: Env,
+    settings: Settings,
+    log: (line: string) => void,
+    defer?: Defer,
+  ) => ServiceStore;
   maxBodyBytes?: number;
   log?: (line: string) => void;
   extract?: Extractor;
@@ -57,16 +62,22 @@ export interface AppDeps {
 
 /**
  * The production backends: session state in the SessionDO, bodies and cached extractions in R2, the
- * index in KV, learning statistics in the TenantDO.
+ * index in KV. The learning statistics are the SessionDO's business (it holds the tenant's counts
+ * and exchanges them with the TenantDO's shards in the background), so none is composed here.
  */
-export function defaultParts(env: Env, settings: Settings, log: (line: string) => void) {
+export function defaultParts(
+  env: Env,
+  settings: Settings,
+  log: (line: string) => void,
+  defer?: Defer,
+) {
   return {
     sessions: new DurableSessionState(env.SESSIONS),
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
-    tenants: new DurableTenantStats(env.TENANTS),
     extractions: new R2ExtractionCache(env.LEDGER),
     log,
+    defer,
   } satisfies StoreParts;
 }
 
@@ -75,8 +86,9 @@ export function defaultStore(
   env: Env,
   settings: Settings,
   log: (line: string) => void,
+  defer?: Defer,
 ): ServiceStore {
-  return new ComposedStore(defaultParts(env, settings, log));
+  return new ComposedStore(defaultParts(env, settings, log, defer));
 }
 
 /**
@@ -138,7 +150,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     );
     c.set("tenant", tenant);
     c.set("settings", settings);
-    c.set("store", makeStore(c.env, settings, log));
+    c.set("store", makeStore(c.env, settings, log, deferOf(c)));
     c.set("extract", extract);
     c.set("extractor", extractor);
     await next();

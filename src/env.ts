@@ -33,4 +33,6 @@ export interface Env {
   OFFLOAD_OCR?: string;
   /** OCR ceilings (JSON): max_pixels, max_pages, cpu_ms, languages, min_confidence. */
   OFFLOAD_OCR_LIMITS?: string;
+  /** Shards of each tenant's learning statistics (default 16; docs/scale.md). */
+  OFFLOAD_TENANT_STATS_SHARDS?: string;
 }

@@ -32,6 +32,7 @@ import type {
   TurnLog,
 } from "../core/types.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
+import type { BeginAsk, Refusal, TurnLease, TurnProtocol, TurnStart } from "./turn-protocol.ts";
 
 export interface SessionCommitResult {
   /**
@@ -51,6 +52,11 @@ export interface SessionCommitResult {
    * answered).
    */
   turn_seq: number;
+  /**
+   * Set when the commit was refused (nothing written): the session was deleted since the turn's
+   * lease, or the turn ran too long. Its bodies are noted for deletion.
+   */
+  refused?: Refusal;
 }
 
 export interface SessionLoad {
@@ -62,6 +68,12 @@ export interface SessionLoad {
   gap_seconds: number | null;
   /** Seconds since the last turn, null before the first. */
   idle_seconds?: number | null;
+  /** The turn's lease (see turn-protocol.ts); null: the session is being deleted. */
+  lease?: TurnLease | null;
+  /** How many of the asked ids were answered (the rest did not fit the budget); all when absent. */
+  answered?: number;
+  /** The tenant's statistics for the asked names, when the session holds a copy of them. */
+  tool_stats?: Record<string, ToolStats>;
 }
 
 export interface SessionDetail extends SessionSummary {
@@ -145,7 +157,11 @@ export interface SessionReportData {
   last_turn: LastTurn | null;
 }
 
-export interface SessionStatePort {
+/**
+ * The session's authority. The turn protocol's methods (`begin`, `addRecords`, `purged`:
+ * turn-protocol.ts) are optional: a store composes an adapter without them as before.
+ */
+export interface SessionStatePort extends Partial<TurnProtocol> {
   load(
     ref: SessionRef,
     toolUseIds: readonly string[],
@@ -252,6 +268,12 @@ export interface ServiceStore extends OffloadStore {
   readonly lastTurnSeq: number | null;
   /** Another instance over the same backends, with notes of its own: one per concurrent call. */
   forCall(): ServiceStore;
+  /**
+   * A turn's first read (turn-protocol.ts): the config layer, the records of `ask.ids` (served to
+   * the turn's `load`) and the memos anchored on `ask.anchors`, in one round trip where the
+   * session state offers it.
+   */
+  begin(ref: SessionRef, ask: BeginAsk): Promise<TurnStart>;
   describeSession(ref: SessionRef): Promise<SessionDetail | null>;
   /** The tenant's extraction cache (a store without one misses every time and stores nothing). */
   getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;

@@ -171,16 +171,21 @@ export async function decide(
         recall_available: false,
       });
   try {
-    await ctx.store.putBody(ctx.ref, m.text, {
-      mem_id: memId,
-      tool_use_id: site.tool_use_id,
-      tool_name: site.tool_name,
-      chars: m.chars,
-      tokens: m.tokens,
-      kind: structure?.kind ?? m.kind,
-      outline: structure?.outline ?? "",
-      turn: ctx.analysis.assistant_turns,
-    });
+    await ctx.store.putBody(
+      ctx.ref,
+      m.text,
+      {
+        mem_id: memId,
+        tool_use_id: site.tool_use_id,
+        tool_name: site.tool_name,
+        chars: m.chars,
+        tokens: m.tokens,
+        kind: structure?.kind ?? m.kind,
+        outline: structure?.outline ?? "",
+        turn: ctx.analysis.assistant_turns,
+      },
+      ctx.loaded.lease,
+    );
   } catch (cause) {
     // No stub without a durable body. Not recorded, so a later turn tries again.
     ctx.problems.push({

@@ -110,12 +110,18 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       recall_declared: declare,
       log,
       decisions: committed,
+      ...(loaded.lease === undefined ? {} : { lease: loaded.lease }),
     });
     // First writer wins: where a concurrent turn decided a result first, render its decision
-    // instead.
+    // instead. A record the store did not keep was not saved: that result stays full this turn.
     for (const f of fresh) {
       const standing = result.records.get(f.record.tool_use_id);
-      if (standing !== undefined && !sameDecision(standing, f.record))
+      if (standing === undefined)
+        outcomes.set(
+          f.site,
+          pending(ctx, f.site, false, "kept full: the decision could not be saved"),
+        );
+      else if (!sameDecision(standing, f.record))
         outcomes.set(f.site, await replay(ctx, f.site, standing));
     }
     await media.settle(result.records);

@@ -1,0 +1,114 @@
+/**
+ * The tenant's learning statistics as a session holds them: a copy of the tenant's counts for the
+ * tools it asks about, and its own deltas (offloads it committed, recalls it counted) not yet sent.
+ * The turn path reads the copy and adds deltas locally; the object's alarm exchanges both with the
+ * tenant's statistics in one call, in the background: deltas leave within STATS_FLUSH_MS, and a
+ * copy older than STATS_REFRESH_MS is refreshed after a turn that needed it. Nothing tenant-wide is
+ * on a turn's path but a session's very first read, which fills the copy once (best effort).
+ */
+import type { ToolStats } from "../core/ports.ts";
+import { addCounts, type Counts, nonZero, readCounts, setCounts, settleCounts } from "./counts.ts";
+import { earliest } from "./lifecycle.ts";
+import type { SessionTables } from "./session-tables.ts";
+
+/** Deltas wait at most this long in a session before they are sent (batched with later ones). */
+export const STATS_FLUSH_MS = 30 * 1000;
+/** A session's copy is refreshed, after a turn that read it, once it is older than this. */
+export const STATS_REFRESH_MS = 60 * 1000;
+
+/** Sends deltas and reads the counts of `names` in one call (the tenant's shard of statistics). */
+export type TenantExchange = (deltas: Counts, names: readonly string[]) => Promise<Counts>;
+
+type Wanted = { since: number; names: string[] };
+
+export class TenantCopy {
+  readonly #t: SessionTables;
+
+  constructor(tables: SessionTables) {
+    this.#t = tables;
+  }
+
+  /** Whether the copy was ever filled. */
+  filled(): boolean {
+    return this.#t.meta<number>("stats_copy_at") !== undefined;
+  }
+
+  /**
+   * Fills the copy with the counts of `names` read elsewhere (a name without counts is kept as
+   * zero, so it is not asked again before the copy is stale).
+   */
+  fill(counts: Counts, names: readonly string[], now: number): void {
+    const zero = { offloaded: 0, recalls: 0 };
+    setCounts(this.#t.sql, "tenant_copy", {
+      ...Object.fromEntries(names.map((n) => [n, zero])),
+      ...counts,
+    });
+    this.#t.setMeta("stats_copy_at", now);
+  }
+
+  read(names: readonly string[]): Counts {
+    if (names.length === 0 || this.#t.open(false) === null) return {};
+    return nonZero(readCounts(this.#t.sql, "tenant_copy", names));
+  }
+
+  /** Adds this session's deltas (sent by the next sync). */
+  note(deltas: Record<string, Partial<ToolStats>>, now: number): void {
+    if (
+      addCounts(this.#t.sql, "tenant_pending", deltas) &&
+      this.#t.meta<number>("stats_pending_since") === undefined
+    )
+      this.#t.setMeta("stats_pending_since", now);
+  }
+
+  /**
+   * A turn read `names`: when the copy is older than STATS_REFRESH_MS (or lacks one), a refresh
+   * is wanted. Returns whether anything changed (the caller re-arms its alarm).
+   */
+  want(names: readonly string[], now: number): boolean {
+    if (names.length === 0) return false;
+    const at = this.#t.meta<number>("stats_copy_at");
+    const known = new Set(Object.keys(readCounts(this.#t.sql, "tenant_copy", names)));
+    const wanted = this.#t.meta<Wanted>("stats_wanted");
+    const missing = names.filter((n) => !known.has(n) && !(wanted?.names.includes(n) ?? false));
+    const stale = at === undefined || now - at > STATS_REFRESH_MS;
+    if (!stale && missing.length === 0) return false;
+    if (wanted !== undefined && missing.length === 0) return false;
+    this.#t.setMeta("stats_wanted", {
+      since: wanted?.since ?? now,
+      names: [...(wanted?.names ?? []), ...missing],
+    } satisfies Wanted);
+    return true;
+  }
+
+  /** When the alarm must sync (null: nothing to send or refresh). */
+  due(): number | null {
+    const pending = this.#t.meta<number>("stats_pending_since");
+    const wanted = this.#t.meta<Wanted>("stats_wanted");
+    return earliest(
+      pending === undefined ? null : pending + STATS_FLUSH_MS,
+      wanted === undefined ? null : wanted.since,
+    );
+  }
+
+  /**
+   * One exchange: the pending deltas out, the counts of every name the copy holds or wants back.
+   * Deltas noted while the call is out stay pending for the next one.
+   */
+  async sync(exchange: TenantExchange, now: () => number): Promise<void> {
+    if (this.#t.open(false) === null) return;
+    const sql = this.#t.sql;
+    const sent = readCounts(sql, "tenant_pending");
+    const wanted = this.#t.meta<Wanted>("stats_wanted");
+    const names = [
+      ...new Set([...Object.keys(readCounts(sql, "tenant_copy")), ...(wanted?.names ?? [])]),
+    ];
+    if (Object.keys(sent).length === 0 && names.length === 0) return;
+    const started = now();
+    const counts = await exchange(sent, names);
+    const left = settleCounts(sql, "tenant_pending", sent);
+    this.#t.setMeta("stats_pending_since", left ? now() : undefined);
+    this.fill(counts, names, now());
+    const after = this.#t.meta<Wanted>("stats_wanted");
+    if (after !== undefined && after.since <= started) this.#t.setMeta("stats_wanted", undefined);
+  }
+}
