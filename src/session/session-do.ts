@@ -84,6 +84,8 @@ const FIRST_STATS_WAIT_MS = 1000;
 export class SessionDO extends DurableObject<Env> {
   readonly #t: SessionTables;
   readonly #stats: TenantCopy;
+  /** A new session's first read of the tenant's counts, until its first commit stores it. */
+  #firstStats: { names: string[]; stats: Record<string, ToolStats>; at: number } | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -196,17 +198,31 @@ export class SessionDO extends DurableObject<Env> {
   ): Promise<{ stats: Record<string, ToolStats>; refresh: boolean }> {
     if (names.length === 0) return { stats: {}, refresh: false };
     const stored = this.#t.open(false) !== null;
-    if (!stored || !this.#stats.filled()) {
-      try {
-        const stats = await withTimeout(() => this.#exchange(ref)({}, names), FIRST_STATS_WAIT_MS);
-        if (this.#t.open(false) !== null) this.#stats.fill(stats, names, Date.now());
-        return { stats, refresh: false };
-      } catch {
-        // The alarm's refresh fills it, if the session is written.
-      }
+    if (stored && this.#stats.filled()) {
+      const stats = this.#stats.read(names);
+      return { stats, refresh: this.#stats.want(names, Date.now()) };
     }
-    const stats = this.#stats.read(names);
-    return { stats, refresh: this.#t.open(false) !== null && this.#stats.want(names, Date.now()) };
+    const first = this.#firstStats;
+    if (first !== null && names.every((n) => first.names.includes(n)))
+      return { stats: first.stats, refresh: false };
+    try {
+      const stats = await withTimeout(() => this.#exchange(ref)({}, names), FIRST_STATS_WAIT_MS);
+      // Kept until the session is written (its first commit fills the copy with it).
+      this.#firstStats = { names: [...names], stats, at: Date.now() };
+      if (this.#t.open(false) !== null) this.#keepFirstStats();
+      return { stats, refresh: false };
+    } catch {
+      // The gate learns from the session alone until the alarm's refresh.
+      return { stats: {}, refresh: stored && this.#stats.want(names, Date.now()) };
+    }
+  }
+
+  /** The first read's counts, into the copy once the session has storage. */
+  #keepFirstStats(): void {
+    const first = this.#firstStats;
+    if (first === null || this.#stats.filled()) return;
+    this.#stats.fill(first.stats, first.names, first.at);
+    this.#firstStats = null;
   }
 
   #exchange(ref: SessionRef) {
@@ -317,6 +333,7 @@ export class SessionDO extends DurableObject<Env> {
       if (ok === null)
         return { records: [], index_due: false, offloads: {}, turn_seq: 0, refused: "deleted" };
       const row = this.#t.touch(ref, now);
+      this.#keepFirstStats();
       const { standing, offloads } = this.#insert(ok, commit.log.shadow, now);
       const due = indexDue(now, row.last_indexed);
       this.#t.sql.exec(

@@ -74,10 +74,10 @@ export interface StoreParts {
   /** Bounds on each backend's calls (default: DEFAULT_TIMEOUTS). */
   timeouts?: Partial<StoreTimeouts> | undefined;
   /**
-   * Keeps work alive after the answer is sent (the Worker's `waitUntil`): a steady turn's log line
-   * is written there. Without it, every commit is awaited.
+   * Runs work that the answer need not wait for, kept alive after it is sent (the Worker's
+   * `waitUntil`): a steady turn's log line, the lookup index's writes. Without it, all is awaited.
    */
-  defer?: ((work: Promise<unknown>) => void) | undefined;
+  defer?: ((work: () => Promise<unknown>) => void) | undefined;
 }
 
 /** The lease as this store hands it to the core: the session's, and when it was received here. */
@@ -101,8 +101,8 @@ export class ComposedStore implements ServiceStore {
   #prefetch: Prefetch | null = null;
   /** This call's view of recall_declared (a commit that would only repeat it is a steady one). */
   #declared = false;
-  /** A steady turn's commit, still being written (the proxy notes its hops on its line). */
-  #pendingLog: Promise<void> | null = null;
+  /** A steady turn's commit, deferred: starts it (or joins it) and resolves once it is written. */
+  #pendingLog: (() => Promise<void>) | null = null;
   readonly #sessions: SessionStatePort;
   readonly #ledger: BodyLedgerPort;
   readonly #index: IndexPort;
@@ -139,6 +139,21 @@ export class ComposedStore implements ServiceStore {
       this.#log(`[edge-offload] ${what} failed: ${describe(cause)}`);
       throw new OffloadError("storage_error", `${what} failed`, { cause });
     }
+  }
+
+  /**
+   * A best-effort write the answer need not wait for: deferred when the caller can keep work alive
+   * after the answer (its failure is then only logged), else done now and noted.
+   */
+  async #later(
+    what: string,
+    run: () => Promise<void>,
+    memId?: string,
+    code: "index_error" | "stats_error" = "index_error",
+  ): Promise<void> {
+    const defer = this.#parts.defer;
+    if (defer === undefined) return this.#soft(what, run, memId, code);
+    defer(() => this.#soft(what, run, memId, code));
   }
 
   /** Best effort: an index write that fails is noted, and nothing depends on it having happened. */
@@ -305,13 +320,17 @@ export class ComposedStore implements ServiceStore {
     // A steady turn (nothing new decided, nothing new declared): its answer needs nothing from
     // this commit, which only logs the turn.
     const steady = commit.records.length === 0 && (this.#declared || !commit.recall_declared);
-    if (steady && this.#parts.defer !== undefined) {
-      const work = this.#save(ref, sent).then(
-        () => {},
-        () => {},
-      );
-      this.#pendingLog = work;
-      this.#parts.defer(work);
+    const defer = this.#parts.defer;
+    if (steady && defer !== undefined) {
+      // The line is written after the answer; the proxy joins it before noting its hops.
+      let write: Promise<void> | null = null;
+      const once = () =>
+        (write ??= this.#save(ref, sent).then(
+          () => {},
+          () => {},
+        ));
+      this.#pendingLog = once;
+      defer(once);
       return { records: new Map() };
     }
     const standing = await this.#save(ref, sent);
@@ -350,7 +369,7 @@ export class ComposedStore implements ServiceStore {
     this.lastTurnSeq = result.turn_seq;
     if (commit.recall_declared) this.#declared = true;
     if (result.index_due)
-      await this.#soft("the session index write", () =>
+      await this.#later("the session index write", () =>
         this.#index.putSession(ref, { session: ref.session, created_at: this.#now() }),
       );
     const learned = Object.entries(offloads);
@@ -358,7 +377,7 @@ export class ComposedStore implements ServiceStore {
     // recalled".
     if (this.#tenants !== undefined && learned.length > 0 && !commit.log.shadow) {
       const tenants = this.#tenants;
-      await this.#soft(
+      await this.#later(
         "the tenant statistics write",
         () =>
           tenants.add(
@@ -378,7 +397,7 @@ export class ComposedStore implements ServiceStore {
     if (held !== undefined && this.#now() - held.received > PUT_DEADLINE_MS)
       throw new OffloadError("storage_error", "the turn ran too long to store more bodies");
     await this.#guard("the ledger write", () => this.#ledger.put(ref, body, meta), "ledger");
-    await this.#soft(
+    await this.#later(
       "the mem_id index write",
       () => this.#index.putBody(ref, { location: ledgerKey(ref, meta.mem_id), meta }),
       meta.mem_id,
@@ -405,7 +424,7 @@ export class ComposedStore implements ServiceStore {
     );
     if (tool !== null && this.#tenants !== undefined) {
       const tenants = this.#tenants;
-      await this.#soft(
+      await this.#later(
         "the tenant statistics write",
         () => tenants.add(ref.tenant, { [tool]: { recalls: 1 } }),
         undefined,
@@ -480,7 +499,7 @@ export class ComposedStore implements ServiceStore {
 
   async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
     // A steady turn's line may still be on its way: the hops are noted on it once it is there.
-    if (this.#pendingLog !== null) await this.#pendingLog;
+    if (this.#pendingLog !== null) await this.#pendingLog();
     const line = { ...turn, turn_seq: turn.turn_seq ?? this.lastTurnSeq };
     await this.#guard("saving the proxy's turn", () => this.#sessions.finishProxyTurn(ref, line));
   }
