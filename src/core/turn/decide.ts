@@ -11,7 +11,7 @@ import { offloadGate } from "../gate.ts";
 import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
 import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
-import { structureOf } from "../structure.ts";
+import { type StructureIndex, structureOf } from "../structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "../stub.ts";
 import { estimateTokens } from "../tokens.ts";
 import type { GateResult, ResultRecord } from "../types.ts";
@@ -26,6 +26,7 @@ import {
   type TurnContext,
   tierOf,
 } from "./context.ts";
+import type { Flight } from "./flight.ts";
 import { priceOffload } from "./price.ts";
 
 /**
@@ -35,6 +36,11 @@ import { priceOffload } from "./price.ts";
 export interface FirstDecision {
   outcome: Outcome;
   record?: ResultRecord;
+}
+
+/** A first decision whose body is being made durable (flight.ts): it stands once that is done. */
+export interface LaterDecision {
+  later: Promise<FirstDecision>;
 }
 
 const SMALL = "small: at most the size floor";
@@ -56,8 +62,9 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
 export async function decide(
   ctx: TurnContext,
   site: ToolResultSite,
-  firstDelivery = false,
-): Promise<FirstDecision> {
+  firstDelivery: boolean,
+  flight: Flight,
+): Promise<FirstDecision | LaterDecision> {
   const m = measure(ctx, site);
   const tier = tierOf(ctx.config, m.chars);
   const base = {
@@ -118,7 +125,9 @@ export async function decide(
     });
   }
 
-  const structure = ctx.offload ? structureOf(m.text, m.kind) : null;
+  // The structural index parses the body: only a result the gate weighs (or a stub) needs it.
+  let structure: StructureIndex | null = null;
+  const structured = (): StructureIndex => (structure ??= structureOf(m.text, m.kind));
   const stubOf = (memId: string): string =>
     renderStub({
       unseen: firstDelivery,
@@ -126,7 +135,7 @@ export async function decide(
       tool_name: site.tool_name,
       chars: m.chars,
       tokens: m.tokens,
-      structure: structure!,
+      structure: structured(),
       body: m.text,
       preview_chars: ctx.config.tool_result_stub_preview_chars,
       mode: ctx.config.tool_result_recall_mode,
@@ -158,55 +167,61 @@ export async function decide(
     }
   }
 
-  const digest = await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text);
-  const memId = memIdOf(digest);
-  const rendered = ctx.offload
-    ? stubOf(memId)
-    : renderCompacted({
-        mem_id: memId,
-        body: m.text,
-        chars: m.chars,
-        tokens: m.tokens,
-        preview_chars: ctx.config.tool_result_compaction_preview_chars,
-        recall_available: false,
-      });
-  try {
-    await ctx.store.putBody(
-      ctx.ref,
-      m.text,
-      {
-        mem_id: memId,
-        tool_use_id: site.tool_use_id,
-        tool_name: site.tool_name,
-        chars: m.chars,
-        tokens: m.tokens,
-        kind: structure?.kind ?? m.kind,
-        outline: structure?.outline ?? "",
-        turn: ctx.analysis.assistant_turns,
-      },
-      ctx.loaded.lease,
-    );
-  } catch (cause) {
-    // No stub without a durable body. Not recorded, so a later turn tries again.
-    ctx.problems.push({
-      code: "storage_error",
-      tool_use_id: site.tool_use_id,
-      message: `body not stored, kept full (${describeCause(cause)})`,
-    });
-    return { outcome: pending(ctx, site, false, "kept full: the ledger write failed") };
-  }
+  // From here the body is hashed and written, overlapped with the next decisions. Priced as
+  // declared from now on (the tool comes with the first stub; the turn undoes it if none lands).
   if (ctx.offload) ctx.toolDeclared = true;
-  return settle({
-    action: ctx.offload ? "offloaded" : "compacted",
-    mem_id: memId,
-    fingerprint: digest,
-    rendered,
-    rendered_tokens: estimateTokens(rendered.length),
-    reason: ctx.offload
-      ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
-      : "size-only path: shortened to a head preview",
-    gate,
-  });
+  const store = async (): Promise<FirstDecision> => {
+    const digest = await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text);
+    const memId = memIdOf(digest);
+    const rendered = ctx.offload
+      ? stubOf(memId)
+      : renderCompacted({
+          mem_id: memId,
+          body: m.text,
+          chars: m.chars,
+          tokens: m.tokens,
+          preview_chars: ctx.config.tool_result_compaction_preview_chars,
+          recall_available: false,
+        });
+    try {
+      await ctx.store.putBody(
+        ctx.ref,
+        m.text,
+        {
+          mem_id: memId,
+          tool_use_id: site.tool_use_id,
+          tool_name: site.tool_name,
+          chars: m.chars,
+          tokens: m.tokens,
+          kind: ctx.offload ? structured().kind : m.kind,
+          outline: ctx.offload ? structured().outline : "",
+          turn: ctx.analysis.assistant_turns,
+        },
+        ctx.loaded.lease,
+      );
+    } catch (cause) {
+      // No stub without a durable body. Not recorded, so a later turn tries again.
+      ctx.problems.push({
+        code: "storage_error",
+        tool_use_id: site.tool_use_id,
+        message: `body not stored, kept full (${describeCause(cause)})`,
+      });
+      return { outcome: pending(ctx, site, false, "kept full: the ledger write failed") };
+    }
+    return settle({
+      action: ctx.offload ? "offloaded" : "compacted",
+      mem_id: memId,
+      fingerprint: digest,
+      rendered,
+      rendered_tokens: estimateTokens(rendered.length),
+      reason: ctx.offload
+        ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
+        : "size-only path: shortened to a head preview",
+      gate,
+    });
+  };
+  const { done } = await flight.start(m.chars, store);
+  return { later: done };
 }
 
 /**

@@ -17,7 +17,8 @@ import {
   recallToolTokens,
   type TurnContext,
 } from "./context.ts";
-import { decide, firstDeliveryCandidate } from "./decide.ts";
+import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
+import { Flight } from "./flight.ts";
 import { replay, sameDecision } from "./replay.ts";
 import { type CompactReport, countTurn, emptyReport, turnLog } from "./report.ts";
 
@@ -63,35 +64,54 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     (ctx.offload && config.tool_result_recall_tool_declaration === "eager");
   const outcomes = new Map<ToolResultSite, Outcome>();
   const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
+  const declaredBefore = ctx.toolDeclared;
 
-  // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at
-  // once.
+  const first = (site: ToolResultSite, decided: FirstDecision): void => {
+    if (decided.record !== undefined) fresh.push({ site, record: decided.record });
+    outcomes.set(site, decided.outcome);
+  };
+  const firstDelivery = (site: ToolResultSite, decided: FirstDecision | null): void => {
+    if (decided?.record !== undefined) return first(site, decided);
+    const kept = pending(ctx, site, site.index >= hotFrom);
+    const declined = decided?.outcome.decision;
+    outcomes.set(
+      site,
+      declined?.gate === undefined
+        ? kept
+        : { decision: { ...kept.decision, gate: declined.gate, reason: declined.reason } },
+    );
+  };
+
+  // A first decision parses its body, one result at a time; one that stores its body goes on while
+  // the next are decided (flight.ts bounds how much body text is held at once).
+  const flight = new Flight();
+  const later: { site: ToolResultSite; arrival: boolean; done: Promise<FirstDecision> }[] = [];
   for (const site of sites) {
     const record = loaded.records.get(site.tool_use_id);
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
     else if (site.index >= hotFrom || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
       // it.
-      const decided = firstDeliveryCandidate(ctx, site) ? await decide(ctx, site, true) : null;
-      if (decided?.record !== undefined) {
-        fresh.push({ site, record: decided.record });
-        outcomes.set(site, decided.outcome);
-      } else {
-        const kept = pending(ctx, site, site.index >= hotFrom);
-        const declined = decided?.outcome.decision;
-        outcomes.set(
-          site,
-          declined?.gate === undefined
-            ? kept
-            : { decision: { ...kept.decision, gate: declined.gate, reason: declined.reason } },
-        );
-      }
+      const decided = firstDeliveryCandidate(ctx, site)
+        ? await decide(ctx, site, true, flight)
+        : null;
+      if (decided !== null && "later" in decided)
+        later.push({ site, arrival: true, done: decided.later });
+      else firstDelivery(site, decided);
     } else {
-      const decided = await decide(ctx, site);
-      if (decided.record !== undefined) fresh.push({ site, record: decided.record });
-      outcomes.set(site, decided.outcome);
+      const decided = await decide(ctx, site, false, flight);
+      if ("later" in decided) later.push({ site, arrival: false, done: decided.later });
+      else first(site, decided);
     }
   }
+  for (const l of later) {
+    const decided = await l.done;
+    if (l.arrival) firstDelivery(l.site, decided);
+    else first(l.site, decided);
+  }
+  fresh.sort((a, b) => a.site.index - b.site.index);
+  // The recall tool comes with the first stub: without one that landed, nothing new declares it.
+  if (!fresh.some((f) => f.record.action === "offloaded")) ctx.toolDeclared = declaredBefore;
 
   await media.decide(loaded.records);
 
