@@ -71,7 +71,10 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     outcomes.set(site, decided.outcome);
   };
   const firstDelivery = (site: ToolResultSite, decided: FirstDecision | null): void => {
-    if (decided?.record !== undefined) return first(site, decided);
+    if (decided?.record !== undefined) {
+      first(site, decided);
+      return;
+    }
     const kept = pending(ctx, site, site.index >= hotFrom);
     const declined = decided?.outcome.decision;
     outcomes.set(
