@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
 import { benchFormats } from "./formats.ts";
+import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
 import { benchReplay } from "./replay.ts";
@@ -34,6 +35,10 @@ const benches: Record<string, () => Promise<unknown>> = {
   attachments: () => script("attachments.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  latency: async () => {
+    await benchLatency();
+    benchLatencyWorkerd();
+  },
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

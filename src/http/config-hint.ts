@@ -5,7 +5,7 @@
  * the last layer seen for the session) decides whether to parse first; the session's answer always
  * decides what happens. A wrong guess costs one more round trip, or a parse for nothing.
  */
-import type { OffloadConfigPatch } from "../config.ts";
+import { type OffloadConfigPatch, resolveConfig } from "../config.ts";
 import type { SessionRef } from "../core/types.ts";
 
 /** Sessions remembered per isolate (the oldest go first). */
@@ -24,4 +24,34 @@ export function rememberLayer(ref: SessionRef, layer: OffloadConfigPatch): void 
   if (Object.keys(layer).length === 0) return;
   layers.set(key, layer);
   if (layers.size > LIMIT) layers.delete(layers.keys().next().value!);
+}
+
+/** What a turn needs to know before it asks its session: will it compact, will it learn. */
+export interface TurnGuess {
+  enabled: boolean;
+  adaptive: boolean;
+}
+
+let defaults: TurnGuess | undefined;
+
+/**
+ * The guess from the layers, lowest first (deployment, session as last seen, request), without
+ * validating them again: each layer was validated when it was read.
+ */
+export function guessOf(...layers: OffloadConfigPatch[]): TurnGuess {
+  defaults ??= (() => {
+    const d = resolveConfig({});
+    return {
+      enabled: d.tool_result_compaction_enabled,
+      adaptive: d.tool_result_offload_adaptive,
+    };
+  })();
+  const out = { ...defaults };
+  for (const layer of layers) {
+    if (layer.tool_result_compaction_enabled !== undefined)
+      out.enabled = layer.tool_result_compaction_enabled;
+    if (layer.tool_result_offload_adaptive !== undefined)
+      out.adaptive = layer.tool_result_offload_adaptive;
+  }
+  return out;
 }

@@ -65,7 +65,13 @@ export interface ProxyTurnInput {
    * The session's config layer as last seen here (a guess: whether to read the request before
    * asking the session), and where to keep the one the session answers.
    */
-  hint?: { get(): OffloadConfigPatch; set(layer: OffloadConfigPatch): void } | undefined;
+  hint?:
+    | {
+        /** Compaction (and learning) as the layers last seen suggest. */
+        guess(): { enabled: boolean; adaptive: boolean };
+        set(layer: OffloadConfigPatch): void;
+      }
+    | undefined;
 }
 
 export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
@@ -100,10 +106,9 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
   // One round trip to the session before the provider is called: when compaction will likely be
   // on, the request is read first so the session answers its config, the records and the memos
   // the request is anchored on, at once.
-  const guess = input.config(input.hint?.get() ?? {});
+  const guess = input.hint?.guess() ?? guessFrom(input.config({}));
   let read: Read | null = null;
-  if (guess.tool_result_compaction_enabled)
-    read = readRequest(dialect, (text = await input.body.text()));
+  if (guess.enabled) read = readRequest(dialect, (text = await input.body.text()));
   let start: TurnStart;
   try {
     start = await beginTurn(store, ref, read, guess);
@@ -118,7 +123,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     // The guess was wrong: the request is read now, and the session asked again.
     read = readRequest(dialect, (text = await input.body.text()));
     try {
-      start = await beginTurn(store, ref, read, config);
+      start = await beginTurn(store, ref, read, guessFrom(config));
     } catch (e) {
       if (!isOffloadError(e) || e.type !== "storage_error") throw e;
       return unavailable(e);
@@ -163,6 +168,13 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
   });
 }
 
+function guessFrom(config: OffloadConfig): { enabled: boolean; adaptive: boolean } {
+  return {
+    enabled: config.tool_result_compaction_enabled,
+    adaptive: config.tool_result_offload_adaptive,
+  };
+}
+
 /** The client's request as read before the session is asked. */
 interface Read {
   text: string;
@@ -192,13 +204,13 @@ async function beginTurn(
   store: ProxyStore,
   ref: SessionRef,
   read: Read | null,
-  config: OffloadConfig,
+  guess: { adaptive: boolean },
 ): Promise<TurnStart> {
   const keys = read?.prepared == null ? null : turnKeys(read.prepared);
   if (store.begin !== undefined)
     return store.begin(ref, {
       ids: read === null ? null : (keys?.ids ?? []),
-      names: config.tool_result_offload_adaptive ? (keys?.names ?? []) : [],
+      names: guess.adaptive ? (keys?.names ?? []) : [],
       ...(read === null ? {} : { anchors: read.anchors }),
     });
   const state = await store.proxyState(ref);

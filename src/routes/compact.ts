@@ -9,7 +9,7 @@ import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.
 import type { Format } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { readBytes, readText } from "../http/body.ts";
-import { hintedLayer, rememberLayer } from "../http/config-hint.ts";
+import { guessOf, hintedLayer, rememberLayer } from "../http/config-hint.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { refOf } from "./session-param.ts";
@@ -59,10 +59,10 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
 
   // One round trip to the session: when compaction will likely be on, the request is read first,
   // so the session answers its config and the records the turn needs at once.
-  const guess = effectiveConfig(settings, hintedLayer(ref), requestLayer);
+  const guess = guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer);
   let prepared: PreparedRequest | null = null;
   let unreadable: unknown = null;
-  if (guess.tool_result_compaction_enabled) {
+  if (guess.enabled) {
     text = await readText(c.req.raw, settings.maxBodyBytes);
     try {
       prepared = prepareRequest(format, adapterFor(format), text);
@@ -77,7 +77,7 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
   try {
     ({ config: sessionLayer } = await store.begin(ref, {
       ids: keys?.ids ?? null,
-      names: guess.tool_result_offload_adaptive ? (keys?.names ?? []) : [],
+      names: guess.adaptive ? (keys?.names ?? []) : [],
     }));
   } catch (e) {
     if (!isOffloadError(e) || e.type !== "storage_error") throw e;

@@ -20,7 +20,7 @@ import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import { parseApiKeys, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
-import { hintedLayer, rememberLayer } from "../http/config-hint.ts";
+import { guessOf, hintedLayer, rememberLayer } from "../http/config-hint.ts";
 import {
   type AppEnv,
   type ExtractorFor,
@@ -146,7 +146,10 @@ async function handle(
     maxHops: upstream.maxHops,
     log,
     dryRun: count !== undefined,
-    hint: { get: () => hintedLayer(ref), set: (layer) => rememberLayer(ref, layer) },
+    hint: {
+      guess: () => guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer),
+      set: (layer) => rememberLayer(ref, layer),
+    },
   });
 }
 

@@ -59,7 +59,7 @@ import {
 } from "./lifecycle.ts";
 import { anchoredMemos } from "./memos.ts";
 import { lastTurnOf, latestOf, recordCounts, totalsOf } from "./report.ts";
-import { SessionTables } from "./session-tables.ts";
+import { type SessionRow, SessionTables } from "./session-tables.ts";
 import {
   applyCommit,
   expiresAt,
@@ -78,6 +78,8 @@ import {
 import { TenantCopy } from "./tenant-copy.ts";
 import { statsExchange } from "./tenant-shards.ts";
 
+/** last_active is moved at most once a second (retention counts in seconds). */
+const ACTIVITY_RESOLUTION_MS = 1000;
 /** A session's very first read of the tenant's statistics waits at most this long. */
 const FIRST_STATS_WAIT_MS = 1000;
 
@@ -97,8 +99,12 @@ export class SessionDO extends DurableObject<Env> {
     return parseRetention(this.env.OFFLOAD_RETENTION_SECONDS);
   }
 
+  /** Read once per object: only this object writes it. */
+  #lifeCache: Lifecycle | undefined;
+
   #life(): Lifecycle {
-    return this.#t.meta<Lifecycle>("lifecycle") ?? FRESH_LIFECYCLE;
+    this.#lifeCache ??= this.#t.meta<Lifecycle>("lifecycle") ?? FRESH_LIFECYCLE;
+    return this.#lifeCache;
   }
 
   #ref(): SessionRef | undefined {
@@ -107,6 +113,7 @@ export class SessionDO extends DurableObject<Env> {
 
   /** The lifecycle changes: the ref is kept with it, so the alarm can purge without a row. */
   #setLife(life: Lifecycle, ref: SessionRef): void {
+    this.#lifeCache = life;
     this.#t.setMeta("lifecycle", life);
     this.#t.setMeta("ref", { tenant: ref.tenant, session: ref.session });
   }
@@ -143,22 +150,23 @@ export class SessionDO extends DurableObject<Env> {
    * A turn starts reading: activity (the retention clock restarts, so no alarm purges mid-turn)
    * and, on a tombstone, a begin the sweep must wait for. Writes only where storage exists.
    */
-  #started(ref: SessionRef, now: number): TurnLease | null {
+  #started(ref: SessionRef, row: SessionRow | null, now: number): TurnLease | null {
     const life = this.#life();
-    const row = this.#t.row(ref);
-    if (row !== null) this.#t.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
-    else if (life.tombstone_at !== null) this.#setLife({ ...life, last_begin: now }, ref);
+    // A second's resolution is plenty for retention, and spares a write on back-to-back turns.
+    if (row !== null && now - row.last_active >= ACTIVITY_RESOLUTION_MS)
+      this.#t.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
+    else if (row === null && life.tombstone_at !== null)
+      this.#setLife({ ...life, last_begin: now }, ref);
     return leaseOf(life, now);
   }
 
   #state(
-    ref: SessionRef,
+    row: SessionRow | null,
     ids: readonly string[],
     names: readonly string[],
     now: number,
     tenant: Record<string, ToolStats>,
   ): Omit<BeginState, "lease"> {
-    const row = this.#t.row(ref);
     if (row === null)
       return {
         records: [],
@@ -233,12 +241,12 @@ export class SessionDO extends DurableObject<Env> {
     const tenant =
       ask.ids === null ? { stats: {}, refresh: false } : await this.#tenantStats(ref, ask.names);
     const now = Date.now();
-    const lease = this.#started(ref, now);
     const row = this.#t.row(ref);
-    const memos = row === null ? [] : anchoredMemos(this.#memos(), ask.anchors);
+    const lease = this.#started(ref, row, now);
+    const memos = row === null ? [] : this.#anchored(ask.anchors);
     const ids =
       ask.ids === null ? null : [...ask.ids, ...memos.flatMap((m) => m.calls.map((c) => c.id))];
-    const state = ids === null ? null : this.#state(ref, ids, ask.names, now, tenant.stats);
+    const state = ids === null ? null : this.#state(row, ids, ask.names, now, tenant.stats);
     // The retention alarm re-arms itself for the later activity: only a refresh needs arming here.
     if (tenant.refresh) await this.#arm();
     return {
@@ -255,8 +263,9 @@ export class SessionDO extends DurableObject<Env> {
   ): Promise<SessionLoad> {
     const tenant = await this.#tenantStats(ref, toolNames);
     const now = Date.now();
-    const lease = this.#started(ref, now);
-    const state = this.#state(ref, toolUseIds, toolNames, now, tenant.stats);
+    const row = this.#t.row(ref);
+    const lease = this.#started(ref, row, now);
+    const state = this.#state(row, toolUseIds, toolNames, now, tenant.stats);
     if (tenant.refresh) await this.#arm();
     return { ...state, lease };
   }
@@ -463,6 +472,26 @@ export class SessionDO extends DurableObject<Env> {
     await this.#arm();
   }
 
+  /**
+   * The memos anchored on one of `anchors` (SQLite picks them out: the others are not even parsed).
+   */
+  #anchored(anchors: readonly string[] | undefined): ProxyMemo[] {
+    if (anchors === undefined || anchors.length === 0) return [];
+    const rows = this.#t.sql
+      .exec<{ memo: string }>(
+        `SELECT memo FROM memos WHERE
+           json_extract(memo, '$.from') IN (SELECT value FROM json_each(?1))
+           OR EXISTS (SELECT 1 FROM json_each(memo, '$.anchors') a WHERE a.value IN (SELECT value FROM json_each(?1)))
+         ORDER BY seq`,
+        JSON.stringify(anchors),
+      )
+      .toArray();
+    return anchoredMemos(
+      rows.map((r) => JSON.parse(r.memo) as ProxyMemo),
+      anchors,
+    );
+  }
+
   #memos(): ProxyMemo[] {
     return this.#t.sql
       .exec<{ memo: string }>("SELECT memo FROM memos ORDER BY seq")
@@ -548,6 +577,8 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   override async alarm(): Promise<void> {
+    // Read afresh: the alarm decides what to purge from what storage holds.
+    this.#lifeCache = undefined;
     if (this.#t.open(false) === null) return;
     const ref = this.#ref() ?? this.#t.row() ?? undefined;
     const now = Date.now();
@@ -577,6 +608,7 @@ export class SessionDO extends DurableObject<Env> {
           await this.ctx.storage.deleteAlarm();
           await this.ctx.storage.deleteAll();
           this.#t.forget();
+          this.#lifeCache = undefined;
           return;
         }
         await this.purged(ref);
