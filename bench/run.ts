@@ -9,6 +9,7 @@ import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
 import { benchReplay } from "./replay.ts";
+import { benchScale } from "./scale-sim.ts";
 import { benchTransform } from "./transform.ts";
 
 /** Benchmarks written as scripts run in a child process of their own. */
@@ -35,6 +36,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   attachments: () => script("attachments.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  scale: async () => benchScale(),
   latency: async () => {
     await benchLatency();
     benchLatencyWorkerd();

@@ -78,8 +78,6 @@ import {
 import { TenantCopy } from "./tenant-copy.ts";
 import { statsExchange } from "./tenant-shards.ts";
 
-/** last_active is moved at most once a second (retention counts in seconds). */
-const ACTIVITY_RESOLUTION_MS = 1000;
 /** A session's very first read of the tenant's statistics waits at most this long. */
 const FIRST_STATS_WAIT_MS = 1000;
 
@@ -97,6 +95,12 @@ export class SessionDO extends DurableObject<Env> {
 
   #retention(): number {
     return parseRetention(this.env.OFFLOAD_RETENTION_SECONDS);
+  }
+
+  /** How stale last_active may get before a begin moves it: a quarter of the retention. */
+  #activityResolution(): number {
+    const retention = this.#retention();
+    return retention === 0 ? Number.POSITIVE_INFINITY : Math.max(1000, retention * 250);
   }
 
   /** Read once per object: only this object writes it. */
@@ -152,8 +156,9 @@ export class SessionDO extends DurableObject<Env> {
    */
   #started(ref: SessionRef, row: SessionRow | null, now: number): TurnLease | null {
     const life = this.#life();
-    // A second's resolution is plenty for retention, and spares a write on back-to-back turns.
-    if (row !== null && now - row.last_active >= ACTIVITY_RESOLUTION_MS)
+    // The turn's commit moves last_active; a begin only does when a long turn could otherwise
+    // outlast the retention it has left (a write spared on almost every turn).
+    if (row !== null && now - row.last_active >= this.#activityResolution())
       this.#t.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
     else if (row === null && life.tombstone_at !== null)
       this.#setLife({ ...life, last_begin: now }, ref);
@@ -341,14 +346,16 @@ export class SessionDO extends DurableObject<Env> {
       const ok = this.#admit(commit.records, commit.lease as TurnLease | undefined, now);
       if (ok === null)
         return { records: [], index_due: false, offloads: {}, turn_seq: 0, refused: "deleted" };
-      const row = this.#t.touch(ref, now);
+      // One write of the session's row per turn (rows written are what a turn costs most).
+      const row = this.#t.ensure(ref, now);
       this.#keepFirstStats();
       const { standing, offloads } = this.#insert(ok, commit.log.shadow, now);
       const due = indexDue(now, row.last_indexed);
       this.#t.sql.exec(
-        "UPDATE session SET calls = calls + 1, recall_declared = max(recall_declared, ?), last_indexed = ? WHERE id = 1",
+        "UPDATE session SET calls = calls + 1, recall_declared = max(recall_declared, ?), last_indexed = ?, last_active = ? WHERE id = 1",
         commit.recall_declared ? 1 : 0,
         due ? now : row.last_indexed,
+        now,
       );
       const seq = this.#t.sql
         .exec<{ seq: number }>(

@@ -128,6 +128,13 @@ export class SessionTables {
 
   /** The session's row, created on its first write; every write counts as activity. */
   touch(ref: SessionRef, now: number): SessionRow {
+    const row = this.ensure(ref, now);
+    this.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
+    return { ...row, last_active: now };
+  }
+
+  /** The session's row, created on its first write (the caller moves last_active itself). */
+  ensure(ref: SessionRef, now: number): SessionRow {
     this.sql.exec(
       "INSERT INTO session (id, tenant, session, created_at, last_active) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
       ref.tenant,
@@ -135,9 +142,7 @@ export class SessionTables {
       now,
       now,
     );
-    const row = this.row(ref)!;
-    this.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
-    return { ...row, last_active: now };
+    return this.row(ref)!;
   }
 
   records(ids: readonly string[]): ResultRecord[] {

@@ -10,11 +10,9 @@ import type { ToolStats } from "../core/ports.ts";
 import { addCounts, type Counts, nonZero, readCounts, setCounts, settleCounts } from "./counts.ts";
 import { earliest } from "./lifecycle.ts";
 import type { SessionTables } from "./session-tables.ts";
+import { STATS_FLUSH_MS, STATS_REFRESH_MS } from "./stats-timing.ts";
 
-/** Deltas wait at most this long in a session before they are sent (batched with later ones). */
-export const STATS_FLUSH_MS = 30 * 1000;
-/** A session's copy is refreshed, after a turn that read it, once it is older than this. */
-export const STATS_REFRESH_MS = 60 * 1000;
+export { STATS_FLUSH_MS, STATS_REFRESH_MS } from "./stats-timing.ts";
 
 /** Sends deltas and reads the counts of `names` in one call (the tenant's shard of statistics). */
 export type TenantExchange = (deltas: Counts, names: readonly string[]) => Promise<Counts>;

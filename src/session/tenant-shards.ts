@@ -10,12 +10,10 @@ import type { ToolStats } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
+import { DEFAULT_SHARDS, shardOf } from "./stats-timing.ts";
 import type { TenantExchange } from "./tenant-copy.ts";
 
-/** Shards per tenant unless OFFLOAD_TENANT_STATS_SHARDS says otherwise. */
-export const DEFAULT_SHARDS = 16;
-/** A shard sends its batched deltas to the tenant's object (and refreshes its copy) this often. */
-export const SHARD_SYNC_MS = 10 * 1000;
+export { DEFAULT_SHARDS, SHARD_SYNC_MS, shardOf } from "./stats-timing.ts";
 
 export function parseShards(raw: string | undefined): number {
   if (raw === undefined || raw.trim() === "") return DEFAULT_SHARDS;
@@ -26,16 +24,6 @@ export function parseShards(raw: string | undefined): number {
       "OFFLOAD_TENANT_STATS_SHARDS must be a whole number from 1 to 1024",
     );
   return n;
-}
-
-/** FNV-1a: a stable spread of sessions over shards. */
-export function shardOf(session: string, shards: number): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < session.length; i++) {
-    h ^= session.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h % shards;
 }
 
 /** Tenant ids cannot contain "/", so a shard's name never names a tenant. */
