@@ -65,38 +65,47 @@ export async function startRig(
   };
 }
 
-/** Used heap of the Worker's isolate, after a collection, through the inspector. */
-async function isolateHeap(port: number): Promise<number | null> {
+/** Used heap of the Worker's isolate, after a collection, through the inspector (null after 10 s). */
+function isolateHeap(port: number): Promise<number | null> {
+  return Promise.race([
+    readHeap(port),
+    new Promise<null>((resolve) => setTimeout(() => resolve(null), 10_000).unref()),
+  ]);
+}
+
+async function readHeap(port: number): Promise<number | null> {
+  let ws: WebSocket | undefined;
   try {
     const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as {
       webSocketDebuggerUrl?: string;
     }[];
     const url = targets.find((t) => t.webSocketDebuggerUrl !== undefined)?.webSocketDebuggerUrl;
     if (url === undefined) return null;
-    const ws = inspectorSocket(url);
+    const socket = inspectorSocket(url);
+    ws = socket;
     await new Promise((resolve, reject) => {
-      ws.onopen = resolve;
-      ws.onerror = reject;
+      socket.onopen = resolve;
+      socket.onerror = reject;
     });
+    const waiting = new Map<number, (result: Record<string, unknown>) => void>();
+    socket.onmessage = (e) => {
+      const msg = JSON.parse(String(e.data)) as { id?: number; result?: Record<string, unknown> };
+      if (msg.id !== undefined) waiting.get(msg.id)?.(msg.result ?? {});
+    };
     let id = 0;
     const send = (method: string) =>
       new Promise<Record<string, unknown>>((resolve) => {
         const mine = ++id;
-        ws.onmessage = (e) => {
-          const msg = JSON.parse(String(e.data)) as {
-            id?: number;
-            result?: Record<string, unknown>;
-          };
-          if (msg.id === mine) resolve(msg.result ?? {});
-        };
-        ws.send(JSON.stringify({ id: mine, method }));
+        waiting.set(mine, resolve);
+        socket.send(JSON.stringify({ id: mine, method }));
       });
     await send("HeapProfiler.collectGarbage");
     const usage = await send("Runtime.getHeapUsage");
-    ws.close();
     return typeof usage.usedSize === "number" ? usage.usedSize : null;
   } catch {
     return null;
+  } finally {
+    ws?.close();
   }
 }
 
