@@ -7,9 +7,11 @@ import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
+import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
 import { benchReplay } from "./replay.ts";
+import { benchScale } from "./scale-sim.ts";
 import { benchTransform } from "./transform.ts";
 
 /** Benchmarks written as scripts run in a child process of their own. */
@@ -39,6 +41,11 @@ const benches: Record<string, () => Promise<unknown>> = {
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),
+  scale: async () => benchScale(),
+  latency: async () => {
+    await benchLatency();
+    benchLatencyWorkerd();
+  },
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -20,6 +20,7 @@ import { extractText } from "./extract/extract.ts";
 import { serviceOcr } from "./extract/ocr-service.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type ExtractorFor, type Settings, settingsOf } from "./http/context.ts";
+import { type Defer, deferOf } from "./http/defer.ts";
 import { errorResponse, toOffloadError } from "./http/errors.ts";
 import { compactRoutes } from "./routes/compact.ts";
 import { configRoutes } from "./routes/config.ts";
@@ -36,11 +37,10 @@ import { sessionRoutes } from "./routes/sessions.ts";
 import { usageRoutes } from "./routes/usage.ts";
 import { DurableCalibration } from "./session/durable-calibration.ts";
 import { DurableSessionState } from "./session/durable-state.ts";
-import { DurableTenantStats } from "./session/durable-tenant-stats.ts";
 import { indexTtlSeconds } from "./session/state.ts";
 import { ComposedStore, type StoreParts } from "./store/composed.ts";
 import { KvIndex } from "./store/kv.ts";
-import type { ServiceStore } from "./store/ports.ts";
+import type { CalibrationPort, ServiceStore } from "./store/ports.ts";
 import { R2Ledger } from "./store/r2.ts";
 import { R2ExtractionCache } from "./store/r2-extractions.ts";
 
@@ -49,7 +49,12 @@ import { R2ExtractionCache } from "./store/r2-extractions.ts";
 z.config({ jitless: true });
 
 export interface AppDeps {
-  store?: (env: Env, settings: Settings, log: (line: string) => void) => ServiceStore;
+  store?: (
+    env: Env,
+    settings: Settings,
+    log: (line: string) => void,
+    defer?: Defer,
+  ) => ServiceStore;
   maxBodyBytes?: number;
   log?: (line: string) => void;
   extract?: Extractor;
@@ -59,18 +64,31 @@ export interface AppDeps {
 
 /**
  * The production backends: session state in the SessionDO, bodies and cached extractions in R2, the
- * index in KV, learning statistics in the TenantDO.
+ * index in KV. The learning statistics are the SessionDO's business (it holds the tenant's counts
+ * and exchanges them with the TenantDO's shards in the background), so none is composed here.
  */
-export function defaultParts(env: Env, settings: Settings, log: (line: string) => void) {
+export function defaultParts(
+  env: Env,
+  settings: Settings,
+  log: (line: string) => void,
+  defer?: Defer,
+) {
   return {
     sessions: new DurableSessionState(env.SESSIONS),
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
-    tenants: new DurableTenantStats(env.TENANTS),
-    calibration: new DurableCalibration(env.TENANTS),
+    // Read by the reports only: the SessionDO holds the tenant's calibration for its turns and
+    // learns it in batches (tenant-copy.ts), so no turn calls the tenant's object.
+    calibration: readOnly(new DurableCalibration(env.TENANTS)),
     extractions: new R2ExtractionCache(env.LEDGER),
     log,
+    defer,
   } satisfies StoreParts;
+}
+
+/** A calibration port that reads only (its learning happens elsewhere). */
+function readOnly(port: CalibrationPort): CalibrationPort {
+  return { get: (t, m) => port.get(t, m), all: (t) => port.all(t) };
 }
 
 /** The production store: the production backends composed. */
@@ -78,8 +96,9 @@ export function defaultStore(
   env: Env,
   settings: Settings,
   log: (line: string) => void,
+  defer?: Defer,
 ): ServiceStore {
-  return new ComposedStore(defaultParts(env, settings, log));
+  return new ComposedStore(defaultParts(env, settings, log, defer));
 }
 
 /**
@@ -142,7 +161,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     );
     c.set("tenant", tenant);
     c.set("settings", settings);
-    c.set("store", makeStore(c.env, settings, log));
+    c.set("store", makeStore(c.env, settings, log, deferOf(c)));
     c.set("extract", withCeilings(extract, settings.extractCeilings));
     c.set("extractor", extractor);
     await next();

@@ -40,4 +40,6 @@ export interface Env {
   OFFLOAD_OCR_LIMITS?: string;
   /** "on": `GET /?key=` signs in to the dashboard (local use; the key lands in URLs). Off by default. */
   OFFLOAD_DASHBOARD_URL_KEYS?: string;
+  /** Shards of each tenant's learning statistics (default 16; docs/scale.md). */
+  OFFLOAD_TENANT_STATS_SHARDS?: string;
 }

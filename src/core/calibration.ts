@@ -14,6 +14,17 @@
 /** The classes a request's estimated tokens are split into: content kinds, and "request". */
 export type TokenClasses = Record<string, number>;
 
+/**
+ * One measured turn to learn from: the request as sent, estimated per class, and the prompt tokens
+ * the provider billed for it. Samples travel in batches from sessions to their tenant.
+ */
+export interface CalibrationSample {
+  /** The price-table model id. */
+  model: string;
+  estimate: TokenClasses;
+  measured: number;
+}
+
 export interface Calibration {
   /** Provider tokens per estimated token, per class (a missing class: the request's). */
   ratios: Record<string, number>;

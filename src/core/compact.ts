@@ -7,16 +7,16 @@
  * back. The steps of a turn live in turn/.
  */
 import { type CheckedConfig, type OffloadConfigLike, resolveConfig } from "../config.ts";
-import { isOffloadError, OffloadError } from "../errors.ts";
+import { OffloadError } from "../errors.ts";
 import { aiSdkAdapter } from "./formats/ai-sdk.ts";
 import { anthropicAdapter } from "./formats/anthropic.ts";
 import { openaiChatAdapter } from "./formats/openai-chat.ts";
 import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
 import type { Edit, FormatAdapter, RequestAnalysis } from "./formats/types.ts";
 import { unpricedModel } from "./gate.ts";
-import { parseJsonSpans } from "./json/scan.ts";
 import { DEV_SECRET } from "./memid.ts";
 import type { AttachmentExtractor, OffloadStore } from "./ports.ts";
+import { type PreparedRequest, prepareRequest } from "./prepare.ts";
 import { resolveModel } from "./pricing.ts";
 import type { Problem } from "./problems.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
@@ -50,6 +50,11 @@ export interface CompactInput<
    * extractor.
    */
   extractor?: AttachmentExtractor | undefined;
+  /**
+   * The request already read by `prepareRequest` (its `raw` is `request`, as text): not parsed
+   * again.
+   */
+  prepared?: PreparedRequest | undefined;
 }
 
 export interface CompactOutput<R extends string | object> {
@@ -99,14 +104,15 @@ export async function compact<
   const raw = typeof input.request === "string" ? input.request : JSON.stringify(input.request);
   if (typeof raw !== "string")
     throw new OffloadError("invalid_request", "the request must be a JSON object or its text");
-  const root = parseJsonSpans(raw);
-  let analysis: RequestAnalysis;
-  try {
-    analysis = adapter.analyze(raw, root);
-  } catch (e) {
+  const prepared =
+    input.prepared !== undefined && input.prepared.raw === raw && input.prepared.format === format
+      ? input.prepared
+      : prepareRequest(format, adapter, raw);
+  const { root } = prepared;
+  if ("invalid" in prepared.analysis) {
     // Valid JSON in a shape the adapter cannot read: the request goes out as it came, with the
     // reason (the provider judges it; a proxy must never refuse what the provider would accept).
-    if (!isOffloadError(e) || e.type !== "invalid_request") throw e;
+    const e = prepared.analysis.invalid;
     const problem: Problem = {
       code: "invalid_request",
       message: `${e.message}; request passed through unchanged`,
@@ -115,6 +121,7 @@ export async function compact<
     const report = { ...emptyReport(format, true, offload), errors: [problem] };
     return { request: input.request, changed: false, decisions: [], report };
   }
+  const analysis: RequestAnalysis = prepared.analysis;
   const model = config.tool_result_pricing_model ?? analysis.model;
   const price = resolveModel(model);
   const problems: Problem[] = (analysis.notes ?? []).map(

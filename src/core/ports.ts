@@ -43,6 +43,11 @@ export interface LoadedState {
   /** Per tool name, this session only. */
   session_tool_stats?: Record<string, ToolStats>;
   /**
+   * The tenant's calibration per model, when the store holds a copy with the session (then the
+   * turn reads no other store for it); absent: the turn asks `calibration`.
+   */
+  calibrations?: Record<string, Calibration>;
+  /**
    * Typical seconds between this session's turns (median of recent gaps), null before two turns.
    */
   gap_seconds?: number | null;
@@ -51,17 +56,26 @@ export interface LoadedState {
    * first: past the provider's cache TTL, rewriting earlier bytes costs nothing extra.
    */
   idle_seconds?: number | null;
+  /**
+   * The store's hold on the session for this turn (opaque to the core): handed back with every
+   * ledger write and the commit, so a store can refuse a turn that a delete overtook.
+   */
+  lease?: unknown;
 }
 
 export interface TurnCommit {
   records: readonly ResultRecord[];
   recall_declared: boolean;
   log: TurnLog;
+  /** The lease the turn's load gave (`LoadedState.lease`). */
+  lease?: unknown;
   /**
    * Every result's decision on this turn, for the session report's "last turn" (a store may keep
    * only the latest turn's, or none: nothing reads them back to decide).
    */
   decisions?: readonly TurnDecision[];
+  /** How many results the turn decided, when `decisions` holds only the last of them. */
+  decisions_total?: number;
 }
 
 export interface CommitResult {
@@ -130,7 +144,8 @@ export interface ExtractionCache {
  * The storage port. Guarantees an adapter gives:
  * - `putBody` resolves only once the body is durable (nothing is stubbed before its body is safe);
  * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two
- *   turns of one session racing each other render the same bytes;
+ *   turns of one session racing each other render the same bytes; a record it does not return
+ *   was not saved (the result is then kept full);
  * - everything is scoped by tenant and session: another scope's mem_id reads exactly like an
  *   unknown one;
  * - values come back as copies: a caller mutating what it got changes nothing stored;
@@ -150,8 +165,14 @@ export interface OffloadStore extends Partial<ExtractionCache> {
     toolNames?: readonly string[],
   ): Promise<LoadedState>;
   commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult>;
-  putBody(ref: SessionRef, body: string, meta: BodyMeta): Promise<void>;
+  /** `lease`: the turn's (`LoadedState.lease`), when the write belongs to a turn. */
+  putBody(ref: SessionRef, body: string, meta: BodyMeta, lease?: unknown): Promise<void>;
   getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;
+  /**
+   * Whether the ledger holds this mem_id in this session, without reading the body (optional: the
+   * core falls back to `getBody`).
+   */
+  hasBody?(ref: SessionRef, memId: string): Promise<boolean>;
   noteRecall(ref: SessionRef, memId: string): Promise<void>;
   describeSession(ref: SessionRef): Promise<SessionSummary | null>;
   /** Removes the session's state and bodies; deleting an unknown session is not an error. */

@@ -10,6 +10,7 @@
  * never sent to a model.
  */
 import type { CommitResult, OffloadStore, TurnCommit } from "../core/ports.ts";
+import type { SessionRef } from "../core/types.ts";
 
 export function dryRunStore(store: OffloadStore): OffloadStore {
   return {
@@ -19,6 +20,9 @@ export function dryRunStore(store: OffloadStore): OffloadStore {
     }),
     putBody: async () => {},
     getBody: (ref, memId) => store.getBody(ref, memId),
+    ...(store.hasBody === undefined
+      ? {}
+      : { hasBody: (ref: SessionRef, memId: string) => store.hasBody!(ref, memId) }),
     noteRecall: async () => {},
     describeSession: (ref) => store.describeSession(ref),
     deleteSession: async () => {},

@@ -420,7 +420,9 @@ async function finishTurn(
   outcome: TurnOutcome,
   summary: Summary | null,
 ): Promise<void> {
-  const billed = call.store.lastTurnSeq === null ? null : billedOf(call, outcome);
+  // A steady turn's line may not be written yet (its commit follows the answer): the store puts the
+  // usage on it once it is there.
+  const billed = billedOf(call, outcome);
   if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && billed === null)
     return;
   try {

@@ -17,6 +17,18 @@ export interface ProxyStore extends OffloadStore {
   /** The config layer and the memos in one read (made before compacting). */
   proxyState(ref: SessionRef): Promise<ProxyState>;
   /**
+   * Optional: the config layer, the records of `ask.ids` (kept for the turn's load) and the memos
+   * anchored on `ask.anchors`, in one round trip; without it, `proxyState` and a load.
+   */
+  begin?(
+    ref: SessionRef,
+    ask: {
+      ids: readonly string[] | null;
+      names: readonly string[];
+      anchors?: readonly string[];
+    },
+  ): Promise<TurnStart>;
+  /**
    * After the call: notes its hops on its turn log line and keeps its memos (the oldest beyond the
    * limit go).
    */
@@ -68,6 +80,12 @@ export type ProxyMemo =
       calls: RememberedCall[];
       params: RecallParams;
     };
+
+/** A turn's first read: the session's config layer and the memos anchored on the request. */
+export interface TurnStart {
+  config: OffloadConfigPatch;
+  memos: ProxyMemo[];
+}
 
 export interface ProxyState {
   /** The session's config layer (what `PUT …/config` stored), `{}` when none. */

@@ -7,17 +7,18 @@
  * any `fetch`.
  */
 import type { OffloadConfig, OffloadConfigPatch } from "../config.ts";
-import { compact, splice } from "../core/compact.ts";
+import { adapterFor, compact, splice } from "../core/compact.ts";
 import type { AttachmentExtractor } from "../core/ports.ts";
+import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
-import { isOffloadError } from "../errors.ts";
+import { isOffloadError, type OffloadError } from "../errors.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import type { Dialect } from "./dialect.ts";
 import { dryRunStore } from "./dry-run-store.ts";
 import { clientHeaders } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
 import { failureName, memoAnswers } from "./memo-answers.ts";
-import type { ProxyMemo, ProxyStore } from "./port.ts";
+import type { ProxyMemo, ProxyStore, TurnStart } from "./port.ts";
 import { send } from "./upstream.ts";
 
 /**
@@ -60,14 +61,32 @@ export interface ProxyTurnInput {
    * store that writes nothing (no turn is recorded), and the provider's answer is not watched.
    */
   dryRun?: boolean;
+  /**
+   * The session's config layer as last seen here (a guess: whether to read the request before
+   * asking the session), and where to keep the one the session answers.
+   */
+  hint?:
+    | {
+        /** Compaction (and learning) as the layers last seen suggest. */
+        guess(): { enabled: boolean; adaptive: boolean };
+        set(layer: OffloadConfigPatch): void;
+      }
+    | undefined;
 }
 
 export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
   const { dialect, store, ref } = input;
+  // The text, once read, is what is sent (valid UTF-8 encodes back to the same bytes).
+  let text: string | null = null;
   // Compaction off (or the session unreadable): the request goes out byte for byte, the answer
   // comes back as sent.
   const asIs = async (summary: Summary): Promise<Response> => {
-    const sent = await send(input.fetch, input.url, input.headers, await input.body.bytes());
+    const sent = await send(
+      input.fetch,
+      input.url,
+      input.headers,
+      text ?? (await input.body.bytes()),
+    );
     if (!sent.ok) return droppedResponse(dialect, sent.reason, summary);
     const res = sent.response;
     const out = clientHeaders(res.headers);
@@ -75,28 +94,50 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     out.set("x-offload-summary", summaryHeader({ ...summary, proxy: { stream, spliced: 0 } }));
     return new Response(res.body, { status: res.status, headers: out });
   };
-
-  let state: Awaited<ReturnType<ProxyStore["proxyState"]>>;
-  try {
-    state = await store.proxyState(ref);
-  } catch (e) {
-    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-    return asIs({
+  const unavailable = (e: OffloadError) =>
+    asIs({
       ...passThroughSummary(dialect.format),
       errors: [
         { code: "storage_error", message: `${e.message}; request passed through unchanged` },
       ],
       errors_total: 1,
     });
+
+  // One round trip to the session before the provider is called: when compaction will likely be
+  // on, the request is read first so the session answers its config, the records and the memos
+  // the request is anchored on, at once.
+  const guess = input.hint?.guess() ?? guessFrom(input.config({}));
+  let read: Read | null = null;
+  if (guess.enabled) read = readRequest(dialect, (text = await input.body.text()));
+  let start: TurnStart;
+  try {
+    start = await beginTurn(store, ref, read, guess);
+  } catch (e) {
+    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+    return unavailable(e);
   }
-  const config = input.config(state.config);
+  input.hint?.set(start.config);
+  const config = input.config(start.config);
   if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary(dialect.format));
+  if (read === null) {
+    // The guess was wrong: the request is read now, and the session asked again.
+    read = readRequest(dialect, (text = await input.body.text()));
+    try {
+      start = await beginTurn(store, ref, read, guessFrom(config));
+    } catch (e) {
+      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+      return unavailable(e);
+    }
+  }
+  if (read.unreadable !== null) throw read.unreadable;
 
   const secret = input.secret();
-  const spliced = await spliceMemos(input, await input.body.text(), state.memos);
+  const spliced = await spliceMemos(input, read.text, start.memos);
   const out = await compact({
     format: dialect.format,
     request: spliced.text,
+    // Spliced memos changed the text: it is read again.
+    prepared: spliced.spliced === 0 ? (read.prepared ?? undefined) : undefined,
     session: ref,
     config,
     store: input.dryRun === true ? dryRunStore(store) : store,
@@ -129,6 +170,65 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
   });
 }
 
+function guessFrom(config: OffloadConfig): { enabled: boolean; adaptive: boolean } {
+  return {
+    enabled: config.tool_result_compaction_enabled,
+    adaptive: config.tool_result_offload_adaptive,
+  };
+}
+
+/** The client's request as read before the session is asked. */
+interface Read {
+  text: string;
+  /** Null when the text is not JSON (a 400 once compaction is known to be on). */
+  prepared: PreparedRequest | null;
+  unreadable: unknown;
+  /** Ids a memo may be anchored on. */
+  anchors: string[];
+}
+
+function readRequest(dialect: Dialect, text: string): Read {
+  const anchors = anchorIds(text);
+  try {
+    const prepared = prepareRequest(dialect.format, adapterFor(dialect.format), text);
+    return { text, prepared, unreadable: null, anchors };
+  } catch (e) {
+    if (!isOffloadError(e) || e.type !== "invalid_json") throw e;
+    return { text, prepared: null, unreadable: e, anchors };
+  }
+}
+
+/**
+ * The session's config layer and the memos the request is anchored on, with the records the turn
+ * needs kept by the store for its load: one round trip where the store offers `begin`.
+ */
+async function beginTurn(
+  store: ProxyStore,
+  ref: SessionRef,
+  read: Read | null,
+  guess: { adaptive: boolean },
+): Promise<TurnStart> {
+  const keys = read?.prepared == null ? null : turnKeys(read.prepared);
+  if (store.begin !== undefined)
+    return store.begin(ref, {
+      ids: read === null ? null : (keys?.ids ?? []),
+      names: guess.adaptive ? (keys?.names ?? []) : [],
+      ...(read === null ? {} : { anchors: read.anchors }),
+    });
+  const state = await store.proxyState(ref);
+  return { config: state.config, memos: state.memos };
+}
+
+/** The ids a request names that a memo may be anchored on (one regex pass over the text). */
+function anchorIds(text: string): string[] {
+  const ids = new Set<string>();
+  for (const m of text.matchAll(
+    /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
+  ))
+    ids.add(m[1]!);
+  return [...ids];
+}
+
 /**
  * Replays the recall answers the session remembers for anchors this request carries, and splices
  * them in.
@@ -143,11 +243,7 @@ async function spliceMemos(
   if (mine.length === 0) return { text, spliced: 0 };
   // One regex pass collects the ids the request names, whatever the number of memos; only a request
   // that carries an anchor is scanned and spliced.
-  const ids = new Set<string>();
-  for (const m of text.matchAll(
-    /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
-  ))
-    ids.add(m[1]!);
+  const ids = new Set(anchorIds(text));
   const candidates = mine.filter((m) =>
     (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)),
   );

@@ -4,10 +4,12 @@
  * decoded), with the turn's summary in `x-offload-summary`.
  */
 import { Hono } from "hono";
-import { compact } from "../core/compact.ts";
+import { adapterFor, compact } from "../core/compact.ts";
+import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { Format } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { readBytes, readText } from "../http/body.ts";
+import { guessOf, hintedLayer, rememberLayer } from "../http/config-hint.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { refOf } from "./session-param.ts";
@@ -47,14 +49,36 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
   const { store, settings } = c.var;
   const headers = { "content-type": "application/json; charset=utf-8" };
+  // The text, once read, is sent as it is: valid UTF-8 (readText refuses anything else) encodes
+  // back to the very bytes that came in.
+  let text: string | null = null;
   const passThrough = async (summary: Summary) =>
-    new Response(await readBytes(c.req.raw, settings.maxBodyBytes), {
+    new Response(text ?? (await readBytes(c.req.raw, settings.maxBodyBytes)), {
       headers: { ...headers, "x-offload-summary": summaryHeader(summary) },
     });
 
+  // One round trip to the session: when compaction will likely be on, the request is read first,
+  // so the session answers its config and the records the turn needs at once.
+  const guess = guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer);
+  let prepared: PreparedRequest | null = null;
+  let unreadable: unknown = null;
+  if (guess.enabled) {
+    text = await readText(c.req.raw, settings.maxBodyBytes);
+    try {
+      prepared = prepareRequest(format, adapterFor(format), text);
+    } catch (e) {
+      // Invalid JSON is a 400 only when compaction is on: with it off, the bytes pass through.
+      if (!isOffloadError(e) || e.type !== "invalid_json") throw e;
+      unreadable = e;
+    }
+  }
+  const keys = prepared === null ? null : turnKeys(prepared);
   let sessionLayer;
   try {
-    sessionLayer = await store.getConfig(ref);
+    ({ config: sessionLayer } = await store.begin(ref, {
+      ids: keys?.ids ?? null,
+      names: guess.adaptive ? (keys?.names ?? []) : [],
+    }));
   } catch (e) {
     if (!isOffloadError(e) || e.type !== "storage_error") throw e;
     // Like the core when it cannot load the session: fail open, the request goes out exactly as
@@ -67,14 +91,17 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
       errors_total: 1,
     });
   }
+  rememberLayer(ref, sessionLayer);
   const config = effectiveConfig(settings, sessionLayer, requestLayer);
   if (!config.tool_result_compaction_enabled) return passThrough(passThroughSummary(format));
+  if (unreadable !== null) throw unreadable;
 
   const secret = secretOf(settings.secret);
-  const text = await readText(c.req.raw, settings.maxBodyBytes);
+  text ??= await readText(c.req.raw, settings.maxBodyBytes);
   const out = await compact({
     format,
     request: text,
+    prepared: prepared ?? undefined,
     session: ref,
     config,
     store,

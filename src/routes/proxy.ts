@@ -20,6 +20,7 @@ import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import { parseApiKeys, presentedKey, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
+import { guessOf, hintedLayer, rememberLayer } from "../http/config-hint.ts";
 import {
   type AppEnv,
   type ExtractorFor,
@@ -28,6 +29,7 @@ import {
   type Settings,
   settingsOf,
 } from "../http/context.ts";
+import { type Defer, deferOf } from "../http/defer.ts";
 import { toOffloadError } from "../http/errors.ts";
 import { anthropicDialect } from "../proxy/anthropic.ts";
 import type { Dialect } from "../proxy/dialect.ts";
@@ -40,7 +42,7 @@ import { proxySettingsOf, upstreamUrl } from "../proxy/upstream.ts";
 import { secretOf } from "./compact.ts";
 
 export interface ProxyDeps {
-  store: (env: Env, settings: Settings, log: (line: string) => void) => ProxyStore;
+  store: (env: Env, settings: Settings, log: (line: string) => void, defer?: Defer) => ProxyStore;
   log: (line: string) => void;
   maxBodyBytes?: number;
   /**
@@ -138,7 +140,7 @@ async function handle(
       text: () => readText(c.req.raw, settings.maxBodyBytes),
     },
     ref,
-    store: deps.store(c.env, settings, log),
+    store: deps.store(c.env, settings, log, deferOf(c)),
     config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
     secret: () => secretOf(settings.secret),
     // The attachment policy extracts under the deployment's ceilings here too.
@@ -146,6 +148,10 @@ async function handle(
     maxHops: upstream.maxHops,
     log,
     dryRun: count !== undefined,
+    hint: {
+      guess: () => guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer),
+      set: (layer) => rememberLayer(ref, layer),
+    },
   });
 }
 

@@ -5,7 +5,9 @@
  * `is_error` answer the client passes on to the model.
  */
 import { Hono } from "hono";
+import type { OffloadStore } from "../core/ports.ts";
 import { recallMany } from "../core/recall-many.ts";
+import type { SessionRef } from "../core/types.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
@@ -20,9 +22,11 @@ export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => 
     RecallRequestSchema,
     parseJsonBody(await readText(c.req.raw, settings.controlBodyBytes)),
   );
+  // The session's config and the body are read at once (the body's key follows from the scope).
+  const body = typeof args.mem_id === "string" ? early(store, ref, args.mem_id) : store;
   const config = effectiveConfig(settings, await store.getConfig(ref), requestLayer);
   const answer = await recallMany({
-    store,
+    store: body,
     session: ref,
     ...args,
     mode: config.tool_result_recall_mode,
@@ -31,3 +35,20 @@ export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => 
   });
   return c.json(answer);
 });
+
+/** The store with one body's read already started (a failure surfaces where it is read). */
+function early(store: OffloadStore, ref: SessionRef, memId: string): OffloadStore {
+  const read = store.getBody(ref, memId);
+  read.catch(() => {});
+  return new Proxy(store, {
+    get(target, key) {
+      if (key === "getBody")
+        return (r: SessionRef, m: string) =>
+          r.tenant === ref.tenant && r.session === ref.session && m === memId
+            ? read
+            : target.getBody(r, m);
+      const value = Reflect.get(target, key) as unknown;
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}

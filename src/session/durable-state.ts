@@ -14,11 +14,18 @@ import type {
   SessionReportData,
   SessionStatePort,
 } from "../store/ports.ts";
+import type {
+  BeginAsk,
+  RecordsBatch,
+  RecordsResult,
+  SessionBegin,
+  TurnProtocol,
+} from "../store/turn-protocol.ts";
 import type { SessionDO } from "./session-do.ts";
 import { sessionObjectName } from "./state.ts";
 import type { TurnKey, UsageOutcome } from "./usage.ts";
 
-export class DurableSessionState implements SessionStatePort {
+export class DurableSessionState implements SessionStatePort, TurnProtocol {
   readonly #ns: DurableObjectNamespace<SessionDO>;
 
   constructor(ns: DurableObjectNamespace<SessionDO>) {
@@ -81,5 +88,17 @@ export class DurableSessionState implements SessionStatePort {
 
   async destroy(ref: SessionRef): Promise<string[]> {
     return (await this.stub(ref).destroy(ref)) as string[];
+  }
+
+  async begin(ref: SessionRef, ask: BeginAsk): Promise<SessionBegin> {
+    return (await this.stub(ref).begin(ref, ask)) as SessionBegin;
+  }
+
+  async addRecords(ref: SessionRef, batch: RecordsBatch): Promise<RecordsResult> {
+    return (await this.stub(ref).addRecords(ref, batch)) as RecordsResult;
+  }
+
+  async purged(ref: SessionRef): Promise<void> {
+    await this.stub(ref).purged(ref);
   }
 }

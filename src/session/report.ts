@@ -35,13 +35,18 @@ export function loggedTurn(
   };
 }
 
-export function lastTurnOf(log: TurnLog, decisions: readonly TurnDecision[], at: number): LastTurn {
+export function lastTurnOf(
+  log: TurnLog,
+  decisions: readonly TurnDecision[],
+  at: number,
+  total = decisions.length,
+): LastTurn {
   return {
     at,
     turn: log.turn,
     shadow: log.shadow,
     decisions: decisions.slice(-LAST_DECISIONS_LIMIT).map((d) => ({ ...d })),
-    decisions_total: decisions.length,
+    decisions_total: Math.max(total, decisions.length),
   };
 }
 

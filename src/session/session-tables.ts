@@ -28,7 +28,23 @@ const SCHEMA = [
   // The latest turn's decisions with their gate breakdown (one row, replaced by each commit that
   // sends them).
   `CREATE TABLE IF NOT EXISTS last_turn (id INTEGER PRIMARY KEY CHECK (id = 1), turn TEXT NOT NULL)`,
+  // What outlives a purge: the lifecycle (generation, purge, tombstone) and the tenant statistics'
+  // copy and pending deltas, as keys and JSON values.
+  `CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`,
+  // Bodies a refused commit wrote, noted for deletion; deleted_at once gone (kept a lease long).
+  `CREATE TABLE IF NOT EXISTS orphans (mem_id TEXT PRIMARY KEY, deleted_at INTEGER)`,
+  `CREATE TABLE IF NOT EXISTS tenant_copy (tool TEXT PRIMARY KEY, offloaded INTEGER NOT NULL, recalls INTEGER NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS tenant_pending (tool TEXT PRIMARY KEY, offloaded INTEGER NOT NULL, recalls INTEGER NOT NULL)`,
+  // The tenant's calibration as this session holds it, and samples not yet sent (calibration-copy.ts).
+  `CREATE TABLE IF NOT EXISTS tenant_calibration (model TEXT PRIMARY KEY, state TEXT NOT NULL)`,
+  `CREATE TABLE IF NOT EXISTS calibration_pending (seq INTEGER PRIMARY KEY AUTOINCREMENT, sample TEXT NOT NULL)`,
 ];
+
+/** Ids looked up per statement. */
+const LOOKUP_CHUNK = 1000;
+
+/** The session's own tables: what a purge empties (meta, orphans and the statistics stay). */
+const SESSION_TABLES = ["session", "records", "turns", "recalls", "memos", "last_turn", "orphans"];
 
 /**
  * Columns added to tables that objects created by an earlier version already have. CREATE TABLE IF
@@ -115,6 +131,13 @@ export class SessionTables {
 
   /** The session's row, created on its first write; every write counts as activity. */
   touch(ref: SessionRef, now: number): SessionRow {
+    const row = this.ensure(ref, now);
+    this.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
+    return { ...row, last_active: now };
+  }
+
+  /** The session's row, created on its first write (the caller moves last_active itself). */
+  ensure(ref: SessionRef, now: number): SessionRow {
     this.sql.exec(
       "INSERT INTO session (id, tenant, session, created_at, last_active) VALUES (1, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
       ref.tenant,
@@ -122,9 +145,7 @@ export class SessionTables {
       now,
       now,
     );
-    const row = this.row(ref)!;
-    this.sql.exec("UPDATE session SET last_active = ? WHERE id = 1", now);
-    return { ...row, last_active: now };
+    return this.row(ref)!;
   }
 
   records(ids: readonly string[]): ResultRecord[] {
@@ -137,6 +158,38 @@ export class SessionTables {
       )
       .toArray()
       .map((r) => JSON.parse(r.record) as ResultRecord);
+  }
+
+  /**
+   * The records of `ids` in their order, until their JSON reaches `budget` chars: `answered` says
+   * how many ids were looked up (the caller asks again for the rest).
+   */
+  recordsWithin(
+    ids: readonly string[],
+    budget: number,
+  ): { records: ResultRecord[]; answered: number } {
+    const records: ResultRecord[] = [];
+    let used = 0;
+    for (let at = 0; at < ids.length; at += LOOKUP_CHUNK) {
+      const chunk = ids.slice(at, at + LOOKUP_CHUNK);
+      const found = new Map(
+        this.sql
+          .exec<{ tool_use_id: string; record: string }>(
+            "SELECT tool_use_id, record FROM records WHERE tool_use_id IN (SELECT value FROM json_each(?))",
+            JSON.stringify(chunk),
+          )
+          .toArray()
+          .map((r) => [r.tool_use_id, r.record]),
+      );
+      for (let i = 0; i < chunk.length; i++) {
+        const text = found.get(chunk[i]!);
+        if (text === undefined) continue;
+        if (used + text.length > budget && records.length > 0) return { records, answered: at + i };
+        used += text.length;
+        records.push(JSON.parse(text) as ResultRecord);
+      }
+    }
+    return { records, answered: ids.length };
   }
 
   allRecords(): ResultRecord[] {
@@ -164,6 +217,48 @@ export class SessionTables {
       )
       .toArray()
       .map((r) => loggedTurn(JSON.parse(r.log) as TurnLog, r.at, r.recalls));
+  }
+
+  /** A value of the meta table (JSON), or undefined; nothing is created by reading. */
+  meta<T>(key: string): T | undefined {
+    const sql = this.open(false);
+    if (sql === null) return undefined;
+    const row = sql
+      .exec<{ value: string }>("SELECT value FROM meta WHERE key = ?", key)
+      .toArray()[0];
+    return row === undefined ? undefined : (JSON.parse(row.value) as T);
+  }
+
+  setMeta(key: string, value: unknown): void {
+    if (value === undefined) this.sql.exec("DELETE FROM meta WHERE key = ?", key);
+    else
+      this.sql.exec(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        key,
+        JSON.stringify(value),
+      );
+  }
+
+  /** Empties the session's own tables (a purge): the meta table and the statistics stay. */
+  clearSession(): void {
+    const sql = this.open(false);
+    if (sql === null) return;
+    for (const table of SESSION_TABLES) sql.exec(`DELETE FROM ${table}`);
+  }
+
+  orphan(memId: string): { deleted_at: number | null } | undefined {
+    const sql = this.open(false);
+    if (sql === null) return undefined;
+    return sql
+      .exec<{ deleted_at: number | null }>("SELECT deleted_at FROM orphans WHERE mem_id = ?", memId)
+      .toArray()[0];
+  }
+
+  /** Whether a record names this mem_id. */
+  names(memId: string): boolean {
+    const sql = this.open(false);
+    if (sql === null) return false;
+    return sql.exec("SELECT 1 FROM records WHERE mem_id = ? LIMIT 1", memId).toArray().length > 0;
   }
 
   memIds(): string[] {

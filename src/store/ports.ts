@@ -37,6 +37,7 @@ import { OffloadError } from "../errors.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
 import type { BilledTotals } from "../session/billing-report.ts";
 import type { TurnKey, UsageOutcome } from "../session/usage.ts";
+import type { BeginAsk, Refusal, TurnLease, TurnProtocol, TurnStart } from "./turn-protocol.ts";
 
 export interface SessionCommitResult {
   /**
@@ -56,6 +57,11 @@ export interface SessionCommitResult {
    * answered).
    */
   turn_seq: number;
+  /**
+   * Set when the commit was refused (nothing written): the session was deleted since the turn's
+   * lease, or the turn ran too long. Its bodies are noted for deletion.
+   */
+  refused?: Refusal;
 }
 
 export interface SessionLoad {
@@ -67,6 +73,14 @@ export interface SessionLoad {
   gap_seconds: number | null;
   /** Seconds since the last turn, null before the first. */
   idle_seconds?: number | null;
+  /** The turn's lease (see turn-protocol.ts); null: the session is being deleted. */
+  lease?: TurnLease | null;
+  /** How many of the asked ids were answered (the rest did not fit the budget); all when absent. */
+  answered?: number;
+  /** The tenant's statistics for the asked names, when the session holds a copy of them. */
+  tool_stats?: Record<string, ToolStats>;
+  /** The tenant's calibration per model, when the session holds a copy of it. */
+  calibrations?: Record<string, Calibration>;
 }
 
 export interface SessionDetail extends SessionSummary {
@@ -152,7 +166,11 @@ export interface SessionReportData {
   last_turn: LastTurn | null;
 }
 
-export interface SessionStatePort {
+/**
+ * The session's authority. The turn protocol's methods (`begin`, `addRecords`, `purged`:
+ * turn-protocol.ts) are optional: a store composes an adapter without them as before.
+ */
+export interface SessionStatePort extends Partial<TurnProtocol> {
   load(
     ref: SessionRef,
     toolUseIds: readonly string[],
@@ -206,8 +224,10 @@ export interface CalibrationPort {
   /**
    * Learns one measured turn (`calibrate`, applied atomically); returns the new state.
    * `estimate`: the request as sent, estimated per class; `measured`: its billed prompt tokens.
+   * Absent: the session state learns (the SessionDO holds its tenant's calibration and sends its
+   * samples in batches, tenant-copy.ts), so no turn waits on a tenant-wide object.
    */
-  learn(
+  learn?(
     tenant: string,
     model: string,
     estimate: Record<string, number>,
@@ -297,6 +317,12 @@ export interface ServiceStore extends OffloadStore {
   readonly lastTurnSeq: number | null;
   /** Another instance over the same backends, with notes of its own: one per concurrent call. */
   forCall(): ServiceStore;
+  /**
+   * A turn's first read (turn-protocol.ts): the config layer, the records of `ask.ids` (served to
+   * the turn's `load`) and the memos anchored on `ask.anchors`, in one round trip where the
+   * session state offers it.
+   */
+  begin(ref: SessionRef, ask: BeginAsk): Promise<TurnStart>;
   describeSession(ref: SessionRef): Promise<SessionDetail | null>;
   /** The tenant's extraction cache (a store without one misses every time and stores nothing). */
   getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;

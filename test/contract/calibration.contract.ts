@@ -8,7 +8,7 @@ const tenant = () => `cal-${Date.now().toString(36)}-${++n}`;
 
 export function runCalibrationContract(
   name: string,
-  make: () => CalibrationPort | Promise<CalibrationPort>,
+  make: () => Required<CalibrationPort> | Promise<Required<CalibrationPort>>,
 ): void {
   describe(`calibration contract: ${name}`, () => {
     it("reads an unknown tenant or model as none", async () => {

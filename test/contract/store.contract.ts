@@ -26,10 +26,20 @@ const meta = bodyMeta;
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
+export interface StoreContractOptions {
+  /**
+   * Stores whose tenant-wide statistics travel in the background: makes the sessions' deltas
+   * reach the tenant and every copy read fresh (tenant-wide counts are checked after it).
+   */
+  settle?: (refs: readonly SessionRef[]) => Promise<void>;
+}
+
 export function runStoreContract(
   name: string,
   make: () => OffloadStore | Promise<OffloadStore>,
+  options: StoreContractOptions = {},
 ): void {
+  const settle = options.settle ?? (async () => {});
   describe(`store contract: ${name}`, () => {
     it("reads an unknown session as empty", async () => {
       const store = await make();
@@ -189,6 +199,7 @@ export function runStoreContract(
       await store.noteRecall(a, MEM("1"));
       await store.noteRecall(a, MEM("9")); // names no record: counted for no tool
       await store.commit(b, { records: [bash("r3", "2")], recall_declared: true, log: log(1) });
+      await settle([a, b, other]);
       const sa = await store.load(a, [], ["bash", "grep", "never-used"]);
       expect(sa.session_tool_stats).toEqual({ bash: { offloaded: 1, recalls: 2 } });
       expect(sa.tool_stats).toEqual({ bash: { offloaded: 2, recalls: 2 } });
@@ -226,6 +237,7 @@ export function runStoreContract(
         log: log(1, { shadow: true, gate_fired: 1 }),
         decisions,
       });
+      await settle([r]);
       const state = await store.load(r, ["s1"], ["bash"]);
       expect(state.records.get("s1")?.action).toBe("offloaded"); // recorded exactly as a live turn would
       expect(state.tool_stats?.bash?.offloaded ?? 0).toBe(0);
@@ -236,6 +248,7 @@ export function runStoreContract(
         recall_declared: true,
         log: log(2),
       });
+      await settle([r]);
       expect((await store.load(r, [], ["bash"])).tool_stats?.bash?.offloaded).toBe(1);
       expect((await store.describeSession(r))?.turns.map((t) => t.shadow)).toEqual([true, false]);
     });

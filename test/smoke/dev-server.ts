@@ -33,14 +33,16 @@ export function freePort(): Promise<number> {
 
 /**
  * `vars` become `--var NAME:value` (secrets included: they never reach a file). `prepare` runs on
- * the fresh state directory before wrangler starts (to seed its local bucket).
+ * the fresh state directory before wrangler starts (to seed its local bucket). `inspectorPort`: where
+ * the Worker's inspector listens (a free port by default).
  */
 export async function startDevServer(
   vars: Record<string, string>,
   timeoutMs = 90_000,
   prepare?: (state: string) => void,
+  inspectorPort?: number,
 ): Promise<DevServer> {
-  const [port, inspector] = [await freePort(), await freePort()];
+  const [port, inspector] = [await freePort(), inspectorPort ?? (await freePort())];
   const state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
   prepare?.(state);
   return launch({

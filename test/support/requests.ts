@@ -133,6 +133,7 @@ export function faultyStore(
     noteRecall: wrap("noteRecall"),
     describeSession: wrap("describeSession"),
     deleteSession: wrap("deleteSession"),
+    ...(inner.hasBody === undefined ? {} : { hasBody: wrap("hasBody") }),
     ...(inner.getExtraction === undefined
       ? {}
       : { getExtraction: wrap("getExtraction"), putExtraction: wrap("putExtraction") }),

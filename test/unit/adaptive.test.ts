@@ -188,10 +188,22 @@ describe("first-delivery offload (opt-in)", () => {
         result: huge,
       },
     ]);
+    // A recall answer: its mem_id is one this session issued.
+    const store = new MemoryStore();
+    await store.putBody({ tenant: "default", session: "r" }, huge, {
+      mem_id: "trm_000000000000000000000000",
+      tool_use_id: "earlier",
+      tool_name: "bash",
+      chars: huge.length,
+      tokens: 1,
+      kind: "json",
+      outline: "",
+      turn: 1,
+    });
     const r = await compact({
       request: JSON.stringify(recallAnswer),
       session: "r",
-      store: new MemoryStore(),
+      store,
       config: FIRST,
     });
     expect(r.decisions[1]!.action).toBe("kept");

@@ -226,8 +226,13 @@ describe("the bytes a model reads in place of a result", () => {
       { model: "claude-opus-4-5" },
     ),
   );
-  const replaced = async (config: object, session: string, req = request) => {
-    const out = await compact({ request: req, session, store: new MemoryStore(), config, secret });
+  const replaced = async (
+    config: object,
+    session: string,
+    req = request,
+    store = new MemoryStore(),
+  ) => {
+    const out = await compact({ request: req, session, store, config, secret });
     return resultContent(parse(out.request as string), "t1");
   };
 
@@ -267,7 +272,19 @@ describe("the bytes a model reads in place of a result", () => {
       result: body.slice(0, 9000),
     };
     const req = JSON.stringify(conversation([recallTurn, { id: "t2", result: "ok" }]));
-    expect(await replaced(ON, "recall", req)).toMatchInlineSnapshot(
+    // A marker only for a mem_id this session issued: the ledger holds what it points at.
+    const store = new MemoryStore();
+    await store.putBody({ tenant: "default", session: "recall" }, body, {
+      mem_id: recallTurn.input.mem_id,
+      tool_use_id: "t0",
+      tool_name: "bash",
+      chars: body.length,
+      tokens: 1,
+      kind: "json",
+      outline: "",
+      turn: 1,
+    });
+    expect(await replaced(ON, "recall", req, store)).toMatchInlineSnapshot(
       `"[recall answer of 9,000 chars, shortened by edge-offload after use. To see it again, call recall_tool_result with mem_id="trm_0123456789abcdef01234567", query="Item number 7", window=40.]"`,
     );
   });

@@ -6,6 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
 import { recall } from "../../src/core/recall.ts";
+import { PRESSURE_BATCH_LIMIT } from "../../src/core/turn/pressure.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { conversation, textBody } from "../support/requests.ts";
 
@@ -22,6 +23,33 @@ const turns = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ id: `r${i}`, result: textBody(11_000, `r${i}`) }));
 
 describe("context-pressure mode", () => {
+  it("writes nothing for results too small to be worth a stub, and bounds a batch", async () => {
+    const small = Array.from({ length: 2_000 }, (_, i) => ({
+      id: `s${i}`,
+      result: textBody(900, `s${i}`),
+    }));
+    const tiny = await compact({
+      request: conversation(small, { model }),
+      session: "many-small",
+      store: new MemoryStore(),
+      config: { ...config, tool_result_compaction_size_chars: 0 },
+    });
+    // Past the pressure share, but no result is several stubs long: no body written, no batch.
+    expect(tiny.report.pressure).toBeNull();
+    expect(tiny.report.offloaded).toBe(0);
+    const big = Array.from({ length: PRESSURE_BATCH_LIMIT + 40 }, (_, i) => ({
+      id: `b${i}`,
+      result: textBody(11_000, `b${i}`),
+    }));
+    const out = await compact({
+      request: conversation(big, { model }),
+      session: "many-big",
+      store: new MemoryStore(),
+      config: { ...config, tool_result_context_window_tokens: 10_000 },
+    });
+    expect(out.report.pressure!.offloaded).toBe(PRESSURE_BATCH_LIMIT);
+  });
+
   it("stays out of the way below the pressure share", async () => {
     const store = new MemoryStore();
     const out = await compact({

@@ -307,11 +307,9 @@ describe("idempotent, even for a result declined while the cache is warm", () =>
 });
 
 describe.each(KITS.map((k) => [k.format, k] as const))("%s: nothing lost", (_format, kit) => {
-  // A known defect, left to the change that reworks how recall answers are stored: a client's own tool
-  // named recall_tool_result, whose arguments name no mem_id this session issued, has its settled result
-  // replaced by a marker while its body is stored nowhere. `it.fails` keeps the case visible; once fixed,
-  // this test fails and becomes an ordinary `it`.
-  it.fails("holds for a result of a client's own tool named recall_tool_result", async () => {
+  // A client's own tool named recall_tool_result, whose arguments name no mem_id this session issued:
+  // its settled result is ordinary (a marker would point at a body stored nowhere).
+  it("holds for a result of a client's own tool named recall_tool_result", async () => {
     const store = new MemoryStore();
     const text = textBody(61_300);
     const request = kit.conversation([

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas/session.ts";
 import { sessionObjectName } from "../../src/session/state.ts";
 import { indexBodyKey, indexSessionKey, ledgerPrefix } from "../../src/store/keys.ts";
+import { TURN_LEASE_MS } from "../../src/store/turn-protocol.ts";
 import {
   call,
   compactPath,
@@ -36,6 +37,33 @@ async function objectTables(tenant: string, session: string): Promise<Record<str
   });
 }
 
+/**
+ * After a purge: the session's tables are empty and only its lifecycle is kept, with an alarm for the
+ * tombstone's sweep; once a turn's lease has passed, the alarm empties the object.
+ */
+async function expectTombstone(tenant: string, session: string): Promise<void> {
+  const stub = stubOf(tenant, session);
+  const rows = await objectTables(tenant, session);
+  const own = ["session", "records", "turns", "recalls", "memos", "last_turn", "orphans"];
+  expect(own.filter((t) => (rows[t] ?? 0) > 0)).toEqual([]);
+  expect(rows.meta).toBeGreaterThan(0); // the lifecycle (and any statistics not yet sent)
+  expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
+  await runInDurableObject(stub, (_i, state) => {
+    const life = state.storage.sql
+      .exec<{ value: string }>("SELECT value FROM meta WHERE key = 'lifecycle'")
+      .one();
+    const parsed = JSON.parse(life.value) as { tombstone_at: number };
+    parsed.tombstone_at -= TURN_LEASE_MS + 1;
+    state.storage.sql.exec(
+      "UPDATE meta SET value = ? WHERE key = 'lifecycle'",
+      JSON.stringify(parsed),
+    );
+  });
+  expect(await runDurableObjectAlarm(stub)).toBe(true);
+  expect(await objectTables(tenant, session)).toEqual({});
+  expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+}
+
 async function twoTurns(session: string): Promise<string> {
   const first = await call(compactPath(session), { body: conversation(), config: ON });
   const mem = memIdIn(await first.text());
@@ -51,9 +79,9 @@ describe("GET /v1/sessions/:id", () => {
     expect(res.status).toBe(200);
     const view = SessionResponseSchema.parse(await res.json());
     expect(view).toMatchObject({ tenant: "acme", session, recall_declared: true, config: {} });
+    // Small results are derived again each turn (no record): the view lists the decided ones.
     expect(view.tool_results.map((r) => [r.tool_use_id, r.tier, r.action])).toEqual([
       ["toolu_1", "large", "offloaded"],
-      ["toolu_2", "small", "kept"],
     ]);
     const big = view.tool_results[0]!;
     expect(big).toMatchObject({
@@ -69,9 +97,9 @@ describe("GET /v1/sessions/:id", () => {
     expect(view.totals).toMatchObject({
       calls: 2,
       turns_logged: 2,
-      tool_results: 2,
+      tool_results: 1,
       offloaded: 1,
-      kept: 1,
+      kept: 0,
       compacted: 0,
       recalls: 0,
     });
@@ -133,7 +161,7 @@ describe("DELETE /v1/sessions/:id", () => {
     });
     expect(await objectTables("acme", session)).toMatchObject({
       session: 1,
-      records: 2,
+      records: 1,
       turns: 2,
       recalls: 1,
     });
@@ -142,10 +170,9 @@ describe("DELETE /v1/sessions/:id", () => {
     expect(res.status).toBe(204);
     expect(await res.text()).toBe("");
 
-    expect(await objectTables("acme", session)).toEqual({});
-    expect(
-      await runInDurableObject(stubOf("acme", session), (_i, state) => state.storage.getAlarm()),
-    ).toBeNull();
+    // The session's own state is gone at once; a tombstone (its generation) stays a turn's lease
+    // long, so a turn that began before the delete cannot commit after it, then goes too.
+    await expectTombstone("acme", session);
     expect((await env.LEDGER.list({ prefix: ledgerPrefix(ref) })).objects).toEqual([]);
     expect(await env.INDEX.get(indexBodyKey(ref, mem))).toBeNull();
     expect(await env.INDEX.get(indexSessionKey(ref))).toBeNull();
@@ -201,10 +228,10 @@ describe("retention", () => {
       state.storage.sql.exec("UPDATE session SET last_active = last_active - ?", 604_800_001);
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
-    expect(await objectTables("acme", session)).toEqual({});
     expect((await env.LEDGER.list({ prefix: ledgerPrefix(ref) })).objects).toEqual([]);
     expect(await env.INDEX.get(indexBodyKey(ref, mem))).toBeNull();
     expect(await env.INDEX.get(indexSessionKey(ref))).toBeNull();
+    await expectTombstone("acme", session);
     expect(await runDurableObjectAlarm(stub)).toBe(false);
   });
 });

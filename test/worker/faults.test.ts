@@ -213,7 +213,8 @@ describe("fault injection", () => {
     const body = JSON.stringify(conversation());
     const res = await send(app, compactPath(session), { body, config: ON });
     expect(await res.text()).toBe(body);
-    expect(summary(res).errors[0]?.message).toContain("session state unavailable");
+    // Without the turn protocol, the route's first read is this load: it passes the turn through.
+    expect(summary(res).errors[0]?.message).toMatch(/session state/);
   });
 
   it("a failing R2 read makes recall a 503 (retryable), not a wrong answer", async () => {

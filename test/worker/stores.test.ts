@@ -15,6 +15,7 @@ import { runLedgerContract } from "../contract/ledger.contract.ts";
 import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
+import { settleTenantStats } from "./settle.ts";
 
 runSessionStateContract("SessionDO (SQLite)", () => new DurableSessionState(env.SESSIONS));
 runTenantStatsContract("TenantDO (SQLite)", () => new DurableTenantStats(env.TENANTS));
@@ -25,6 +26,8 @@ runExtractionCacheContract("R2ExtractionCache", () => new R2ExtractionCache(env.
 runExtractionCacheContract("ComposedStore (R2 extraction cache)", () =>
   defaultStore(env, settingsOf(env), () => {}),
 );
-runStoreContract("ComposedStore (SessionDO + R2 + KV)", () =>
-  defaultStore(env, settingsOf(env), () => {}),
+runStoreContract(
+  "ComposedStore (SessionDO + R2 + KV)",
+  () => defaultStore(env, settingsOf(env), () => {}),
+  { settle: settleTenantStats },
 );

@@ -177,16 +177,21 @@ export async function replace(
   if (rendered.length > INLINE_REPLACEMENT_CHARS) {
     memId = memIdOf(await bodyDigest(secret, ref.tenant, ref.session, rendered));
     try {
-      await store.putBody(ref, rendered, {
-        mem_id: memId,
-        tool_use_id: e.id!,
-        tool_name: `attachment:${e.site.kind}`,
-        chars: rendered.length,
-        tokens: sent,
-        kind: "text",
-        outline: "",
-        turn: analysis.assistant_turns,
-      });
+      await store.putBody(
+        ref,
+        rendered,
+        {
+          mem_id: memId,
+          tool_use_id: e.id!,
+          tool_name: `attachment:${e.site.kind}`,
+          chars: rendered.length,
+          tokens: sent,
+          kind: "text",
+          outline: "",
+          turn: analysis.assistant_turns,
+        },
+        ctx.loaded.lease,
+      );
     } catch (cause) {
       ctx.problems.push({
         code: "storage_error",

@@ -118,11 +118,12 @@ export class AttachmentTurn {
     for (const e of this.#entries) {
       if (e.fresh === undefined) continue;
       const s = standing.get(e.fresh.tool_use_id);
-      if (
-        s !== undefined &&
-        (s.action !== e.fresh.action ||
-          s.rendered !== e.fresh.rendered ||
-          s.mem_id !== e.fresh.mem_id)
+      // Not kept by the store: not saved, so not sticky.
+      if (s === undefined) this.#native(e);
+      else if (
+        s.action !== e.fresh.action ||
+        s.rendered !== e.fresh.rendered ||
+        s.mem_id !== e.fresh.mem_id
       )
         e.outcome = await replayMedia(this.#ctx, e.site, s);
     }
@@ -130,17 +131,18 @@ export class AttachmentTurn {
 
   /** The commit failed: decisions of this turn are not sticky, so their blocks go out natively. */
   unsaved(): void {
-    for (const e of this.#entries) {
-      if (e.fresh === undefined) continue;
-      e.outcome = nativeOutcome(
-        this.#ctx,
-        e.site,
-        e.id,
-        "sent natively: the decision could not be saved",
-        e.outcome?.decision.native_tokens ?? null,
-      );
-      e.fresh = undefined;
-    }
+    for (const e of this.#entries) if (e.fresh !== undefined) this.#native(e);
+  }
+
+  #native(e: MediaEntry): void {
+    e.outcome = nativeOutcome(
+      this.#ctx,
+      e.site,
+      e.id,
+      "sent natively: the decision could not be saved",
+      e.outcome?.decision.native_tokens ?? null,
+    );
+    e.fresh = undefined;
   }
 
   /**

@@ -9,9 +9,9 @@ import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import { offloadGate } from "../gate.ts";
 import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
-import { bodyDigest, memIdOf } from "../memid.ts";
+import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
-import { structureOf } from "../structure.ts";
+import { type StructureIndex, structureOf } from "../structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "../stub.ts";
 import { estimateTokens } from "../tokens.ts";
 import type { GateResult, ResultRecord } from "../types.ts";
@@ -27,6 +27,7 @@ import {
   type TurnContext,
   tierOf,
 } from "./context.ts";
+import type { Flight } from "./flight.ts";
 import { priceOffload } from "./price.ts";
 
 /**
@@ -38,6 +39,13 @@ export interface FirstDecision {
   record?: ResultRecord;
 }
 
+/** A first decision whose body is being made durable (flight.ts): it stands once that is done. */
+export interface LaterDecision {
+  later: Promise<FirstDecision>;
+}
+
+const SMALL = "small: at most the size floor";
+
 /**
  * First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
  */
@@ -46,7 +54,6 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
     ctx.offload &&
     ctx.config.tool_result_first_delivery === "gated" &&
     !site.settled &&
-    !isRecallResult(site) &&
     charsOf(ctx, site) >=
       (ctx.config.tool_result_first_delivery_min_chars ??
         ctx.config.tool_result_large_offload_threshold_chars)
@@ -60,9 +67,10 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
 export async function decide(
   ctx: TurnContext,
   site: ToolResultSite,
-  firstDelivery = false,
+  firstDelivery: boolean,
+  flight: Flight,
   pressure = false,
-): Promise<FirstDecision> {
+): Promise<FirstDecision | LaterDecision> {
   const m = measure(ctx, site);
   const tier = tierOf(ctx.config, m.chars);
   const base = {
@@ -100,15 +108,22 @@ export async function decide(
       gate,
     });
 
-  if (tier === "small" && !pressure) return kept("small: at most the size floor");
-  if (isRecallResult(site)) {
-    // A recall answer is never offloaded to a new mem_id (that would chain recalls); once settled,
-    // a marker.
-    const args = parseArgs(site.tool_input_source ?? ctx.raw, site.tool_input);
+  // Small is a pure function of the text and the config: derived again each turn, never recorded,
+  // so a turn of many small results commits nothing for them (a commit stays bounded whatever the
+  // request). A floor lowered later lets the gate weigh such a result then, priced like any other.
+  if (tier === "small" && !pressure) return { outcome: kept(SMALL).outcome };
+  const answer = isRecallResult(site) ? await recallAnswerOf(ctx, site) : null;
+  if (answer === "unknown")
+    return { outcome: pending(ctx, site, false, "kept full: could not tell a recall answer") };
+  if (answer !== null) {
+    // A recall answer is never offloaded to a new mem_id (that would chain recalls): unseen, it is
+    // kept; once settled, a marker that the ledger's body re-derives.
+    if (firstDelivery) return { outcome: pending(ctx, site, false) };
+    const args = answer;
     const rendered = renderRecallMarker(m.chars, args);
     return settle({
       action: "compacted",
-      mem_id: typeof args.mem_id === "string" ? args.mem_id : null,
+      mem_id: args.mem_id as string,
       fingerprint: await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text),
       rendered,
       rendered_tokens: estimateTokens(rendered.length),
@@ -117,7 +132,9 @@ export async function decide(
     });
   }
 
-  const structure = ctx.offload ? structureOf(m.text, m.kind) : null;
+  // The structural index parses the body: only a result the gate weighs (or a stub) needs it.
+  let structure: StructureIndex | null = null;
+  const structured = (): StructureIndex => (structure ??= structureOf(m.text, m.kind));
   const stubOf = (memId: string): string =>
     renderStub({
       unseen: firstDelivery,
@@ -125,7 +142,7 @@ export async function decide(
       tool_name: site.tool_name,
       chars: m.chars,
       tokens: m.tokens,
-      structure: structure!,
+      structure: structured(),
       body: m.text,
       preview_chars: ctx.config.tool_result_stub_preview_chars,
       mode: ctx.config.tool_result_recall_mode,
@@ -157,52 +174,95 @@ export async function decide(
     }
   }
 
-  const digest = await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text);
-  const memId = memIdOf(digest);
-  const rendered = ctx.offload
-    ? stubOf(memId)
-    : renderCompacted({
-        mem_id: memId,
-        body: m.text,
-        chars: m.chars,
-        tokens: m.tokens,
-        preview_chars: ctx.config.tool_result_compaction_preview_chars,
-        recall_available: false,
+  // From here the body is hashed and written, overlapped with the next decisions. Priced as
+  // declared from now on (the tool comes with the first stub; the turn undoes it if none lands).
+  if (ctx.offload) ctx.toolDeclared = true;
+  const store = async (): Promise<FirstDecision> => {
+    const digest = await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text);
+    const memId = memIdOf(digest);
+    const rendered = ctx.offload
+      ? stubOf(memId)
+      : renderCompacted({
+          mem_id: memId,
+          body: m.text,
+          chars: m.chars,
+          tokens: m.tokens,
+          preview_chars: ctx.config.tool_result_compaction_preview_chars,
+          recall_available: false,
+        });
+    try {
+      await ctx.store.putBody(
+        ctx.ref,
+        m.text,
+        {
+          mem_id: memId,
+          tool_use_id: site.tool_use_id,
+          tool_name: site.tool_name,
+          chars: m.chars,
+          tokens: m.tokens,
+          kind: ctx.offload ? structured().kind : m.kind,
+          outline: ctx.offload ? structured().outline : "",
+          turn: ctx.analysis.assistant_turns,
+        },
+        ctx.loaded.lease,
+      );
+    } catch (cause) {
+      // No stub without a durable body. Not recorded, so a later turn tries again.
+      ctx.problems.push({
+        code: "storage_error",
+        tool_use_id: site.tool_use_id,
+        message: `body not stored, kept full (${describeCause(cause)})`,
       });
-  try {
-    await ctx.store.putBody(ctx.ref, m.text, {
+      return { outcome: pending(ctx, site, false, "kept full: the ledger write failed") };
+    }
+    return settle({
+      action: ctx.offload ? "offloaded" : "compacted",
       mem_id: memId,
-      tool_use_id: site.tool_use_id,
-      tool_name: site.tool_name,
-      chars: m.chars,
-      tokens: m.tokens,
-      kind: structure?.kind ?? m.kind,
-      outline: structure?.outline ?? "",
-      turn: ctx.analysis.assistant_turns,
+      fingerprint: digest,
+      rendered,
+      rendered_tokens: estimateTokens(rendered.length),
+      reason: pressure
+        ? `${tier}: context pressure, offloaded oldest-first in one batch`
+        : ctx.offload
+          ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
+          : "size-only path: shortened to a head preview",
+      gate,
     });
+  };
+  const { done } = await flight.start(m.chars, store);
+  return { later: done };
+}
+
+/**
+ * A result of a tool named recall_tool_result is a recall answer only when its arguments name a
+ * mem_id this session issued: then the ledger holds what the marker points at. Clients may declare
+ * a tool of that name themselves; its results are ordinary (a marker would lose their text).
+ * "unknown": the ledger could not be asked, so the result stays full and undecided this turn.
+ */
+async function recallAnswerOf(
+  ctx: TurnContext,
+  site: ToolResultSite,
+): Promise<RecallArgs | "unknown" | null> {
+  const args = parseArgs(site.tool_input_source ?? ctx.raw, site.tool_input);
+  const memId = args.mem_id;
+  if (typeof memId !== "string" || !MEM_ID_PATTERN.test(memId)) return null;
+  // The stub is usually still in the request: its record names the mem_id.
+  for (const r of ctx.loaded.records.values())
+    if (r.mem_id === memId && r.action !== "kept") return args;
+  try {
+    const issued =
+      ctx.store.hasBody !== undefined
+        ? await ctx.store.hasBody(ctx.ref, memId)
+        : (await ctx.store.getBody(ctx.ref, memId)) !== null;
+    return issued ? args : null;
   } catch (cause) {
-    // No stub without a durable body. Not recorded, so a later turn tries again.
     ctx.problems.push({
       code: "storage_error",
       tool_use_id: site.tool_use_id,
-      message: `body not stored, kept full (${describeCause(cause)})`,
+      message: `could not tell whether this recall_tool_result answer is ours; kept full (${describeCause(cause)})`,
     });
-    return { outcome: pending(ctx, site, false, "kept full: the ledger write failed") };
+    return "unknown";
   }
-  if (ctx.offload) ctx.toolDeclared = true;
-  return settle({
-    action: ctx.offload ? "offloaded" : "compacted",
-    mem_id: memId,
-    fingerprint: digest,
-    rendered,
-    rendered_tokens: estimateTokens(rendered.length),
-    reason: pressure
-      ? `${tier}: context pressure, offloaded oldest-first in one batch`
-      : ctx.offload
-        ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
-        : "size-only path: shortened to a head preview",
-    gate,
-  });
 }
 
 /** The recall call's arguments, to name the slice in a settled answer's marker. */

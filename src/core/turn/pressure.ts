@@ -13,6 +13,7 @@ import type { ToolResultSite } from "../formats/types.ts";
 import type { ResultRecord } from "../types.ts";
 import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
 import { decide } from "./decide.ts";
+import { Flight } from "./flight.ts";
 
 /** What a context-pressure batch did (the turn's report says it). */
 export interface PressureReport {
@@ -24,6 +25,14 @@ export interface PressureReport {
   offloaded: number;
   tokens_removed: number;
 }
+
+/**
+ * Results one batch offloads at most: each is a ledger write, and a request of very many results
+ * must not turn one turn into thousands of writes (the next turn goes on if pressure remains).
+ */
+export const PRESSURE_BATCH_LIMIT = 128;
+/** What a stub costs beyond its preview (header, outline, samples), in chars, for the floor below. */
+const STUB_OVERHEAD_CHARS = 1_000;
 
 /** The turn's context window (the config's, else the price table's), null when unknown or off. */
 export function contextWindow(ctx: TurnContext): number | null {
@@ -50,10 +59,16 @@ export async function relievePressure(
   const before = calibratedTokens(ctx.calibration, sent);
   if (before < share * window) return null;
   const goal = ctx.config.tool_result_context_pressure_target * window;
+  // Only results several stubs long are worth a stub: below that the batch would take out little
+  // (or add) and still write a body.
+  const floor = Math.max(
+    ctx.config.tool_result_compaction_size_chars,
+    4 * (ctx.config.tool_result_stub_preview_chars + STUB_OVERHEAD_CHARS),
+  );
   let now = before;
   let offloaded = 0;
   for (const site of sites) {
-    if (now <= goal) break;
+    if (now <= goal || offloaded >= PRESSURE_BATCH_LIMIT) break;
     const current = outcomes.get(site)!.decision;
     if (
       current.action !== "kept" ||
@@ -61,11 +76,17 @@ export async function relievePressure(
       site.index >= hotFrom ||
       site.content === undefined ||
       isRecallResult(site) ||
-      current.chars <= ctx.config.tool_result_compaction_size_chars
+      current.chars < floor
     )
       continue;
-    const decided = await decide(ctx, site, false, true);
-    if (decided.record === undefined || decided.outcome.decision.action === "kept") continue;
+    // One at a time: a batch is rare, and each write must land before its stub counts.
+    const declaredBefore = ctx.toolDeclared;
+    const started = await decide(ctx, site, false, new Flight(), true);
+    const decided = "later" in started ? await started.later : started;
+    if (decided.record === undefined || decided.outcome.decision.action === "kept") {
+      ctx.toolDeclared = declaredBefore;
+      continue;
+    }
     outcomes.set(site, decided.outcome);
     fresh.push({ site, record: decided.record });
     const d = decided.outcome.decision;

@@ -20,8 +20,9 @@ import {
   recallToolTokens,
   type TurnContext,
 } from "./context.ts";
-import { decide, firstDeliveryCandidate } from "./decide.ts";
+import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
 import { turnEstimate } from "./estimate.ts";
+import { Flight } from "./flight.ts";
 import { contextWindow, relievePressure } from "./pressure.ts";
 import { replay, sameDecision } from "./replay.ts";
 import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
@@ -33,17 +34,16 @@ export interface TurnResult {
 }
 
 /**
- * The tenant's calibration for the turn's model, when the store keeps one and it is on; unreadable,
- * the estimates stay as they are.
+ * The tenant's calibration for the turn's model, when the store keeps one and it is on: from the
+ * copy the session's state holds (no other read), else asked of the store; unreadable, the
+ * estimates stay as they are.
  */
 async function loadCalibration(ctx: TurnContext): Promise<Calibration | null> {
   const model = ctx.price?.id;
-  if (
-    ctx.store.calibration === undefined ||
-    model === undefined ||
-    !ctx.config.tool_result_calibration_enabled
-  )
-    return null;
+  if (model === undefined || !ctx.config.tool_result_calibration_enabled) return null;
+  const held = ctx.loaded.calibrations;
+  if (held !== undefined) return held[model] ?? null;
+  if (ctx.store.calibration === undefined) return null;
   try {
     return await ctx.store.calibration(ctx.ref, model);
   } catch {
@@ -73,12 +73,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
     // A result's context-pressure decision has a record of its own (pressure.ts).
     if (contextWindow(ctx) !== null) ids.push(...sites.map((s) => pressureId(s.tool_use_id)));
-    const [loaded, calibration] = await Promise.all([
-      ctx.store.load(ctx.ref, ids, toolNames),
-      loadCalibration(ctx),
-    ]);
-    ctx.loaded = loaded;
-    ctx.calibration = calibration;
+    ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
+    ctx.calibration = await loadCalibration(ctx);
   } catch (cause) {
     // Without the sticky decisions any change could contradict an earlier turn: pass the request
     // through.
@@ -106,9 +102,31 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     (ctx.offload && config.tool_result_recall_tool_declaration === "free" && declaresFree(ctx));
   const outcomes = new Map<ToolResultSite, Outcome>();
   const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
+  const declaredBefore = ctx.toolDeclared;
 
-  // One result at a time: a first decision parses its body, and a 128 MB isolate should hold one at
-  // once.
+  const first = (site: ToolResultSite, decided: FirstDecision): void => {
+    if (decided.record !== undefined) fresh.push({ site, record: decided.record });
+    outcomes.set(site, decided.outcome);
+  };
+  const firstDelivery = (site: ToolResultSite, decided: FirstDecision | null): void => {
+    if (decided?.record !== undefined) {
+      first(site, decided);
+      return;
+    }
+    const kept = pending(ctx, site, site.index >= hotFrom);
+    const declined = decided?.outcome.decision;
+    outcomes.set(
+      site,
+      declined?.gate === undefined
+        ? kept
+        : { decision: { ...kept.decision, gate: declined.gate, reason: declined.reason } },
+    );
+  };
+
+  // A first decision parses its body, one result at a time; one that stores its body goes on while
+  // the next are decided (flight.ts bounds how much body text is held at once).
+  const flight = new Flight();
+  const later: { site: ToolResultSite; arrival: boolean; done: Promise<FirstDecision> }[] = [];
   for (const site of sites) {
     const record =
       loaded.records.get(pressureId(site.tool_use_id)) ?? loaded.records.get(site.tool_use_id);
@@ -116,26 +134,26 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     else if (site.index >= hotFrom || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
       // it.
-      const decided = firstDeliveryCandidate(ctx, site) ? await decide(ctx, site, true) : null;
-      if (decided?.record !== undefined) {
-        fresh.push({ site, record: decided.record });
-        outcomes.set(site, decided.outcome);
-      } else {
-        const kept = pending(ctx, site, site.index >= hotFrom);
-        const declined = decided?.outcome.decision;
-        outcomes.set(
-          site,
-          declined?.gate === undefined
-            ? kept
-            : { decision: { ...kept.decision, gate: declined.gate, reason: declined.reason } },
-        );
-      }
+      const decided = firstDeliveryCandidate(ctx, site)
+        ? await decide(ctx, site, true, flight)
+        : null;
+      if (decided !== null && "later" in decided)
+        later.push({ site, arrival: true, done: decided.later });
+      else firstDelivery(site, decided);
     } else {
-      const decided = await decide(ctx, site);
-      if (decided.record !== undefined) fresh.push({ site, record: decided.record });
-      outcomes.set(site, decided.outcome);
+      const decided = await decide(ctx, site, false, flight);
+      if ("later" in decided) later.push({ site, arrival: false, done: decided.later });
+      else first(site, decided);
     }
   }
+  for (const l of later) {
+    const decided = await l.done;
+    if (l.arrival) firstDelivery(l.site, decided);
+    else first(l.site, decided);
+  }
+  fresh.sort((a, b) => a.site.index - b.site.index);
+  // The recall tool comes with the first stub: without one that landed, nothing new declares it.
+  if (!fresh.some((f) => f.record.action === "offloaded")) ctx.toolDeclared = declaredBefore;
 
   await media.decide(loaded.records);
   const pressure = await relievePressure(
@@ -173,12 +191,18 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       recall_declared: declare,
       log,
       decisions: committed,
+      ...(loaded.lease === undefined ? {} : { lease: loaded.lease }),
     });
     // First writer wins: where a concurrent turn decided a result first, render its decision
-    // instead.
+    // instead. A record the store did not keep was not saved: that result stays full this turn.
     for (const f of fresh) {
       const standing = result.records.get(f.record.tool_use_id);
-      if (standing !== undefined && !sameDecision(standing, f.record))
+      if (standing === undefined)
+        outcomes.set(
+          f.site,
+          pending(ctx, f.site, false, "kept full: the decision could not be saved"),
+        );
+      else if (!sameDecision(standing, f.record))
         outcomes.set(f.site, await replay(ctx, f.site, standing));
     }
     await media.settle(result.records);
