@@ -43,9 +43,10 @@ export function cacheCold(
 }
 
 /**
- * A settled result the gate declines on a warm cache but would offload on a cold one: such a decline is not
- * recorded (so not sticky), and the result is weighed again on each turn until the cache lapses or the gate
- * fires. Every other decline stays recorded: nothing a lapse changes would turn it around.
+ * A settled result the gate declines on a warm cache but would offload on a cold one: such a decline is
+ * recorded as kept while the cache is warm (under a record id of its own), which stands while the cache stays
+ * warm, and the result is weighed again on the first turn after a lapse. Every other decline is an ordinary
+ * record: nothing a lapse changes would turn it around.
  */
 export function waitsForColdCache(input: GateInput): boolean {
   if (input.cache_cold === true || !input.cached_side || input.first_delivery === true)

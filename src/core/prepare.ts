@@ -7,7 +7,7 @@
 import { isOffloadError, type OffloadError } from "../errors.ts";
 import type { FormatAdapter, RequestAnalysis } from "./formats/types.ts";
 import { type JsonNode, parseJsonSpans } from "./json/scan.ts";
-import { pressureId } from "./turn/context.ts";
+import { pressureId, warmId } from "./turn/context.ts";
 import type { Format } from "./types.ts";
 
 export interface PreparedRequest {
@@ -41,9 +41,13 @@ export function turnKeys(prepared: PreparedRequest): { ids: string[]; names: str
   const { analysis } = prepared;
   if ("invalid" in analysis) return { ids: [], names: [] };
   return {
-    // With each result's context-pressure record (pressure.ts), asked for whether or not it exists:
-    // the turn's load is then served from this one read.
-    ids: analysis.sites.flatMap((s) => [s.tool_use_id, pressureId(s.tool_use_id)]),
+    // With each result's context-pressure and kept-while-warm records (pressure.ts, decide.ts), asked
+    // for whether or not they exist: the turn's load is then served from this one read.
+    ids: analysis.sites.flatMap((s) => [
+      s.tool_use_id,
+      pressureId(s.tool_use_id),
+      warmId(s.tool_use_id),
+    ]),
     names: [...new Set(analysis.sites.map((s) => s.tool_name))],
   };
 }

@@ -114,7 +114,7 @@ export function brokenStore(which: { ledger?: boolean } = {}): ComposedStore {
     throw new Error("backend down");
   };
   if (which.ledger) ledger.put = down;
-  else Object.assign(sessions, { proxyState: down, load: down, commit: down });
+  else Object.assign(sessions, { begin: down, proxyState: down, load: down, commit: down });
   return new ComposedStore({ sessions, ledger, index: new MemoryIndex(), log: () => {} });
 }
 

@@ -124,7 +124,7 @@ describe("the transform at the cold-cache moment", () => {
   };
   const config = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
-  it("keeps the result while warm without recording it, and offloads it once the cache has lapsed", async () => {
+  it("keeps the result while warm (a record of its own, replayed while warm), and offloads it once the cache has lapsed", async () => {
     let now = 1_000_000;
     const store = new MemoryStore({ now: () => now });
     const turn = async (n: number) => {
@@ -136,7 +136,9 @@ describe("the transform at the cold-cache moment", () => {
     expect(first.sticky).toBe(false);
     expect(first.reason).toMatch(/^kept while the cache is warm/);
     now += 60_000;
-    expect((await turn(4)).action).toBe("kept");
+    // Still warm: the kept-while-warm record stands (nothing is weighed again, so compacting a turn's
+    // output again decides nothing new).
+    expect(await turn(4)).toMatchObject({ action: "kept", sticky: true, reason: first.reason });
     now += 10 * 60_000; // idle past the 5-minute TTL and the margin
     const cold = await turn(5);
     expect(cold.action).toBe("offloaded");

@@ -173,3 +173,12 @@ export function isRecallResult(site: ToolResultSite): boolean {
 export function pressureId(toolUseId: string): string {
   return `${toolUseId}#pressure`;
 }
+
+/**
+ * The record id of a result the gate declined only because the provider's cache is warm (cold.ts):
+ * kept while the cache stays warm, weighed again on the first turn after a lapse, whose decision is
+ * then the result's own record. Its own id, so that decision is a first write, not a replacement.
+ */
+export function warmId(toolUseId: string): string {
+  return `${toolUseId}#warm`;
+}

@@ -26,6 +26,7 @@ import {
   rawLength,
   type TurnContext,
   tierOf,
+  warmId,
 } from "./context.ts";
 import type { Flight } from "./flight.ts";
 import { priceOffload } from "./price.ts";
@@ -164,11 +165,12 @@ export async function decide(
         const declined = pending(ctx, site, false, `first delivery declined: ${gate.reason}`);
         return { outcome: { decision: { ...declined.decision, gate } } };
       }
-      // Declined only because the cache is warm: not recorded, so the turn after a lapse weighs it
-      // again.
+      // Declined only because the cache is warm: kept under a record of its own, which stands while
+      // the cache stays warm (so compacting this turn's output again decides nothing new), and the
+      // first turn after a lapse weighs the result again.
       if (waitsForColdCache(gateInput)) {
-        const warm = pending(ctx, site, false, `kept while the cache is warm: ${gate.reason}`);
-        return { outcome: { decision: { ...warm.decision, gate } } };
+        const warm = kept(`kept while the cache is warm: ${gate.reason}`, gate);
+        return { ...warm, record: { ...warm.record!, tool_use_id: warmId(site.tool_use_id) } };
       }
       return kept(`${tier}: ${gate.reason}`, gate);
     }

@@ -19,6 +19,7 @@ import {
   pressureId,
   recallToolTokens,
   type TurnContext,
+  warmId,
 } from "./context.ts";
 import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
 import { turnEstimate } from "./estimate.ts";
@@ -71,8 +72,10 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     : [];
   try {
     const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
-    // A result's context-pressure decision has a record of its own (pressure.ts).
+    // A result's context-pressure decision has a record of its own (pressure.ts), and so has a
+    // decline while the cache is warm (decide.ts).
     if (contextWindow(ctx) !== null) ids.push(...sites.map((s) => pressureId(s.tool_use_id)));
+    if (ctx.offload) ids.push(...sites.map((s) => warmId(s.tool_use_id)));
     ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
     ctx.calibration = await loadCalibration(ctx);
   } catch (cause) {
@@ -127,9 +130,13 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   // the next are decided (flight.ts bounds how much body text is held at once).
   const flight = new Flight();
   const later: { site: ToolResultSite; arrival: boolean; done: Promise<FirstDecision> }[] = [];
+  // Kept while warm stands until the cache lapses; then the result is weighed again.
+  const cold = cacheCold(ctx.format, analysis.breakpoints, loaded.idle_seconds);
   for (const site of sites) {
     const record =
-      loaded.records.get(pressureId(site.tool_use_id)) ?? loaded.records.get(site.tool_use_id);
+      loaded.records.get(pressureId(site.tool_use_id)) ??
+      loaded.records.get(site.tool_use_id) ??
+      (cold || !ctx.offload ? undefined : loaded.records.get(warmId(site.tool_use_id)));
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
     else if (site.index >= hotFrom || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
