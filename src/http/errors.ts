@@ -17,7 +17,7 @@ const BY_STATUS: Record<number, OffloadErrorType> = {
 
 export function toOffloadError(err: unknown, log: (line: string) => void): OffloadError {
   if (isOffloadError(err)) {
-    // Storage errors were logged with their cause where they happened (store/composed.ts).
+    // Storage errors were logged with their cause where they happened (store/backend-calls.ts).
     if (err.status >= 500 && err.type !== "storage_error")
       log(
         `[edge-offload] ${err.type}: ${err.message}${err.cause instanceof Error ? ` (${err.cause.name}: ${err.cause.message.slice(0, 200)})` : ""}`,

@@ -6,10 +6,8 @@ import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
-import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
+import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
 import type {
-  LastTurn,
-  LoggedTurn,
   SessionCommitResult,
   SessionDetail,
   SessionLoad,
@@ -35,8 +33,9 @@ import {
   PURGE_GRACE_MS,
   startPurge,
 } from "./lifecycle.ts";
+import { describeRow, type MemoryRow, newRow, reportOfRow } from "./memory-row.ts";
 import { anchoredMemos } from "./memos.ts";
-import { lastTurnOf, latestOf, loggedTurn, recordCounts, totalsOf } from "./report.ts";
+import { lastTurnOf, loggedTurn } from "./report.ts";
 import {
   applyCommit,
   GAP_WINDOW,
@@ -50,29 +49,8 @@ import {
 } from "./state.ts";
 import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
 
-interface Row {
-  records: Map<string, ResultRecord>;
-  /**
-   * Turn log lines with the sequence number their commit returned (the proxy notes its hops on one
-   * later).
-   */
-  turns: { seq: number; line: LoggedTurn }[];
-  seq: number;
-  last_turn: LastTurn | null;
-  memos: ProxyMemo[];
-  recall_declared: boolean;
-  calls: number;
-  recalls: Map<string, number>;
-  config: OffloadConfigPatch;
-  created_at: number;
-  last_active: number;
-  last_indexed: number | null;
-  /** Commit times, most recent last (for the gap between turns). */
-  times: number[];
-}
-
 export class MemorySessionState implements SessionStatePort {
-  readonly #rows = new Map<string, Row>();
+  readonly #rows = new Map<string, MemoryRow>();
   /** Per session: its generation and purges (kept across a purge, unlike the row). */
   readonly #lives = new Map<string, Lifecycle>();
   /** Per session: bodies a refused commit wrote, noted for deletion (mem_id → deleted at). */
@@ -87,26 +65,12 @@ export class MemorySessionState implements SessionStatePort {
     return JSON.stringify([ref.tenant, ref.session]);
   }
 
-  #row(ref: SessionRef): Row {
+  #row(ref: SessionRef): MemoryRow {
     const key = this.#key(ref);
     let row = this.#rows.get(key);
     const now = this.#now();
     if (row === undefined) {
-      row = {
-        records: new Map(),
-        turns: [],
-        seq: 0,
-        last_turn: null,
-        memos: [],
-        recall_declared: false,
-        calls: 0,
-        recalls: new Map(),
-        config: {},
-        created_at: now,
-        last_active: now,
-        last_indexed: null,
-        times: [],
-      };
+      row = newRow(now);
       this.#rows.set(key, row);
     }
     row.last_active = now;
@@ -264,21 +228,7 @@ export class MemorySessionState implements SessionStatePort {
   async describe(ref: SessionRef): Promise<SessionDetail | null> {
     const row = this.#rows.get(this.#key(ref));
     if (row === undefined) return null;
-    const recalls = recallTotal(row);
-    return {
-      tenant: ref.tenant,
-      session: ref.session,
-      calls: row.calls,
-      recall_declared: row.recall_declared,
-      recalls,
-      tool_stats: toolStatsOf(row.records.values(), row.recalls),
-      records: [...row.records.values()].map((r) => structuredClone(r)),
-      turns: row.turns.map((t) => structuredClone(t.line)),
-      config: structuredClone(row.config),
-      created_at: row.created_at,
-      last_active: row.last_active,
-      recalls_by_mem_id: Object.fromEntries(row.recalls),
-    };
+    return describeRow(ref, row);
   }
 
   async report(
@@ -287,22 +237,7 @@ export class MemorySessionState implements SessionStatePort {
   ): Promise<SessionReportData | null> {
     const row = this.#rows.get(this.#key(ref));
     if (row === undefined) return null;
-    const recalls = recallTotal(row);
-    return {
-      tenant: ref.tenant,
-      session: ref.session,
-      created_at: row.created_at,
-      last_active: row.last_active,
-      calls: row.calls,
-      recall_declared: row.recall_declared,
-      config: structuredClone(row.config),
-      records: recordCounts(row.records.values(), row.recalls),
-      recalls,
-      totals: totalsOf(row.turns.map((t) => t.line)),
-      latest: latestOf(row.turns.map((t) => t.line)),
-      turns: options.turns === false ? [] : row.turns.map((t) => structuredClone(t.line)),
-      last_turn: structuredClone(row.last_turn),
-    };
+    return reportOfRow(ref, row, options);
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
@@ -360,10 +295,4 @@ export class MemorySessionState implements SessionStatePort {
       ...new Set([...row.records.values()].flatMap((r) => (r.mem_id === null ? [] : [r.mem_id]))),
     ];
   }
-}
-
-function recallTotal(row: Row): number {
-  let n = 0;
-  for (const c of row.recalls.values()) n += c;
-  return n;
 }

@@ -1,8 +1,8 @@
 /**
  * The SessionDO's tables: created by the first write, migrated in place (columns added to tables an
  * earlier version created), and read back as the session's row, records, recalls, turn lines and
- * mem_ids. Only SQL here; the object (session-do.ts) owns the transactions, the alarm and the RPC
- * surface.
+ * mem_ids. Only SQL here; the object (session-do.ts and its session-*.ts pieces) owns the
+ * transactions, the alarm and the RPC surface.
  */
 import type { ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
 import type { LoggedTurn } from "../store/ports.ts";

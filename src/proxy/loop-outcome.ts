@@ -1,0 +1,106 @@
+/**
+ * What a proxied call's outcome becomes: the summary's proxy part, the billed figures (the recall
+ * hops' calls apart, a cost of offloading), and the hops, usage and memos noted on the turn's log
+ * line.
+ */
+import { type TurnUsage, turnUsage, usageUsd } from "../core/billing.ts";
+import { resolveModel } from "../core/pricing.ts";
+import type { Summary } from "../http/summary.ts";
+import type { Ending } from "./dialect.ts";
+import type { ProxyCall } from "./loop-steps.ts";
+import type { ProxyMemo } from "./port.ts";
+
+/** What one proxied call came to: its hops, recalls, ending, memos and usage objects. */
+export interface TurnOutcome {
+  hops: number;
+  recalls: number;
+  /** "failed": a hop could not be made or the provider refused it; the client got that error. */
+  ending: Ending | "failed";
+  memos: ProxyMemo[];
+  /** Each provider call's usage object as the answer reported it, the client's call first. */
+  usages: unknown[];
+}
+
+/** The call's summary with its proxy part (and, once measured, what the provider billed). */
+export function withProxy(
+  summary: Summary,
+  outcome: TurnOutcome | null,
+  stream: boolean,
+  billed: Billed | null = null,
+): Summary {
+  const proxy: NonNullable<Summary["proxy"]> = { stream, spliced: summary.proxy?.spliced ?? 0 };
+  if (outcome !== null)
+    Object.assign(proxy, {
+      hops: outcome.hops,
+      recalls: outcome.recalls,
+      ending: outcome.ending,
+      memos: outcome.memos.length,
+    });
+  if (billed === null) return { ...summary, proxy };
+  // What the provider billed for this call; the recall hops' calls are a cost of offloading, so the
+  // estimated saving is net of them.
+  Object.assign(proxy, { usd: billed.usd, hop_usd: billed.hop_usd });
+  return { ...summary, saved_usd: roundUsd(summary.saved_usd - billed.hop_usd), proxy };
+}
+
+export interface Billed {
+  usage: TurnUsage;
+  /** Dollars for every call, and for the recall hops' calls alone (null: an unpriced model). */
+  usd: number;
+  hop_usd: number;
+}
+
+const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
+
+/** The call's measured usage (summed over hops) and its price, null when no answer carried usage. */
+export function billedOf(call: ProxyCall, outcome: TurnOutcome): Billed | null {
+  const usage = turnUsage(call.dialect.format, outcome.usages, call.model, "proxy");
+  if (usage === null) return null;
+  const price = resolveModel(usage.model);
+  if (price === null) return { usage, usd: 0, hop_usd: 0 };
+  return {
+    usage,
+    usd: roundUsd(usageUsd(price, usage.tokens)),
+    hop_usd: roundUsd(usageUsd(price, usage.tokens) - usageUsd(price, usage.first)),
+  };
+}
+
+/**
+ * Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and
+ * said in the summary).
+ */
+export async function finishTurn(
+  call: ProxyCall,
+  outcome: TurnOutcome,
+  summary: Summary | null,
+): Promise<void> {
+  // A steady turn's line may not be written yet (its commit follows the answer): the store puts the
+  // usage on it once it is there.
+  const billed = billedOf(call, outcome);
+  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && billed === null)
+    return;
+  try {
+    await call.store.finishProxyTurn(call.ref, {
+      turn_seq: call.store.lastTurnSeq,
+      note: {
+        hops: outcome.hops,
+        recalls: outcome.recalls,
+        exhausted: outcome.ending === "exhausted",
+      },
+      memos: outcome.memos,
+      ...(billed === null ? {} : { usage: billed.usage }),
+      ...(billed === null || call.estimate === undefined ? {} : { estimate: call.estimate }),
+    });
+  } catch {
+    // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as
+    // the client holds it.
+    if (summary !== null) {
+      summary.errors.push({
+        code: "storage_error",
+        message:
+          "the proxy's turn could not be saved; a mixed turn's recall answer will not be spliced into later requests",
+      });
+      summary.errors_total++;
+    }
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The SessionDO's writes after a turn's answer: the proxy's note, usage and memos on the turn's
+ * line (`finishProxyTurn`), a client's measured usage (`recordUsage`), and the calibration each
+ * measured turn teaches the session's copy of the tenant's.
+ */
+import { promptOf, type TurnUsage } from "../core/billing.ts";
+import { calibratedTokens, calibrationReady } from "../core/calibration.ts";
+import { resolveModel } from "../core/pricing.ts";
+import type { ProxyTurnNote, SessionRef, TurnEstimate, TurnLog } from "../core/types.ts";
+import type { ProxyTurn } from "../proxy/port.ts";
+import { isGone } from "./lifecycle.ts";
+import type { SessionLife, SessionParts } from "./session-life.ts";
+import { MEMO_LIMIT } from "./state.ts";
+import { findTurn, type TurnKey, type UsageOutcome, withUsage } from "./usage.ts";
+
+export class SessionUsage {
+  readonly #p: SessionParts;
+  readonly #life: SessionLife;
+
+  constructor(parts: SessionParts, life: SessionLife) {
+    this.#p = parts;
+    this.#life = life;
+  }
+
+  /** The proxy's hops, usage and memos, after the provider answered. */
+  async finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void> {
+    const t = this.#p.t;
+    // Deleted while the provider answered: the session stays gone.
+    if (t.row(ref) === null && isGone(this.#life.get())) return;
+    t.open(true);
+    this.#p.storage.transactionSync(() => {
+      t.touch(ref, Date.now());
+      if (turn.turn_seq !== null) {
+        const line = t.sql
+          .exec<{ log: string }>("SELECT log FROM turns WHERE seq = ?", turn.turn_seq)
+          .toArray()[0];
+        if (line !== undefined) {
+          const note: ProxyTurnNote = {
+            hops: turn.note.hops,
+            recalls: turn.note.recalls,
+            exhausted: turn.note.exhausted,
+          };
+          let log: TurnLog = { ...(JSON.parse(line.log) as TurnLog), proxy: note };
+          // Learned once: only when the line takes this usage (a repeat changes nothing).
+          if (turn.usage !== undefined && log.usage === undefined) {
+            const usage = this.#learn(turn.usage, turn.estimate ?? log.estimate ?? null);
+            log = withUsage(turn.turn_seq, log, usage).log ?? log;
+          }
+          t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(log), turn.turn_seq);
+        }
+      }
+      for (const memo of turn.memos)
+        t.sql.exec("INSERT INTO memos (memo) VALUES (?)", JSON.stringify(memo));
+      if (turn.memos.length > 0)
+        t.sql.exec("DELETE FROM memos WHERE seq <= (SELECT max(seq) FROM memos) - ?", MEMO_LIMIT);
+    });
+    await this.#life.arm();
+  }
+
+  /**
+   * Keeps a turn's measured usage on its log line (the first report stands; the same numbers again
+   * change nothing). Null for an unknown session.
+   */
+  async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
+    const t = this.#p.t;
+    if (t.row(ref) === null) return null;
+    const outcome = this.#p.storage.transactionSync((): UsageOutcome => {
+      const lines = t.sql
+        .exec<{ seq: number; log: string }>(
+          "seq" in key
+            ? "SELECT seq, log FROM turns WHERE seq = ?"
+            : "SELECT seq, log FROM turns WHERE json_extract(log, '$.turn') = ? ORDER BY seq DESC LIMIT 1",
+          "seq" in key ? key.seq : key.turn,
+        )
+        .toArray()
+        .map((r) => ({ seq: r.seq, log: JSON.parse(r.log) as TurnLog }));
+      const line = findTurn(lines, key);
+      if (line === undefined) return { status: "unknown_turn" };
+      const next = withUsage(line.seq, line.log, usage);
+      if (next.outcome.status === "recorded" && next.outcome.estimate !== null)
+        this.#learn(usage, next.outcome.estimate);
+      if (next.log !== null)
+        t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(next.log), line.seq);
+      return next.outcome;
+    });
+    return outcome;
+  }
+
+  /**
+   * A measured turn calibrates the tenant's estimates for its model: the session's copy at once,
+   * the tenant's with the next exchange (calibration-copy.ts). The client's own call against the
+   * request as sent (the hops' calls are requests we built, not estimated). Returns the usage with
+   * the removed tokens at the refined calibration, once it is ready. In the caller's transaction.
+   */
+  #learn(usage: TurnUsage, estimate: TurnEstimate | null): TurnUsage {
+    const model = estimate === null ? undefined : resolveModel(usage.model ?? estimate.model)?.id;
+    if (estimate === null || model === undefined) return usage;
+    const cal = this.#p.stats.calibration.learn(
+      { model, estimate: estimate.sent, measured: promptOf(usage.first) },
+      Date.now(),
+    );
+    return calibrationReady(cal)
+      ? { ...usage, removed_calibrated: calibratedTokens(cal, estimate.removed) }
+      : usage;
+  }
+}
