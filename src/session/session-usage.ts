@@ -83,6 +83,8 @@ export class SessionUsage {
         t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(next.log), line.seq);
       return next.outcome;
     });
+    // A sample learned: the alarm sends it with the next exchange.
+    if (outcome.status === "recorded") await this.#life.arm();
     return outcome;
   }
 

@@ -9,7 +9,7 @@ import type { TokenClasses } from "../calibration.ts";
 import { calibrationReady, resultClasses } from "../calibration.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { TurnEstimate } from "../types.ts";
-import { type Outcome, pressureId, type TurnContext } from "./context.ts";
+import { type Outcome, pressureId, type TurnContext, warmId } from "./context.ts";
 
 function add(to: TokenClasses, cls: string, tokens: number): void {
   if (tokens === 0) return;
@@ -18,10 +18,11 @@ function add(to: TokenClasses, cls: string, tokens: number): void {
 
 /** A result's estimated tokens as calibration classes (its kind and whitespace, as measured). */
 function classesOf(ctx: TurnContext, site: ToolResultSite, tokens: number): [string, number][] {
-  // A context-pressure decision is a record of its own (pressure.ts).
+  // A context-pressure decision, and a decline while warm, are records of their own.
   const record =
     ctx.loaded.records.get(pressureId(site.tool_use_id)) ??
-    ctx.loaded.records.get(site.tool_use_id);
+    ctx.loaded.records.get(site.tool_use_id) ??
+    ctx.loaded.records.get(warmId(site.tool_use_id));
   const kind = ctx.kinds?.get(site.tool_use_id) ?? record?.kind ?? "request";
   const ws = ctx.whitespace?.get(site.tool_use_id) ?? record?.ws;
   return resultClasses(kind, tokens, kind === "request" ? undefined : ws);
