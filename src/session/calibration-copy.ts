@@ -43,19 +43,7 @@ export class CalibrationCopy {
    */
   learn(sample: CalibrationSample, now: number): Calibration {
     const sql = this.#t.sql;
-    const row = sql
-      .exec<{ state: string }>("SELECT state FROM tenant_calibration WHERE model = ?", sample.model)
-      .toArray()[0];
-    const next = calibrate(
-      row === undefined ? null : (JSON.parse(row.state) as Calibration),
-      sample.estimate,
-      sample.measured,
-    );
-    sql.exec(
-      "INSERT INTO tenant_calibration (model, state) VALUES (?, ?) ON CONFLICT (model) DO UPDATE SET state = excluded.state",
-      sample.model,
-      JSON.stringify(next),
-    );
+    const next = refine(sql, sample);
     sql.exec("INSERT INTO calibration_pending (sample) VALUES (?)", JSON.stringify(sample));
     sql.exec(
       "DELETE FROM calibration_pending WHERE seq <= (SELECT max(seq) FROM calibration_pending) - ?",
@@ -98,21 +86,7 @@ export class CalibrationCopy {
         JSON.stringify(state),
       );
     const left = this.pending().samples;
-    for (const s of left) {
-      const row = sql
-        .exec<{ state: string }>("SELECT state FROM tenant_calibration WHERE model = ?", s.model)
-        .toArray()[0];
-      const next = calibrate(
-        row === undefined ? null : (JSON.parse(row.state) as Calibration),
-        s.estimate,
-        s.measured,
-      );
-      sql.exec(
-        "INSERT INTO tenant_calibration (model, state) VALUES (?, ?) ON CONFLICT (model) DO UPDATE SET state = excluded.state",
-        s.model,
-        JSON.stringify(next),
-      );
-    }
+    for (const sample of left) refine(sql, sample);
     this.#t.setMeta("calibration_pending_since", left.length > 0 ? now : undefined);
     this.#t.setMeta("calibration_at", now);
   }
@@ -127,4 +101,22 @@ export class CalibrationCopy {
     const at = this.#t.meta<number>("calibration_at");
     return at === undefined || now - at > STATS_REFRESH_MS;
   }
+}
+
+/** The copy's state for the sample's model refined by it, written back and returned. */
+function refine(sql: SqlStorage, sample: CalibrationSample): Calibration {
+  const row = sql
+    .exec<{ state: string }>("SELECT state FROM tenant_calibration WHERE model = ?", sample.model)
+    .toArray()[0];
+  const next = calibrate(
+    row === undefined ? null : (JSON.parse(row.state) as Calibration),
+    sample.estimate,
+    sample.measured,
+  );
+  sql.exec(
+    "INSERT INTO tenant_calibration (model, state) VALUES (?, ?) ON CONFLICT (model) DO UPDATE SET state = excluded.state",
+    sample.model,
+    JSON.stringify(next),
+  );
+  return next;
 }
