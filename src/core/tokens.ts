@@ -31,19 +31,38 @@ export function estimateTokens(chars: number, kind: ContentKind = "text"): numbe
   return chars <= 0 ? 0 : Math.ceil(chars / CHARS_PER_TOKEN[kind]);
 }
 
+/** Texts up to this long are counted whole; longer ones through WS_WINDOWS windows spread over them. */
+const WS_EXACT = 4_096;
+const WS_WINDOWS = 32;
+const WS_WINDOW = 128;
+
 /**
- * Share of spaces, tabs and newlines in a text, to 2 decimals (from at most its first 256K chars):
- * runs of whitespace tokenize cheaply, so the calibration learns a ratio per kind and whitespace.
+ * Share of spaces, tabs and newlines in a text, to 2 decimals: runs of whitespace tokenize cheaply,
+ * so the calibration learns a ratio per kind and whitespace. A longer text is read through 32
+ * windows of 128 chars spread evenly over it (4K chars whatever its size, on every turn of every
+ * result): the share only places the result on the calibration's whitespace slope, and windows
+ * rather than a stride keep a periodic layout (fixed-width lines) from aliasing.
  */
 export function whitespaceShare(text: string): number {
-  const n = Math.min(text.length, 262_144);
+  const n = text.length;
   if (n === 0) return 0;
+  if (n <= WS_EXACT) return Math.round((countWs(text, 0, n) / n) * 100) / 100;
+  const step = (n - WS_WINDOW) / (WS_WINDOWS - 1);
   let ws = 0;
-  for (let i = 0; i < n; i++) {
+  for (let w = 0; w < WS_WINDOWS; w++) {
+    const from = Math.floor(w * step);
+    ws += countWs(text, from, from + WS_WINDOW);
+  }
+  return Math.round((ws / (WS_WINDOWS * WS_WINDOW)) * 100) / 100;
+}
+
+function countWs(text: string, from: number, to: number): number {
+  let ws = 0;
+  for (let i = from; i < to; i++) {
     const c = text.charCodeAt(i);
     if (c === 32 || c === 10 || c === 9 || c === 13) ws++;
   }
-  return Math.round((ws / n) * 100) / 100;
+  return ws;
 }
 
 /** Estimated tokens of a text, its kind detected when not given. */

@@ -118,6 +118,11 @@ describe("parseJsonSpans", () => {
     '"bad \\x escape"',
     '"bad \\u12g4"',
     '"\\\\\\x"',
+    '"\\u12"',
+    '"abc\\',
+    '"\\"',
+    '{"\\q":1}',
+    '["ok", "\\uZZZZ"]',
     '"raw\nnewline"',
     '"raw\ttab"',
     '"\u0001"',
@@ -166,6 +171,8 @@ describe("parseJsonSpans", () => {
       '"\\ud800"',
       '["\\\\", "\\""]',
       '{"\\u0041":"\\/"}',
+      '"\\u00e9\\u00E9\\b\\f\\n\\r\\t"',
+      '["\\"\\"", "\\\\\\"x"]',
     ]) {
       expect(materialize(text, parseJsonSpans(text))).toEqual(JSON.parse(text));
     }

@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import { structureOf } from "../../src/core/structure.ts";
 import { renderCompacted, renderRecallMarker, renderStub } from "../../src/core/stub.ts";
 import { countLines, formatInt, headOf, safeCut } from "../../src/core/text.ts";
-import { CHARS_PER_TOKEN, detectKind, estimateTokens } from "../../src/core/tokens.ts";
+import {
+  CHARS_PER_TOKEN,
+  detectKind,
+  estimateTokens,
+  whitespaceShare,
+} from "../../src/core/tokens.ts";
 import { jsonBody, textBody } from "../support/requests.ts";
 
 describe("token estimates per kind", () => {
@@ -37,6 +42,32 @@ describe("token estimates per kind", () => {
     expect(estimateTokens(42_000, "prose")).toBe(10_000);
     expect(estimateTokens(0, "json")).toBe(0);
     expect(estimateTokens(1, "prose")).toBe(1);
+  });
+});
+
+describe("whitespace share", () => {
+  const exact = (t: string) =>
+    Math.round(((t.match(/[ \t\n\r]/g) ?? []).length / t.length) * 100) / 100;
+
+  it("counts a short text whole", () => {
+    expect(whitespaceShare("")).toBe(0);
+    expect(whitespaceShare("a b\nc\td")).toBe(0.43);
+    const indented = JSON.stringify({ items: [{ id: 1, name: "a" }] }, null, 2).repeat(100);
+    expect(whitespaceShare(indented)).toBe(exact(indented));
+  });
+
+  it("reads a long text through windows, within 0.03 of the whole count, whatever the layout", () => {
+    const layouts = [
+      jsonBody(400_000),
+      JSON.stringify(JSON.parse(jsonBody(300_000)), null, 2),
+      textBody(500_000),
+      // Fixed-width lines whose length divides the text: a stride would see one column only.
+      `${"x".repeat(63)}\n`.repeat(8_192),
+      // Dense first half, indented second half: the windows must span the whole text.
+      "y".repeat(200_000) + " ".repeat(20_000) + "z".repeat(180_000),
+    ];
+    for (const t of layouts)
+      expect(Math.abs(whitespaceShare(t) - exact(t))).toBeLessThanOrEqual(0.03);
   });
 });
 

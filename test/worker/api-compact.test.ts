@@ -173,6 +173,12 @@ describe("POST /v1/sessions/:id/compact", () => {
       400,
       "invalid_json",
     );
+    // A bad escape in a key is found while the key is read (not a SyntaxError, not a 500).
+    await expectError(
+      await call(compactPath(session), { body: '{"messages": [], "\\q": 1}', config: ON }),
+      400,
+      "invalid_json",
+    );
     const unpaired = {
       model: "claude-opus-4-5",
       messages: [

@@ -200,6 +200,21 @@ class Scanner {
     return { kind: "string", start, end: q + 1, length: escaped ? -1 : q - from, escaped };
   }
 
+  /**
+   * A member's key, decoded now (paths and lookups need it). Its escapes are checked here: the
+   * text-wide check runs only after the scan, and a bad one must not escape as a SyntaxError.
+   */
+  key(path: (string | number)[]): string {
+    const node = this.string(path);
+    if (!node.escaped) return decodeString(this.text, node);
+    const bad = findInvalidEscape(this.text.slice(node.start, node.end));
+    if (bad !== -1) {
+      this.pos = node.start + bad;
+      this.fail("bad escape in string", path);
+    }
+    return decodeString(this.text, node);
+  }
+
   object(depth: number, path: (string | number)[]): JsonObject {
     if (depth >= MAX_DEPTH) this.fail("nesting too deep", path);
     const t = this.text;
@@ -214,7 +229,7 @@ class Scanner {
     }
     for (;;) {
       if (t.charCodeAt(this.pos) !== 0x22) this.fail("expected a string key", path);
-      const key = decodeString(t, this.string(path));
+      const key = this.key(path);
       this.skipWs();
       if (t.charCodeAt(this.pos) !== 0x3a) this.fail("expected ':'", path);
       this.pos++;
