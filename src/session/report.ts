@@ -3,6 +3,7 @@
  * build their report with these, so the two agree on what a turn saved, what counts as a shadow
  * saving and what the last turn keeps.
  */
+import { pressureId, warmId } from "../core/turn/context.ts";
 import type { ResultRecord, TurnDecision, TurnLog } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
 import { billedTotals, billedTurns } from "./billing-report.ts";
@@ -91,12 +92,34 @@ export function totalsOf(turns: readonly (TurnLog & { at: number })[]): TurnTota
   return t;
 }
 
+const PRESSURE = pressureId("");
+const WARM = warmId("");
+
+/**
+ * The session's results by how they stand: one count per result, though a result may hold up to
+ * three records (its own, a context-pressure offload `#pressure`, a kept-while-warm `#warm`). The
+ * pressure record is what the result is sent as when there is one; else its own decision; else
+ * the warm one.
+ */
 export function recordCounts(
-  records: Iterable<Pick<ResultRecord, "action" | "mem_id">>,
+  records: Iterable<Pick<ResultRecord, "tool_use_id" | "action" | "mem_id">>,
   recallsByMemId: ReadonlyMap<string, number>,
 ): SessionReportData["records"] {
-  const out = { kept: 0, compacted: 0, offloaded: 0, offloaded_recalled: 0 };
+  const standing = new Map<
+    string,
+    { rank: number; record: Pick<ResultRecord, "action" | "mem_id"> }
+  >();
   for (const r of records) {
+    const [id, rank] = r.tool_use_id.endsWith(PRESSURE)
+      ? [r.tool_use_id.slice(0, -PRESSURE.length), 2]
+      : r.tool_use_id.endsWith(WARM)
+        ? [r.tool_use_id.slice(0, -WARM.length), 0]
+        : [r.tool_use_id, 1];
+    const held = standing.get(id);
+    if (held === undefined || held.rank < rank) standing.set(id, { rank, record: r });
+  }
+  const out = { kept: 0, compacted: 0, offloaded: 0, offloaded_recalled: 0 };
+  for (const { record: r } of standing.values()) {
     out[r.action]++;
     if (r.action === "offloaded" && r.mem_id !== null && (recallsByMemId.get(r.mem_id) ?? 0) > 0)
       out.offloaded_recalled++;

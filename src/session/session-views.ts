@@ -55,8 +55,8 @@ export function sessionReport(
     // Only the action and mem_id of each record: the stubs stay in SQLite.
     records: recordCounts(
       t.sql
-        .exec<{ action: ResultRecord["action"]; mem_id: string | null }>(
-          "SELECT json_extract(record, '$.action') AS action, mem_id FROM records",
+        .exec<{ tool_use_id: string; action: ResultRecord["action"]; mem_id: string | null }>(
+          "SELECT tool_use_id, json_extract(record, '$.action') AS action, mem_id FROM records",
         )
         .toArray(),
       recalls,

@@ -111,6 +111,13 @@ describe("context-pressure mode", () => {
     for (let i = 0; i < p.offloaded * 2; i++)
       expect(JSON.stringify(again.messages[i])).toBe(JSON.stringify(sent.messages[i]));
 
+    // The session's report counts each result once, as it is sent: a batch's result holds its earlier
+    // "kept" record and its pressure record, and counts as offloaded.
+    const report = (await store.sessionReport({ tenant: "default", session }))!;
+    expect(report.records.offloaded).toBe(p.offloaded);
+    // Twelve settled results (the thirteenth is unseen: it has no record yet).
+    expect(report.records.kept + report.records.offloaded + report.records.compacted).toBe(12);
+
     // Recallable.
     const memId = out.decisions[0]!.mem_id!;
     const back = await recall({ store, session, mem_id: memId, query: "r0 5:" });
