@@ -100,11 +100,16 @@ export function detectKind(text: string): ContentKind {
     const code = nonEmpty.filter((l) => CODE_LINE.test(l)).length;
     if (code / nonEmpty.length >= 0.3) return "code";
   }
-  const letters = (head.match(/[A-Za-z]/g) ?? []).length;
-  const spaces = (head.match(/ /g) ?? []).length;
-  if (head.length > 200 && letters / head.length > 0.6 && spaces / head.length > 0.12)
-    return "prose";
-  return "text";
+  if (head.length <= 200) return "text";
+  // Counted, not matched: a match array of every letter would be thousands of strings per result.
+  let letters = 0;
+  let spaces = 0;
+  for (let i = 0; i < head.length; i++) {
+    const c = head.charCodeAt(i);
+    if (c === 0x20) spaces++;
+    else if ((c | 0x20) >= 0x61 && (c | 0x20) <= 0x7a) letters++; // A–Z and a–z, nothing else
+  }
+  return letters / head.length > 0.6 && spaces / head.length > 0.12 ? "prose" : "text";
 }
 
 /** CSV or TSV when every sampled line has the same, non-zero count of one delimiter. */
