@@ -193,13 +193,13 @@ export async function benchLatency(rounds = Number(process.env.LATENCY_ROUNDS ??
 }
 
 /** The same pair inside workerd (vitest's workers pool): its own config, so `npm test` does not run it. */
-export function benchLatencyWorkerd(): void {
+export function benchLatencyWorkerd(file = "bench/workerd/latency.test.ts"): void {
   const r = spawnSync(
     process.execPath,
-    ["node_modules/vitest/vitest.mjs", "run", "--config", "bench/workerd/vitest.config.ts"],
+    ["node_modules/vitest/vitest.mjs", "run", "--config", "bench/workerd/vitest.config.ts", file],
     { stdio: "inherit", env: { ...process.env } },
   );
-  if (r.status !== 0) throw new Error("the workerd latency bench failed");
+  if (r.status !== 0) throw new Error(`the workerd bench ${file} failed`);
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

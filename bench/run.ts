@@ -46,6 +46,8 @@ const benches: Record<string, () => Promise<unknown>> = {
     await benchLatency();
     benchLatencyWorkerd();
   },
+  // The SessionDO's rows written per steady turn, in workerd (what Durable Objects bill per row).
+  rows: async () => benchLatencyWorkerd("bench/workerd/rows.test.ts"),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

@@ -247,19 +247,30 @@ export function simulate(options: Partial<SimOptions> = {}): SimResult {
 }
 
 /**
- * What a day of turns costs at list prices (docs/scale.md gives each price's source), per component. A turn:
- * one Worker request; three SessionDO requests (begin, the log line, the provider's usage) writing about four rows and reading a few
- * dozen; a share of them offload one body (an R2 put, two KV writes) or recall one (an R2 get and two more
- * SessionDO requests).
+ * SQLite rows a turn writes in its SessionDO: a steady proxied turn with the provider's usage, its log line
+ * held and written alone (a turn every 20 s is slower than the 5 s window), on a full turn log, as
+ * `npm run bench -- rows` measures it (8.1; 10.1 when each line was written with its turn; 5.2 for a busy
+ * session whose lines go 32 at once).
  */
-export function dailyCost(turnsPerDay: number, o = { offloadRate: 0.05, recallRate: 0.05 }) {
+export const ROWS_PER_TURN = 8;
+
+/**
+ * What a day of turns costs at list prices (docs/scale.md gives each price's source), per component. A turn:
+ * one Worker request; three SessionDO requests (begin, the log line, the provider's usage) writing
+ * ROWS_PER_TURN rows and reading a few dozen; a share of them offload one body (an R2 put, two KV writes) or
+ * recall one (an R2 get and two more SessionDO requests).
+ */
+export function dailyCost(
+  turnsPerDay: number,
+  o = { offloadRate: 0.05, recallRate: 0.05, rowsPerTurn: ROWS_PER_TURN },
+) {
   const month = 30;
   const m = (x: number) => (x * month) / 1e6; // per month, in millions
   const workerRequests = m(turnsPerDay * (1 + o.recallRate));
   const workerCpuMs = m(turnsPerDay * 8); // ~8 ms of CPU a turn (latency bench's profile, steady turns)
   const doRequests = m(turnsPerDay * (3 + 2 * o.recallRate));
   const doGbSeconds = (turnsPerDay * (3 + 2 * o.recallRate) * 0.003 * 0.128 * month) / 1e6; // ~3 ms a call
-  const rowsWritten = m(turnsPerDay * 4);
+  const rowsWritten = m(turnsPerDay * o.rowsPerTurn);
   const rowsRead = m(turnsPerDay * 40);
   const r2ClassA = m(turnsPerDay * o.offloadRate);
   const r2ClassB = m(turnsPerDay * o.recallRate);
@@ -303,18 +314,22 @@ export function benchScale(sessionCounts = [100, 1_000, 10_000, 100_000]): void 
     );
   }
   console.log(
-    "  cost of a day of turns, per month at list prices (the $5 Workers Paid base included):",
+    `  cost of a day of turns, per month at list prices (the $5 Workers Paid base included), ${ROWS_PER_TURN} rows written a turn:`,
   );
-  for (const perDay of [1_000, 100_000, 10_000_000]) {
-    const c = dailyCost(perDay);
+  const line = (c: ReturnType<typeof dailyCost>) =>
+    `$${c.total_usd_per_month.toFixed(2)} (${Object.entries(c.usd_per_month)
+      .map(([k, v]) => `${k} $${v.toFixed(2)}`)
+      .join(", ")})`;
+  for (const perDay of [1_000, 100_000, 10_000_000])
     console.log(
-      `  ${perDay.toLocaleString("en").padStart(12)} turns/day: $${c.total_usd_per_month.toFixed(2)} (${Object.entries(
-        c.usd_per_month,
-      )
-        .map(([k, v]) => `${k} $${v.toFixed(2)}`)
-        .join(", ")})`,
+      `  ${perDay.toLocaleString("en").padStart(12)} turns/day: ${line(dailyCost(perDay))}`,
     );
-  }
+  // The same turns when every log line was written with its turn (10 rows), and for busy sessions whose
+  // held lines go 32 at once (5 rows).
+  for (const rowsPerTurn of [10, 5])
+    console.log(
+      `    10,000,000 turns/day at ${rowsPerTurn} rows a turn: ${line(dailyCost(10_000_000, { offloadRate: 0.05, recallRate: 0.05, rowsPerTurn }))}`,
+    );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {

@@ -27,6 +27,11 @@ export interface Env {
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
   /**
+   * How long a steady turn's log line may wait in its session's memory to be written with others
+   * (default 5000 ms, at most 60000; 0 writes each line with its turn).
+   */
+  OFFLOAD_TURN_LOG_WINDOW_MS?: string;
+  /**
    * Proxy upstreams, as the official SDKs mean them (defaults: https://api.anthropic.com,
    * https://api.openai.com/v1).
    */

@@ -35,6 +35,8 @@ export class SessionAlarm {
       const row = t.row(ref);
       const names = row === null ? [] : t.memIds();
       this.#life.set(startPurge(this.#life.get(), Date.now()), ref);
+      // The held turn lines belong to the session being purged.
+      this.#p.lines.drop();
       t.clearSession();
       return names;
     });
@@ -56,6 +58,8 @@ export class SessionAlarm {
     // Read afresh: the alarm decides what to purge from what storage holds.
     this.#life.forget();
     if (t.open(false) === null) return;
+    // Retention reads the last activity, which held lines may have moved.
+    this.#p.lines.flush();
     const ref = this.#life.ref() ?? t.row() ?? undefined;
     const now = Date.now();
     const life = this.#life.get();

@@ -41,7 +41,7 @@ export class SessionBeginReads {
     const tenant =
       ask.ids === null ? { stats: {}, refresh: false } : await this.#tenantStats(ref, ask.names);
     const now = Date.now();
-    const row = this.#p.t.row(ref);
+    const row = this.#p.lines.row(this.#p.t.row(ref));
     const lease = this.#life.started(ref, row, now);
     const memos = row === null ? [] : this.#anchored(ask.anchors);
     const ids =
@@ -65,7 +65,7 @@ export class SessionBeginReads {
   ): Promise<SessionLoad> {
     const tenant = await this.#tenantStats(ref, toolNames);
     const now = Date.now();
-    const row = this.#p.t.row(ref);
+    const row = this.#p.lines.row(this.#p.t.row(ref));
     const lease = this.#life.started(ref, row, now);
     const state = this.#state(row, toolUseIds, toolNames, now, tenant.stats);
     if (tenant.refresh || this.#p.stats.wantCalibration(now)) await this.#life.arm();
@@ -90,11 +90,15 @@ export class SessionBeginReads {
         gap_seconds: null,
       };
     const t = this.#p.t;
-    const times = t.sql
-      .exec<{ at: number }>("SELECT at FROM turns ORDER BY seq DESC LIMIT ?", GAP_WINDOW + 1)
-      .toArray()
-      .map((r) => r.at)
-      .reverse();
+    // The lines held in memory count as written (held-lines.ts).
+    const times = [
+      ...t.sql
+        .exec<{ at: number }>("SELECT at FROM turns ORDER BY seq DESC LIMIT ?", GAP_WINDOW + 1)
+        .toArray()
+        .map((r) => r.at)
+        .reverse(),
+      ...this.#p.lines.times(),
+    ].slice(-(GAP_WINDOW + 1));
     const { records, answered } = t.recordsWithin(ids, RPC_BUDGET_BYTES);
     return {
       records,
@@ -141,6 +145,11 @@ export class SessionBeginReads {
       // The gate learns from the session alone until the alarm's refresh.
       return { stats: {}, refresh: stored && copy.want(names, Date.now()) };
     }
+  }
+
+  /** Whether a commit would store the first read's counts (a write). */
+  holdsFirstStats(): boolean {
+    return this.#firstStats !== null && !this.#p.stats.filled();
   }
 
   /** The first read's counts, into the copy once the session has storage. */

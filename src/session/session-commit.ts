@@ -1,7 +1,8 @@
 /**
  * The SessionDO's writes of a turn: `commit` and `addRecords` (records admitted under the turn's
- * lease, then inserted, first writer wins) and `noteRecall`. Each runs its SQL in one transaction;
- * the tenant's deltas are noted on the session's copy for the alarm's exchange.
+ * lease, then inserted, first writer wins) and `noteRecall`. Each runs its SQL in one transaction,
+ * the held turn lines first; the tenant's deltas are noted on the session's copy for the alarm's
+ * exchange. A commit that only logs a turn is held in memory instead (held-lines.ts).
  */
 import type { TurnCommit } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
@@ -86,6 +87,7 @@ export class SessionCommits {
     const now = Date.now();
     this.#p.t.open(true); // outside the transaction: a rollback must not leave #ready true without the tables
     const result = this.#p.storage.transactionSync((): RecordsResult => {
+      this.#p.lines.write();
       const ok = this.#admit(batch.records, batch.lease, now);
       if (ok === null) return { records: [], offloads: {}, refused: "deleted" };
       this.#p.t.touch(ref, now);
@@ -100,8 +102,17 @@ export class SessionCommits {
   async commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult> {
     const now = Date.now();
     const t = this.#p.t;
+    if (this.#onlyLogs(ref, commit, now)) {
+      const last =
+        commit.decisions === undefined
+          ? null
+          : lastTurnOf(commit.log, commit.decisions, now, commit.decisions_total);
+      const seq = this.#p.lines.hold(commit.log, last, now);
+      return { records: [], index_due: false, offloads: {}, turn_seq: seq };
+    }
     t.open(true);
     const result = this.#p.storage.transactionSync((): SessionCommitResult => {
+      this.#p.lines.write();
       const ok = this.#admit(commit.records, commit.lease as TurnLease | undefined, now);
       if (ok === null)
         return { records: [], index_due: false, offloads: {}, turn_seq: 0, refused: "deleted" };
@@ -140,6 +151,27 @@ export class SessionCommits {
     return result;
   }
 
+  /**
+   * Whether a commit only logs its turn, so its line may be held (held-lines.ts): no records, no
+   * new declaration, the index not due, no tombstone to clear, a lease that stands, and a session
+   * whose row (and tenant copy) exists already. Reads only.
+   */
+  #onlyLogs(ref: SessionRef, commit: TurnCommit, now: number): boolean {
+    if (commit.records.length > 0 || !this.#p.lines.enabled()) return false;
+    const row = this.#p.t.row(ref);
+    if (row === null || (commit.recall_declared && row.recall_declared !== 1)) return false;
+    if (indexDue(now, row.last_indexed) || this.#reads.holdsFirstStats()) return false;
+    const life = this.#life.get();
+    return (
+      life.tombstone_at === null &&
+      refusalOf(
+        commit.lease as TurnLease | undefined,
+        { epoch: life.epoch, purging: life.purging_since !== null },
+        now,
+      ) === null
+    );
+  }
+
   /** Counts a recall; returns the offloaded record's tool name, for the tenant's statistics. */
   async noteRecall(ref: SessionRef, memId: string): Promise<string | null> {
     const t = this.#p.t;
@@ -148,6 +180,8 @@ export class SessionCommits {
     const now = Date.now();
     t.open(true);
     const tool = this.#p.storage.transactionSync(() => {
+      // The recall goes on the latest line, which may be held.
+      this.#p.lines.write();
       t.touch(ref, now);
       t.sql.exec(
         "INSERT INTO recalls (mem_id, count) VALUES (?, 1) ON CONFLICT (mem_id) DO UPDATE SET count = count + 1",

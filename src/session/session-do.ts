@@ -9,7 +9,9 @@
  * lease in one call (session-begin.ts); `commit` (and `addRecords` for a large first sight) writes
  * under that lease (session-commit.ts). Every purge moves the session's generation first
  * (lifecycle.ts), so a turn that began before a delete or a retention purge cannot commit after
- * it, and the session does not come back.
+ * it, and the session does not come back. A commit that only logs its turn (a steady turn) is held
+ * in memory and written later with others (held-lines.ts): every other method that reads or writes
+ * the turn log writes the held lines first, and a purge drops them.
  *
  * The one alarm (session-alarm.ts, armed by session-life.ts) serves: retention (an idle session is
  * purged OFFLOAD_RETENTION_SECONDS after its last activity; 0 keeps sessions until deleted), a
@@ -37,6 +39,7 @@ import type {
   RecordsResult,
   SessionBegin,
 } from "../store/turn-protocol.ts";
+import { HeldLines, parseLineWindow } from "./held-lines.ts";
 import { SessionAlarm } from "./session-alarm.ts";
 import { SessionBeginReads } from "./session-begin.ts";
 import { SessionCommits } from "./session-commit.ts";
@@ -49,6 +52,7 @@ import type { TurnKey, UsageOutcome } from "./usage.ts";
 
 export class SessionDO extends DurableObject<Env> {
   readonly #t: SessionTables;
+  readonly #lines: HeldLines;
   readonly #life: SessionLife;
   readonly #begin: SessionBeginReads;
   readonly #commits: SessionCommits;
@@ -58,8 +62,12 @@ export class SessionDO extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#t = new SessionTables(ctx.storage);
+    this.#lines = new HeldLines(this.#t, ctx.storage, () =>
+      parseLineWindow(env.OFFLOAD_TURN_LOG_WINDOW_MS),
+    );
     const parts: SessionParts = {
       t: this.#t,
+      lines: this.#lines,
       stats: new TenantCopy(this.#t),
       storage: ctx.storage,
       env,
@@ -96,10 +104,12 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   describe(ref: SessionRef): SessionDetail | null {
+    this.#lines.flush();
     return describeSession(this.#t, ref);
   }
 
   report(ref: SessionRef, options: { turns?: boolean } = {}): SessionReportData | null {
+    this.#lines.flush();
     return sessionReport(this.#t, ref, options);
   }
 
@@ -111,6 +121,7 @@ export class SessionDO extends DurableObject<Env> {
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
     this.#t.open(true);
     this.ctx.storage.transactionSync(() => {
+      this.#lines.write();
       this.#t.touch(ref, Date.now());
       this.#t.sql.exec("UPDATE session SET config = ? WHERE id = 1", JSON.stringify(patch));
     });

@@ -28,25 +28,23 @@ export class SessionUsage {
     // Deleted while the provider answered: the session stays gone.
     if (t.row(ref) === null && isGone(this.#life.get())) return;
     t.open(true);
+    const seq = turn.turn_seq;
+    const lines = this.#p.lines;
     this.#p.storage.transactionSync(() => {
-      t.touch(ref, Date.now());
-      if (turn.turn_seq !== null) {
-        const line = t.sql
-          .exec<{ log: string }>("SELECT log FROM turns WHERE seq = ?", turn.turn_seq)
-          .toArray()[0];
-        if (line !== undefined) {
-          const note: ProxyTurnNote = {
-            hops: turn.note.hops,
-            recalls: turn.note.recalls,
-            exhausted: turn.note.exhausted,
-          };
-          let log: TurnLog = { ...(JSON.parse(line.log) as TurnLog), proxy: note };
-          // Learned once: only when the line takes this usage (a repeat changes nothing).
-          if (turn.usage !== undefined && log.usage === undefined) {
-            const usage = this.#learn(turn.usage, turn.estimate ?? log.estimate ?? null);
-            log = withUsage(turn.turn_seq, log, usage).log ?? log;
-          }
-          t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(log), turn.turn_seq);
+      const now = Date.now();
+      // A held line (a steady turn's) takes the note where it is: only what its usage teaches, and
+      // the memos, are written now.
+      const held = seq !== null && lines.update(seq, (log) => this.#noted(seq, log, turn), now);
+      if (!held) {
+        lines.write();
+        t.touch(ref, now);
+        const line =
+          seq === null
+            ? undefined
+            : t.sql.exec<{ log: string }>("SELECT log FROM turns WHERE seq = ?", seq).toArray()[0];
+        if (seq !== null && line !== undefined) {
+          const log = this.#noted(seq, JSON.parse(line.log) as TurnLog, turn);
+          t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(log), seq);
         }
       }
       for (const memo of turn.memos)
@@ -57,6 +55,19 @@ export class SessionUsage {
     await this.#life.arm();
   }
 
+  /** A line with the proxy's note, and its usage (learned once: a repeat changes nothing). */
+  #noted(seq: number, line: TurnLog, turn: ProxyTurn): TurnLog {
+    const note: ProxyTurnNote = {
+      hops: turn.note.hops,
+      recalls: turn.note.recalls,
+      exhausted: turn.note.exhausted,
+    };
+    const log: TurnLog = { ...line, proxy: note };
+    if (turn.usage === undefined || log.usage !== undefined) return log;
+    const usage = this.#learn(turn.usage, turn.estimate ?? log.estimate ?? null);
+    return withUsage(seq, log, usage).log ?? log;
+  }
+
   /**
    * Keeps a turn's measured usage on its log line (the first report stands; the same numbers again
    * change nothing). Null for an unknown session.
@@ -65,6 +76,7 @@ export class SessionUsage {
     const t = this.#p.t;
     if (t.row(ref) === null) return null;
     const outcome = this.#p.storage.transactionSync((): UsageOutcome => {
+      this.#p.lines.write();
       const lines = t.sql
         .exec<{ seq: number; log: string }>(
           "seq" in key

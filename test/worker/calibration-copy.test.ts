@@ -83,14 +83,12 @@ const sessionStub = (session: string) =>
   env.SESSIONS.get(env.SESSIONS.idFromName(`${TENANT}/${session}`));
 const tenantStub = () => env.TENANTS.get(env.TENANTS.idFromName(TENANT));
 
-/** The latest turn line's estimate, as the session logged it. */
+/** The latest turn line's estimate, as the session logged it (a steady turn's line may be held). */
 async function lastEstimate(session: string): Promise<{ calibrated: boolean }> {
-  return runInDurableObject(sessionStub(session), (_i, state) => {
-    const row = state.storage.sql
-      .exec<{ log: string }>("SELECT log FROM turns ORDER BY seq DESC LIMIT 1")
-      .one();
-    return (JSON.parse(row.log) as { estimate: { calibrated: boolean } }).estimate;
-  });
+  const report = await sessionStub(session).report({ tenant: TENANT, session });
+  const estimate = report?.turns.at(-1)?.estimate;
+  expect(estimate).toBeDefined();
+  return estimate!;
 }
 
 describe("the tenant's calibration, held by each session", () => {

@@ -2,9 +2,10 @@
 // objects serve them (they run in this isolate, so their prototypes can be watched), and the ledger (R2) and
 // index (KV) ports as the store calls them. "Before the answer" is everything the response waited for; work
 // handed to waitUntil is collected and run after it, so a regression that moves a call onto the hot path
-// (or adds one) fails here.
-import { createExecutionContext, env } from "cloudflare:test";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+// (or adds one) fails here. The rows each phase writes are counted too (every SQLite statement the objects
+// run, through their storage's shared prototype): a steady turn writes none.
+import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createApp, defaultParts } from "../../src/app.ts";
 import { SessionDO } from "../../src/session/session-do.ts";
 import { TenantDO } from "../../src/session/tenant-do.ts";
@@ -22,6 +23,10 @@ import {
 } from "./helpers.ts";
 
 const calls: string[] = [];
+/** The cursors of the SQL statements run since the last reset (a cursor counts the rows it wrote). */
+let cursors: { rowsWritten: number }[] = [];
+const rowsWritten = () => cursors.reduce((n, c) => n + c.rowsWritten, 0);
+let sqlPrototype: { exec: (...a: unknown[]) => { rowsWritten: number } };
 let deferred: (() => Promise<unknown>)[] = [];
 
 /** Logs every call of these methods on `target` as `label.method`; returns the undo. */
@@ -94,6 +99,26 @@ const app = createApp({
   },
 });
 
+beforeAll(async () => {
+  const probe = env.SESSIONS.get(env.SESSIONS.idFromName("acme/rt-probe"));
+  sqlPrototype = await runInDurableObject(probe, (_i, state) =>
+    Object.getPrototypeOf(state.storage.sql),
+  );
+});
+
+/** Keeps every statement's cursor; returns the undo. */
+function countRows(): () => void {
+  const exec = sqlPrototype.exec;
+  sqlPrototype.exec = function (this: unknown, ...a: unknown[]) {
+    const cursor = exec.apply(this, a);
+    cursors.push(cursor);
+    return cursor;
+  };
+  return () => {
+    sqlPrototype.exec = exec;
+  };
+}
+
 let undo: (() => void)[] = [];
 beforeEach(() => {
   calls.length = 0;
@@ -101,6 +126,7 @@ beforeEach(() => {
   undo = [
     watch(SessionDO.prototype, "do", SESSION_METHODS),
     watch(TenantDO.prototype, "tenant", TENANT_METHODS),
+    countRows(),
   ];
 });
 afterEach(() => {
@@ -111,16 +137,31 @@ afterEach(() => {
 async function turn(
   path: string,
   init: Parameters<typeof request>[1] = {},
-): Promise<{ res: Response; text: string; before: string[]; after: string[] }> {
+): Promise<{
+  res: Response;
+  text: string;
+  before: string[];
+  after: string[];
+  rows: { before: number; after: number };
+}> {
   calls.length = 0;
+  cursors = [];
   deferred = [];
   const req = request(path, init);
   const res = await app.fetch(req, env, createExecutionContext());
   const text = await res.text();
   const before = [...calls];
+  const rowsBefore = rowsWritten();
   calls.length = 0;
+  cursors = [];
   for (const work of deferred) await work();
-  return { res, text, before, after: [...calls] };
+  return {
+    res,
+    text,
+    before,
+    after: [...calls],
+    rows: { before: rowsBefore, after: rowsWritten() },
+  };
 }
 
 const proxyHeaders = (session: string, config: object = ON) => ({
@@ -143,8 +184,11 @@ describe("round trips per turn kind", () => {
     const steady = await turn(compactPath(session), { body: conversation(), config: ON });
     expect(summary(steady.res)).toMatchObject({ offloaded: 1, new_decisions: 0 });
     expect(steady.before).toEqual(["do.begin"]);
-    // Only the turn's log line, after the answer.
+    // Only the turn's log line, after the answer, held in the object's memory: no row written.
     expect(steady.after).toEqual(["do.commit"]);
+    expect(steady.rows.after).toBe(0);
+    // The first sight wrote its rows (so the count counts).
+    expect(first.rows.before).toBeGreaterThan(0);
 
     // A steady turn that sends back our compacted output: the same single call.
     const compacted = await turn(compactPath(session), {
@@ -152,6 +196,9 @@ describe("round trips per turn kind", () => {
       config: ON,
     });
     expect(compacted.before).toEqual(["do.begin"]);
+    // Nothing written before the answer or after it. (The second turn's begin asked once for the
+    // tenant's calibration, a meta row, as a session's copy does at most once a refresh period.)
+    expect(compacted.rows).toEqual({ before: 0, after: 0 });
   });
 
   it("compact with the session off: one begin (the config), nothing else", async () => {
