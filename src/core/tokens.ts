@@ -114,24 +114,26 @@ export function detectKind(text: string): ContentKind {
 
 /** CSV or TSV when every sampled line has the same, non-zero count of one delimiter. */
 function delimiterOf(lines: readonly string[]): "csv" | "tsv" | null {
-  const sample = lines.slice(0, 20);
+  const n = Math.min(lines.length, 20);
   for (const [kind, ch] of [
-    ["tsv", "\t"],
-    ["csv", ","],
+    ["tsv", 0x09],
+    ["csv", 0x2c],
   ] as const) {
-    const counts = sample.map((l) => countOutsideQuotes(l, ch));
-    const n = counts[0]!;
-    if (n > 0 && counts.every((c) => c === n)) return kind;
+    const first = countOutsideQuotes(lines[0]!, ch);
+    if (first === 0) continue;
+    let i = 1;
+    while (i < n && countOutsideQuotes(lines[i]!, ch) === first) i++;
+    if (i === n) return kind;
   }
   return null;
 }
 
-function countOutsideQuotes(line: string, ch: string): number {
+function countOutsideQuotes(line: string, ch: number): number {
   let n = 0;
   let quoted = false;
   for (let i = 0; i < line.length; i++) {
-    const c = line[i];
-    if (c === '"') quoted = !quoted;
+    const c = line.charCodeAt(i);
+    if (c === 0x22) quoted = !quoted;
     else if (c === ch && !quoted) n++;
   }
   return n;
