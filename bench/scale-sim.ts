@@ -248,9 +248,9 @@ export function simulate(options: Partial<SimOptions> = {}): SimResult {
 
 /**
  * SQLite rows a turn writes in its SessionDO: a steady proxied turn with the provider's usage, its log line
- * held and written alone (a turn every 20 s is slower than the 5 s window), on a full turn log, as
- * `npm run bench -- rows` measures it (8.1; 10.1 when each line was written with its turn; 5.2 for a busy
- * session whose lines go 32 at once).
+ * and calibration sample held and written alone (a turn every 20 s is slower than the 5 s window), on a
+ * full turn log, as `npm run bench -- rows` measures it (8.1; 10.1 when each line and sample was written
+ * with its turn; 2.25 for a busy session whose lines and samples go 32 at once).
  */
 export const ROWS_PER_TURN = 8;
 
@@ -324,9 +324,9 @@ export function benchScale(sessionCounts = [100, 1_000, 10_000, 100_000]): void 
     console.log(
       `  ${perDay.toLocaleString("en").padStart(12)} turns/day: ${line(dailyCost(perDay))}`,
     );
-  // The same turns when every log line was written with its turn (10 rows), and for busy sessions whose
-  // held lines go 32 at once (5 rows).
-  for (const rowsPerTurn of [10, 5])
+  // The same turns when every log line and sample was written with its turn (10 rows), and for busy
+  // sessions whose held lines and samples go 32 at once (2.25 rows).
+  for (const rowsPerTurn of [10, 2.25])
     console.log(
       `    10,000,000 turns/day at ${rowsPerTurn} rows a turn: ${line(dailyCost(10_000_000, { offloadRate: 0.05, recallRate: 0.05, rowsPerTurn }))}`,
     );

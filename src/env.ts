@@ -27,8 +27,9 @@ export interface Env {
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
   /**
-   * How long a steady turn's log line may wait in its session's memory to be written with others
-   * (default 5000 ms, at most 60000; 0 writes each line with its turn).
+   * How long a steady turn's log line, and a measured turn's calibration sample, may wait in its
+   * session's memory to be written with others (default 5000 ms, at most 60000; 0 writes each with
+   * its turn).
    */
   OFFLOAD_TURN_LOG_WINDOW_MS?: string;
   /**

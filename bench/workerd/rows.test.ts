@@ -2,19 +2,20 @@
 // each line written with its turn (OFFLOAD_TURN_LOG_WINDOW_MS=0, as before lines were held) against held
 // lines written in batches (the timer writing each alone in a quiet session, the cap writing 32 in a busy
 // one), on a fresh turn log and on a full one (every line then trims an old one). A compact turn commits its
-// line; a proxied one also notes the provider's usage on it (the calibration learned from it included).
+// line; a proxied one also notes the provider's usage on it (the calibration sample it teaches included:
+// written with its call when nothing is held, else held and written with the lines).
 // Not part of `npm test`: it prints, it asserts only that it measured something.
 import { env, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import type { TurnUsage } from "../../src/core/billing.ts";
 import type { TurnDecision, TurnEstimate, TurnLog } from "../../src/core/types.ts";
-import { LINE_CAP } from "../../src/session/held-lines.ts";
+import { HOLD_CAP } from "../../src/session/held-writes.ts";
 import { SessionDO } from "../../src/session/session-do.ts";
 import { sessionObjectName, TURN_LOG_LIMIT } from "../../src/session/state.ts";
 import { record } from "../../test/support/records.ts";
 import { writesOf } from "../../test/support/sql-writes.ts";
 
-const TURNS = 2 * LINE_CAP;
+const TURNS = 2 * HOLD_CAP;
 let sessions = 0;
 
 const estimate: TurnEstimate = {
@@ -67,7 +68,7 @@ const log = (turn: number): TurnLog => ({
 interface Case {
   kind: "compact" | "proxy";
   windowMs: number;
-  /** Lines written together (1: the timer writes each alone; LINE_CAP: the cap). */
+  /** Lines written together (1: the timer writes each alone; HOLD_CAP: the cap). */
   batch: number;
   full: boolean;
 }
@@ -121,12 +122,12 @@ it("rows written per steady turn, each line written with its turn against held l
     for (const full of [false, true]) {
       const each = await measure({ kind, windowMs: 0, batch: 1, full });
       const alone = await measure({ kind, windowMs: 60_000, batch: 1, full });
-      const busy = await measure({ kind, windowMs: 60_000, batch: LINE_CAP, full });
+      const busy = await measure({ kind, windowMs: 60_000, batch: HOLD_CAP, full });
       expect(each.rows).toBeGreaterThan(0);
       const f = (m: { rows: number; transactions: number }) =>
         `${m.rows.toFixed(2)} rows, ${m.transactions.toFixed(2)} tx`;
       lines.push(
-        `  ${kind.padEnd(8)} ${full ? "full log " : "fresh log"}   written with its turn ${f(each)}   held, written alone ${f(alone)}   held, ${LINE_CAP} at once ${f(busy)}`,
+        `  ${kind.padEnd(8)} ${full ? "full log " : "fresh log"}   written with its turn ${f(each)}   held, written alone ${f(alone)}   held, ${HOLD_CAP} at once ${f(busy)}`,
       );
     }
   console.log(`SessionDO rows written per steady turn (${TURNS} turns each):\n${lines.join("\n")}`);

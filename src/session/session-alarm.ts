@@ -35,8 +35,9 @@ export class SessionAlarm {
       const row = t.row(ref);
       const names = row === null ? [] : t.memIds();
       this.#life.set(startPurge(this.#life.get(), Date.now()), ref);
-      // The held turn lines belong to the session being purged.
-      this.#p.lines.drop();
+      // The held turn lines belong to the session being purged (its held samples, the tenant's, are
+      // written: the sweep sends them).
+      this.#p.held.drop();
       t.clearSession();
       return names;
     });
@@ -58,8 +59,9 @@ export class SessionAlarm {
     // Read afresh: the alarm decides what to purge from what storage holds.
     this.#life.forget();
     if (t.open(false) === null) return;
-    // Retention reads the last activity, which held lines may have moved.
-    this.#p.lines.flush();
+    // Retention reads the last activity, which held lines may have moved; the exchange sends the
+    // written samples, the held ones among them.
+    this.#p.held.flush();
     const ref = this.#life.ref() ?? t.row() ?? undefined;
     const now = Date.now();
     const life = this.#life.get();

@@ -41,7 +41,7 @@ export class SessionBeginReads {
     const tenant =
       ask.ids === null ? { stats: {}, refresh: false } : await this.#tenantStats(ref, ask.names);
     const now = Date.now();
-    const row = this.#p.lines.row(this.#p.t.row(ref));
+    const row = this.#p.held.row(this.#p.t.row(ref));
     const lease = this.#life.started(ref, row, now);
     const memos = row === null ? [] : this.#anchored(ask.anchors);
     const ids =
@@ -65,7 +65,7 @@ export class SessionBeginReads {
   ): Promise<SessionLoad> {
     const tenant = await this.#tenantStats(ref, toolNames);
     const now = Date.now();
-    const row = this.#p.lines.row(this.#p.t.row(ref));
+    const row = this.#p.held.row(this.#p.t.row(ref));
     const lease = this.#life.started(ref, row, now);
     const state = this.#state(row, toolUseIds, toolNames, now, tenant.stats);
     if (tenant.refresh || this.#p.stats.wantCalibration(now)) await this.#life.arm();
@@ -90,14 +90,14 @@ export class SessionBeginReads {
         gap_seconds: null,
       };
     const t = this.#p.t;
-    // The lines held in memory count as written (held-lines.ts).
+    // The lines held in memory count as written (held-writes.ts).
     const times = [
       ...t.sql
         .exec<{ at: number }>("SELECT at FROM turns ORDER BY seq DESC LIMIT ?", GAP_WINDOW + 1)
         .toArray()
         .map((r) => r.at)
         .reverse(),
-      ...this.#p.lines.times(),
+      ...this.#p.held.times(),
     ].slice(-(GAP_WINDOW + 1));
     const { records, answered } = t.recordsWithin(ids, RPC_BUDGET_BYTES);
     return {

@@ -2,7 +2,7 @@
  * The SessionDO's writes of a turn: `commit` and `addRecords` (records admitted under the turn's
  * lease, then inserted, first writer wins) and `noteRecall`. Each runs its SQL in one transaction,
  * the held turn lines first; the tenant's deltas are noted on the session's copy for the alarm's
- * exchange. A commit that only logs a turn is held in memory instead (held-lines.ts).
+ * exchange. A commit that only logs a turn is held in memory instead (held-writes.ts).
  */
 import type { TurnCommit } from "../core/ports.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
@@ -87,7 +87,7 @@ export class SessionCommits {
     const now = Date.now();
     this.#p.t.open(true); // outside the transaction: a rollback must not leave #ready true without the tables
     const result = this.#p.storage.transactionSync((): RecordsResult => {
-      this.#p.lines.write();
+      this.#p.held.write();
       const ok = this.#admit(batch.records, batch.lease, now);
       if (ok === null) return { records: [], offloads: {}, refused: "deleted" };
       this.#p.t.touch(ref, now);
@@ -107,12 +107,12 @@ export class SessionCommits {
         commit.decisions === undefined
           ? null
           : lastTurnOf(commit.log, commit.decisions, now, commit.decisions_total);
-      const seq = this.#p.lines.hold(commit.log, last, now);
+      const seq = this.#p.held.hold(commit.log, last, now);
       return { records: [], index_due: false, offloads: {}, turn_seq: seq };
     }
     t.open(true);
     const result = this.#p.storage.transactionSync((): SessionCommitResult => {
-      this.#p.lines.write();
+      this.#p.held.write();
       const ok = this.#admit(commit.records, commit.lease as TurnLease | undefined, now);
       if (ok === null)
         return { records: [], index_due: false, offloads: {}, turn_seq: 0, refused: "deleted" };
@@ -152,12 +152,12 @@ export class SessionCommits {
   }
 
   /**
-   * Whether a commit only logs its turn, so its line may be held (held-lines.ts): no records, no
+   * Whether a commit only logs its turn, so its line may be held (held-writes.ts): no records, no
    * new declaration, the index not due, no tombstone to clear, a lease that stands, and a session
    * whose row (and tenant copy) exists already. Reads only.
    */
   #onlyLogs(ref: SessionRef, commit: TurnCommit, now: number): boolean {
-    if (commit.records.length > 0 || !this.#p.lines.enabled()) return false;
+    if (commit.records.length > 0 || !this.#p.held.enabled()) return false;
     const row = this.#p.t.row(ref);
     if (row === null || (commit.recall_declared && row.recall_declared !== 1)) return false;
     if (indexDue(now, row.last_indexed) || this.#reads.holdsFirstStats()) return false;
@@ -181,7 +181,7 @@ export class SessionCommits {
     t.open(true);
     const tool = this.#p.storage.transactionSync(() => {
       // The recall goes on the latest line, which may be held.
-      this.#p.lines.write();
+      this.#p.held.write();
       t.touch(ref, now);
       t.sql.exec(
         "INSERT INTO recalls (mem_id, count) VALUES (?, 1) ON CONFLICT (mem_id) DO UPDATE SET count = count + 1",

@@ -10,8 +10,9 @@
  * under that lease (session-commit.ts). Every purge moves the session's generation first
  * (lifecycle.ts), so a turn that began before a delete or a retention purge cannot commit after
  * it, and the session does not come back. A commit that only logs its turn (a steady turn) is held
- * in memory and written later with others (held-lines.ts): every other method that reads or writes
- * the turn log writes the held lines first, and a purge drops them.
+ * in memory and written later with others, and so is the calibration sample a measured turn teaches
+ * (held-writes.ts): every other method that reads or writes the turn log writes what is held first,
+ * and a purge drops the held lines.
  *
  * The one alarm (session-alarm.ts, armed by session-life.ts) serves: retention (an idle session is
  * purged OFFLOAD_RETENTION_SECONDS after its last activity; 0 keeps sessions until deleted), a
@@ -39,7 +40,7 @@ import type {
   RecordsResult,
   SessionBegin,
 } from "../store/turn-protocol.ts";
-import { HeldLines, parseLineWindow } from "./held-lines.ts";
+import { HeldWrites, parseLineWindow } from "./held-writes.ts";
 import { SessionAlarm } from "./session-alarm.ts";
 import { SessionBeginReads } from "./session-begin.ts";
 import { SessionCommits } from "./session-commit.ts";
@@ -52,7 +53,7 @@ import type { TurnKey, UsageOutcome } from "./usage.ts";
 
 export class SessionDO extends DurableObject<Env> {
   readonly #t: SessionTables;
-  readonly #lines: HeldLines;
+  readonly #held: HeldWrites;
   readonly #life: SessionLife;
   readonly #begin: SessionBeginReads;
   readonly #commits: SessionCommits;
@@ -62,13 +63,17 @@ export class SessionDO extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.#t = new SessionTables(ctx.storage);
-    this.#lines = new HeldLines(this.#t, ctx.storage, () =>
-      parseLineWindow(env.OFFLOAD_TURN_LOG_WINDOW_MS),
+    const stats = new TenantCopy(this.#t);
+    this.#held = new HeldWrites(
+      this.#t,
+      ctx.storage,
+      () => parseLineWindow(env.OFFLOAD_TURN_LOG_WINDOW_MS),
+      stats.calibration,
     );
     const parts: SessionParts = {
       t: this.#t,
-      lines: this.#lines,
-      stats: new TenantCopy(this.#t),
+      held: this.#held,
+      stats,
       storage: ctx.storage,
       env,
     };
@@ -104,12 +109,12 @@ export class SessionDO extends DurableObject<Env> {
   }
 
   describe(ref: SessionRef): SessionDetail | null {
-    this.#lines.flush();
+    this.#held.flush();
     return describeSession(this.#t, ref);
   }
 
   report(ref: SessionRef, options: { turns?: boolean } = {}): SessionReportData | null {
-    this.#lines.flush();
+    this.#held.flush();
     return sessionReport(this.#t, ref, options);
   }
 
@@ -121,7 +126,7 @@ export class SessionDO extends DurableObject<Env> {
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
     this.#t.open(true);
     this.ctx.storage.transactionSync(() => {
-      this.#lines.write();
+      this.#held.write();
       this.#t.touch(ref, Date.now());
       this.#t.sql.exec("UPDATE session SET config = ? WHERE id = 1", JSON.stringify(patch));
     });

@@ -6,7 +6,7 @@
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { TURN_LEASE_MS, type TurnLease } from "../store/turn-protocol.ts";
-import type { HeldLines } from "./held-lines.ts";
+import type { HeldWrites } from "./held-writes.ts";
 import {
   earliest,
   FRESH_LIFECYCLE,
@@ -21,12 +21,12 @@ import { expiresAt, parseRetention } from "./state.ts";
 import type { TenantCopy } from "./tenant-copy.ts";
 
 /**
- * What the SessionDO's pieces share: its tables, the turn lines it holds, its tenant copy, its
- * storage and bindings.
+ * What the SessionDO's pieces share: its tables, the turn lines and calibration samples it holds,
+ * its tenant copy, its storage and bindings.
  */
 export interface SessionParts {
   t: SessionTables;
-  lines: HeldLines;
+  held: HeldWrites;
   stats: TenantCopy;
   storage: DurableObjectStorage;
   env: Env;
@@ -77,7 +77,7 @@ export class SessionLife {
     const t = this.#p.t;
     if (t.open(false) === null) return null;
     const life = this.get();
-    const row = this.#p.lines.row(t.row());
+    const row = this.#p.held.row(t.row());
     const orphans = t.sql
       .exec<{ pending: number; oldest: number | null }>(
         "SELECT count(*) FILTER (WHERE deleted_at IS NULL) AS pending, min(deleted_at) AS oldest FROM orphans",

@@ -29,29 +29,33 @@ export class SessionUsage {
     if (t.row(ref) === null && isGone(this.#life.get())) return;
     t.open(true);
     const seq = turn.turn_seq;
-    const lines = this.#p.lines;
-    this.#p.storage.transactionSync(() => {
-      const now = Date.now();
-      // A held line (a steady turn's) takes the note where it is: only what its usage teaches, and
-      // the memos, are written now.
-      const held = seq !== null && lines.update(seq, (log) => this.#noted(seq, log, turn), now);
-      if (!held) {
-        lines.write();
-        t.touch(ref, now);
-        const line =
-          seq === null
-            ? undefined
-            : t.sql.exec<{ log: string }>("SELECT log FROM turns WHERE seq = ?", seq).toArray()[0];
-        if (seq !== null && line !== undefined) {
-          const log = this.#noted(seq, JSON.parse(line.log) as TurnLog, turn);
-          t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(log), seq);
+    const held = this.#p.held;
+    const now = Date.now();
+    // A held line (a steady turn's) takes the note where it is, and the sample its usage teaches is
+    // held with it: without memos, nothing is written now.
+    const onHeld = () =>
+      seq !== null && held.update(seq, (log) => this.#noted(seq, log, turn), now);
+    if (turn.memos.length > 0 || !onHeld())
+      this.#p.storage.transactionSync(() => {
+        if (!onHeld()) {
+          held.write();
+          t.touch(ref, now);
+          const line =
+            seq === null
+              ? undefined
+              : t.sql
+                  .exec<{ log: string }>("SELECT log FROM turns WHERE seq = ?", seq)
+                  .toArray()[0];
+          if (seq !== null && line !== undefined) {
+            const log = this.#noted(seq, JSON.parse(line.log) as TurnLog, turn);
+            t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(log), seq);
+          }
         }
-      }
-      for (const memo of turn.memos)
-        t.sql.exec("INSERT INTO memos (memo) VALUES (?)", JSON.stringify(memo));
-      if (turn.memos.length > 0)
-        t.sql.exec("DELETE FROM memos WHERE seq <= (SELECT max(seq) FROM memos) - ?", MEMO_LIMIT);
-    });
+        for (const memo of turn.memos)
+          t.sql.exec("INSERT INTO memos (memo) VALUES (?)", JSON.stringify(memo));
+        if (turn.memos.length > 0)
+          t.sql.exec("DELETE FROM memos WHERE seq <= (SELECT max(seq) FROM memos) - ?", MEMO_LIMIT);
+      });
     await this.#life.arm();
   }
 
@@ -75,41 +79,63 @@ export class SessionUsage {
   async recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null> {
     const t = this.#p.t;
     if (t.row(ref) === null) return null;
-    const outcome = this.#p.storage.transactionSync((): UsageOutcome => {
-      this.#p.lines.write();
-      const lines = t.sql
-        .exec<{ seq: number; log: string }>(
-          "seq" in key
-            ? "SELECT seq, log FROM turns WHERE seq = ?"
-            : "SELECT seq, log FROM turns WHERE json_extract(log, '$.turn') = ? ORDER BY seq DESC LIMIT 1",
-          "seq" in key ? key.seq : key.turn,
-        )
-        .toArray()
-        .map((r) => ({ seq: r.seq, log: JSON.parse(r.log) as TurnLog }));
-      const line = findTurn(lines, key);
-      if (line === undefined) return { status: "unknown_turn" };
-      const next = withUsage(line.seq, line.log, usage);
-      if (next.outcome.status === "recorded" && next.outcome.estimate !== null)
-        this.#learn(usage, next.outcome.estimate);
-      if (next.log !== null)
-        t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(next.log), line.seq);
-      return next.outcome;
-    });
+    const held = this.#p.held;
+    // A held line takes the usage where it is (held lines are the newest: a turn number names the
+    // newest line of that turn), and the sample it teaches is held with it: nothing is written now.
+    const line = findTurn(held.lines(), key);
+    const outcome =
+      line === undefined
+        ? this.#p.storage.transactionSync(() => this.#recordWritten(key, usage))
+        : this.#record(line, usage, (log) => held.update(line.seq, () => log));
     // A sample learned: the alarm sends it with the next exchange.
     if (outcome.status === "recorded") await this.#life.arm();
     return outcome;
   }
 
+  /** Usage on a written line (what is held is written first), in the caller's transaction. */
+  #recordWritten(key: TurnKey, usage: TurnUsage): UsageOutcome {
+    const t = this.#p.t;
+    this.#p.held.write();
+    const lines = t.sql
+      .exec<{ seq: number; log: string }>(
+        "seq" in key
+          ? "SELECT seq, log FROM turns WHERE seq = ?"
+          : "SELECT seq, log FROM turns WHERE json_extract(log, '$.turn') = ? ORDER BY seq DESC LIMIT 1",
+        "seq" in key ? key.seq : key.turn,
+      )
+      .toArray()
+      .map((r) => ({ seq: r.seq, log: JSON.parse(r.log) as TurnLog }));
+    const line = findTurn(lines, key);
+    if (line === undefined) return { status: "unknown_turn" };
+    return this.#record(line, usage, (log) =>
+      t.sql.exec("UPDATE turns SET log = ? WHERE seq = ?", JSON.stringify(log), line.seq),
+    );
+  }
+
+  /** The usage kept on `line` (by `keep`) and learned from, the first time it is reported. */
+  #record(
+    line: { seq: number; log: TurnLog },
+    usage: TurnUsage,
+    keep: (log: TurnLog) => unknown,
+  ): UsageOutcome {
+    const next = withUsage(line.seq, line.log, usage);
+    if (next.outcome.status === "recorded" && next.outcome.estimate !== null)
+      this.#learn(usage, next.outcome.estimate);
+    if (next.log !== null) keep(next.log);
+    return next.outcome;
+  }
+
   /**
-   * A measured turn calibrates the tenant's estimates for its model: the session's copy at once,
-   * the tenant's with the next exchange (calibration-copy.ts). The client's own call against the
-   * request as sent (the hops' calls are requests we built, not estimated). Returns the usage with
-   * the removed tokens at the refined calibration, once it is ready. In the caller's transaction.
+   * A measured turn calibrates the tenant's estimates for its model: the session's copy at once (in
+   * memory, its sample held with the lines: held-writes.ts), the tenant's with the next exchange
+   * (calibration-copy.ts). The client's own call against the request as sent (the hops' calls are
+   * requests we built, not estimated). Returns the usage with the removed tokens at the refined
+   * calibration, once it is ready. In the caller's transaction, if any (held, it writes nothing).
    */
   #learn(usage: TurnUsage, estimate: TurnEstimate | null): TurnUsage {
     const model = estimate === null ? undefined : resolveModel(usage.model ?? estimate.model)?.id;
     if (estimate === null || model === undefined) return usage;
-    const cal = this.#p.stats.calibration.learn(
+    const cal = this.#p.held.learn(
       { model, estimate: estimate.sent, measured: promptOf(usage.first) },
       Date.now(),
     );

@@ -126,8 +126,10 @@ export class TenantCopy {
   }
 
   /**
-   * One exchange: the pending deltas out, the counts of every name the copy holds or wants back.
-   * Deltas noted while the call is out stay pending for the next one.
+   * One exchange: the pending deltas and the written calibration samples out (the caller writes the
+   * held ones first: held-writes.ts), the counts of every name the copy holds or wants back and the
+   * tenant's calibration. Deltas noted and samples learned while the call is out stay pending for
+   * the next one.
    */
   async sync(exchange: TenantExchange, now: () => number): Promise<void> {
     if (this.#t.open(false) === null) return;

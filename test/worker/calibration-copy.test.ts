@@ -1,12 +1,7 @@
 // The tenant's calibration never sits on a turn's path: a session learns its measured turns into the copy it
 // holds, sends the samples with its statistics' exchange (its alarm), the tenant's object learns them, and
 // another session of the tenant calibrates its turns from its own copy once its alarm has refreshed it.
-import {
-  createExecutionContext,
-  env,
-  runDurableObjectAlarm,
-  runInDurableObject,
-} from "cloudflare:test";
+import { createExecutionContext, env, runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { CALIBRATION_MIN_TURNS, type Calibration } from "../../src/core/calibration.ts";
@@ -96,13 +91,10 @@ describe("the tenant's calibration, held by each session", () => {
     const a = sid("cal-a");
     const turns = CALIBRATION_MIN_TURNS + 1;
     for (let i = 0; i < turns; i++) expect(await proxied(a)).toEqual([]);
-    // The session's own copy learned every measured turn at once.
-    const held = await runInDurableObject(sessionStub(a), (_i, state) =>
-      state.storage.sql
-        .exec<{ state: string }>("SELECT state FROM tenant_calibration")
-        .toArray()
-        .map((r) => JSON.parse(r.state) as Calibration),
-    );
+    // The session's own copy learned every measured turn at once (as its next turn reads it: the
+    // samples may still be held in the object's memory, unwritten).
+    const read = await sessionStub(a).load({ tenant: TENANT, session: a }, [], []);
+    const held = Object.values(read.calibrations ?? {}) as Calibration[];
     expect(held.map((c) => c.turns)).toEqual([turns]);
     // Nothing reached the tenant yet: the samples wait for the alarm.
     const before = (await tenantStub().calibrations()) as Record<string, Calibration>;

@@ -1,64 +1,13 @@
 // A steady turn's log line is held in its SessionDO's memory: its commit writes no storage, its seq is given
-// at once, and the line is written by the next write or read of the turn log, the cap, the timer or the
-// alarm; a purge drops it. Each test drives its own SessionDO over a fresh object's storage (inside
+// at once (usage posted against it lands on it there), and the line is written by the next write or read of
+// the turn log, the cap, the timer or the alarm; a purge drops it. Each test drives its own SessionDO over a fresh object's storage (inside
 // runInDurableObject), with the window it needs, and counts the rows each call writes.
-import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { TurnUsage } from "../../src/core/billing.ts";
-import type { TurnCommit } from "../../src/core/ports.ts";
-import type { SessionRef, TurnDecision, TurnLog } from "../../src/core/types.ts";
-import { LINE_CAP, parseLineWindow } from "../../src/session/held-lines.ts";
-import { SessionDO } from "../../src/session/session-do.ts";
-import { sessionObjectName } from "../../src/session/state.ts";
-import { freshRef, record, turnLog } from "../support/records.ts";
-import { type Writes, writesOf } from "../support/sql-writes.ts";
-
-type Run<T> = (o: SessionDO, ref: SessionRef, probe: Probe) => Promise<T>;
-
-/** Rows written and transactions, summed over the object's SQL while a call runs. */
-class Probe {
-  rows = 0;
-  transactions = 0;
-  readonly #state: DurableObjectState;
-  constructor(state: DurableObjectState) {
-    this.#state = state;
-  }
-
-  /** What `work` wrote (rows, transactions), with its result. */
-  writes<T>(work: () => T | Promise<T>): Promise<Writes<T>> {
-    return writesOf(this.#state.storage, work);
-  }
-
-  turnsStored(): number {
-    return this.#state.storage.sql.exec<{ n: number }>("SELECT count(*) AS n FROM turns").one().n;
-  }
-
-  sql(query: string, ...bindings: unknown[]): void {
-    this.#state.storage.sql.exec(query, ...bindings);
-  }
-}
-
-/** A fresh session's object, driven through a SessionDO of its own with this window (ms). */
-function inSession<T>(windowMs: number, run: Run<T>): Promise<T> {
-  const ref = freshRef("held");
-  const stub = env.SESSIONS.get(env.SESSIONS.idFromName(sessionObjectName(ref)));
-  return runInDurableObject(stub, (_instance, state) => {
-    const o = new SessionDO(state, { ...env, OFFLOAD_TURN_LOG_WINDOW_MS: String(windowMs) });
-    return run(o, ref, new Probe(state));
-  });
-}
-
-const log = (turn: number, over: Partial<TurnLog> = {}): TurnLog =>
-  turnLog(turn, { results: 1, kept: 1, tokens_before: 10, tokens_after: 10, ...over });
-
-/** The session's first turn: a record, the row, the index entry asked for. */
-const first: TurnCommit = { records: [record("a")], recall_declared: true, log: log(1) };
-const steady = (turn: number, over: Partial<TurnCommit> = {}): TurnCommit => ({
-  records: [],
-  recall_declared: true,
-  log: log(turn),
-  ...over,
-});
+import type { TurnDecision } from "../../src/core/types.ts";
+import type { ProxyMemo } from "../../src/proxy/port.ts";
+import { HOLD_CAP, parseLineWindow } from "../../src/session/held-writes.ts";
+import { estimate, first, inSession, log, steady, usage } from "../support/held-session.ts";
+import { record } from "../support/records.ts";
 
 const decision = (id: string): TurnDecision => ({
   tool_use_id: id,
@@ -73,15 +22,6 @@ const decision = (id: string): TurnDecision => ({
   sticky: true,
   reason: "large: test",
 });
-
-const usage: TurnUsage = {
-  source: "client",
-  model: null,
-  calls: 1,
-  tokens: { input: 10, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output: 3 },
-  first: { input: 10, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output: 3 },
-  answer_output: 3,
-};
 
 const HOUR = 3_600_000;
 const LONG = 60_000;
@@ -150,13 +90,13 @@ describe("a steady turn's log line, held in memory", () => {
   it("the cap: the line that would pass it writes those held first", async () => {
     await inSession(LONG, async (o, ref, probe) => {
       await o.commit(ref, first);
-      for (let turn = 2; turn < 2 + LINE_CAP; turn++) await o.commit(ref, steady(turn));
+      for (let turn = 2; turn < 2 + HOLD_CAP; turn++) await o.commit(ref, steady(turn));
       expect(probe.turnsStored()).toBe(1);
-      const over = await probe.writes(() => o.commit(ref, steady(2 + LINE_CAP)));
+      const over = await probe.writes(() => o.commit(ref, steady(2 + HOLD_CAP)));
       expect(over.transactions).toBe(1);
-      expect(over.value.turn_seq).toBe(2 + LINE_CAP);
-      expect(probe.turnsStored()).toBe(1 + LINE_CAP);
-      expect(o.describe(ref)?.calls).toBe(2 + LINE_CAP);
+      expect(over.value.turn_seq).toBe(2 + HOLD_CAP);
+      expect(probe.turnsStored()).toBe(1 + HOLD_CAP);
+      expect(o.describe(ref)?.calls).toBe(2 + HOLD_CAP);
     });
   });
 
@@ -181,34 +121,36 @@ describe("a steady turn's log line, held in memory", () => {
     });
   });
 
-  it("usage posted against a held line's seq (or turn) finds it", async () => {
+  it("usage posted against a held line's seq (or turn) finds it there: nothing is written", async () => {
     await inSession(LONG, async (o, ref, probe) => {
       await o.commit(ref, first);
       const { turn_seq } = await o.commit(ref, steady(2));
       await o.commit(ref, steady(3));
-      expect(await o.recordUsage(ref, { seq: turn_seq }, usage)).toMatchObject({
-        status: "recorded",
-        seq: turn_seq,
-      });
-      expect(probe.turnsStored()).toBe(3);
+      const bySeq = await probe.writes(() => o.recordUsage(ref, { seq: turn_seq }, usage));
+      expect(bySeq.value).toMatchObject({ status: "recorded", seq: turn_seq });
+      expect(bySeq).toMatchObject({ rows: 0, transactions: 0 });
+      expect(probe.turnsStored()).toBe(1);
       await o.commit(ref, steady(4));
-      expect(await o.recordUsage(ref, { turn: 4 }, usage)).toMatchObject({ status: "recorded" });
+      // A turn number names the newest line of that turn: held lines are the newest.
+      const byTurn = await probe.writes(() => o.recordUsage(ref, { turn: 4 }, usage));
+      expect(byTurn.value).toMatchObject({ status: "recorded" });
+      expect(byTurn.rows).toBe(0);
+      // The same report again changes nothing; other numbers are a conflict.
+      expect(await o.recordUsage(ref, { turn: 4 }, usage)).toMatchObject({ status: "unchanged" });
+      const other = { ...usage, calls: 2 };
+      expect(await o.recordUsage(ref, { turn: 4 }, other)).toMatchObject({ status: "conflict" });
+      // A written line's usage is written, with what is held first.
+      expect(await o.recordUsage(ref, { turn: 1 }, usage)).toMatchObject({ status: "recorded" });
+      expect(probe.turnsStored()).toBe(4);
       const turns = o.describe(ref)!.turns;
-      expect(turns.map((t) => t.usage !== undefined)).toEqual([false, true, false, true]);
+      expect(turns.map((t) => t.usage !== undefined)).toEqual([true, true, false, true]);
+      expect(await o.recordUsage(ref, { seq: 99 }, usage)).toEqual({ status: "unknown_turn" });
     });
   });
 
   it("the proxy's note goes on the held line it names, which stays held", async () => {
     await inSession(LONG, async (o, ref, probe) => {
       await o.commit(ref, first);
-      const estimate = {
-        sent: { text: 1000 },
-        removed: { text: 500 },
-        cached_share: 0,
-        ttl: "5m" as const,
-        calibrated: false,
-        model: "claude-sonnet-4-6",
-      };
       const bare = await o.commit(ref, steady(2));
       const measured = await o.commit(ref, steady(3, { log: log(3, { estimate }) }));
       const note = { hops: 1, recalls: 1, exhausted: false };
@@ -216,16 +158,39 @@ describe("a steady turn's log line, held in memory", () => {
       const quiet = await probe.writes(() =>
         o.finishProxyTurn(ref, { turn_seq: bare.turn_seq, note, memos: [], usage }),
       );
-      expect(quiet.rows).toBe(0);
-      // A measured turn teaches the calibration (the session's copy is written), the line stays held.
+      expect(quiet).toMatchObject({ rows: 0, transactions: 0 });
+      // A measured turn teaches the calibration: its sample is held with the line, nothing written.
       const taught = await probe.writes(() =>
         o.finishProxyTurn(ref, { turn_seq: measured.turn_seq, note, memos: [], usage, estimate }),
       );
-      expect(taught.rows).toBeGreaterThan(0);
+      expect(taught).toMatchObject({ rows: 0, transactions: 0 });
       expect(probe.turnsStored()).toBe(1);
       const lines = o.describe(ref)!.turns;
       expect(lines.map((l) => l.proxy)).toEqual([undefined, note, note]);
       expect(lines.map((l) => l.usage?.calls)).toEqual([undefined, 1, 1]);
+    });
+  });
+
+  it("the proxy's memos are written at once, the note staying on the held line", async () => {
+    await inSession(LONG, async (o, ref, probe) => {
+      await o.commit(ref, first);
+      const held = await o.commit(ref, steady(2));
+      const note = { hops: 1, recalls: 1, exhausted: false };
+      const memo: ProxyMemo = {
+        kind: "alias",
+        format: "openai-responses",
+        from: "resp_1",
+        to: "resp_0",
+        calls: [],
+        params: { mode: "both", max_chars: 1000, window: 1 },
+      };
+      const wrote = await probe.writes(() =>
+        o.finishProxyTurn(ref, { turn_seq: held.turn_seq, note, memos: [memo], usage }),
+      );
+      expect(wrote.transactions).toBe(1);
+      expect(probe.count("memos")).toBe(1);
+      expect(probe.turnsStored()).toBe(1);
+      expect(o.describe(ref)!.turns.map((l) => l.proxy)).toEqual([undefined, note]);
     });
   });
 
