@@ -94,6 +94,22 @@ export class CalibrationCopy {
     this.#heldSince = null;
   }
 
+  /** What is held, to be put back if the transaction that wrote it rolls back. */
+  heldState(): {
+    refined: Map<string, Calibration>;
+    held: CalibrationSample[];
+    since: number | null;
+  } {
+    return { refined: new Map(this.#refined), held: [...this.#held], since: this.#heldSince };
+  }
+
+  /** Puts back what `heldState` took (the write that cleared it did not commit). */
+  restoreHeld(state: ReturnType<CalibrationCopy["heldState"]>): void {
+    this.#refined = state.refined;
+    this.#held = state.held;
+    this.#heldSince = state.since;
+  }
+
   /**
    * The written samples to send, and the last row's sequence number (to settle them after). The
    * caller writes the held ones first; any held meanwhile stay held for the next exchange.

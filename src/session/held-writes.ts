@@ -164,10 +164,26 @@ export class HeldWrites {
     return this.#lines.map((l) => l.at);
   }
 
-  /** Writes what is held in its own transaction. */
+  /**
+   * Writes what is held in its own transaction. If it rolls back, what was held is held again (and
+   * the timer armed): a storage fault delays the lines and samples, it does not lose them.
+   */
   flush(): void {
     if (this.#lines.length === 0 && this.#calibration.held() === 0) return;
-    this.#storage.transactionSync(() => this.write());
+    const lines = this.#lines;
+    const last = this.#last;
+    const activeAt = this.#activeAt;
+    const samples = this.#calibration.heldState();
+    try {
+      this.#storage.transactionSync(() => this.write());
+    } catch (cause) {
+      this.#lines = lines;
+      this.#last = last;
+      this.#activeAt = activeAt;
+      this.#calibration.restoreHeld(samples);
+      this.#arm();
+      throw cause;
+    }
   }
 
   /**
@@ -239,8 +255,7 @@ export class HeldWrites {
     try {
       this.flush();
     } catch (cause) {
-      // What is held stays held for the next write or read, and the timer tries again.
-      this.#timer = setTimeout(() => this.#onTimer(), this.#windowMs());
+      // What is held stays held for the next write or read, and the timer (armed again) tries again.
       console.error(
         `[edge-offload] writing held turn lines and samples failed: ${cause instanceof Error ? cause.message.slice(0, 200) : "unknown error"}`,
       );

@@ -213,6 +213,25 @@ describe("a measured turn's calibration sample, held with the lines", () => {
       expect(samples.at(-1)?.measured).toBe(promptOf(usage.first));
     });
   });
+
+  it("a flush that rolls back holds its lines and samples again, and a later read writes them", async () => {
+    await inSession(LONG, async (o, ref, probe) => {
+      await o.commit(ref, first);
+      await proxiedTurns(o, ref, 2);
+      // A storage fault on the turn log's insert, after the samples' statements ran in the same
+      // transaction: the whole flush rolls back.
+      probe.sql(
+        "CREATE TRIGGER eo_test_fault BEFORE INSERT ON turns BEGIN SELECT RAISE(ABORT, 'injected fault'); END",
+      );
+      await expect(Promise.resolve().then(() => o.report(ref))).rejects.toThrow(/injected fault/);
+      expect(written(probe)).toEqual([]);
+      expect(probe.turnsStored()).toBe(1);
+      probe.sql("DROP TRIGGER eo_test_fault");
+      const report = await o.report(ref);
+      expect(report?.turns.map((t) => t.turn)).toEqual([1, 2, 3]);
+      expect(written(probe)).toHaveLength(2);
+    });
+  });
 });
 
 function sleep(ms: number): Promise<void> {
