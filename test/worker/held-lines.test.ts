@@ -2,8 +2,10 @@
 // at once (usage posted against it lands on it there), and the line is written by the next write or read of
 // the turn log, the cap, the timer or the alarm; a purge drops it. Each test drives its own SessionDO over a fresh object's storage (inside
 // runInDurableObject), with the window it needs, and counts the rows each call writes.
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { TurnDecision } from "../../src/core/types.ts";
+import { settingsOf } from "../../src/http/context.ts";
 import type { ProxyMemo } from "../../src/proxy/port.ts";
 import { HOLD_CAP, parseLineWindow } from "../../src/session/held-writes.ts";
 import { estimate, first, inSession, log, steady, usage } from "../support/held-session.ts";
@@ -279,6 +281,13 @@ describe("OFFLOAD_TURN_LOG_WINDOW_MS", () => {
     expect(parseLineWindow("60000")).toBe(60_000);
     for (const bad of ["60001", "-1", "1.5", "soon"])
       expect(() => parseLineWindow(bad)).toThrow(/OFFLOAD_TURN_LOG_WINDOW_MS/);
+  });
+
+  it("is checked by the Worker's settings too: a bad value is a clear error, not a storage error", () => {
+    expect(settingsOf(env).turnLogWindowMs).toBe(parseLineWindow(env.OFFLOAD_TURN_LOG_WINDOW_MS));
+    expect(() => settingsOf({ ...env, OFFLOAD_TURN_LOG_WINDOW_MS: "soon" })).toThrow(
+      /OFFLOAD_TURN_LOG_WINDOW_MS/,
+    );
   });
 });
 
