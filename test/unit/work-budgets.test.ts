@@ -217,7 +217,9 @@ describe("extractors: doubling the input at most about doubles the time", () => 
       (n) => textPdf(Array.from({ length: n }, (_, i) => [`page ${i}`, "some text on it"])),
       (data) => extractText({ data, media_type: "application/pdf" }, { max_pages: 500 }),
       16,
-      3,
+      // One extraction is a single ~15 ms measurement: more of them, so a stall on a shared machine
+      // does not decide the median (it reads about 1.3 when quiet).
+      7,
     );
     expect(ratio).toBeLessThanOrEqual(LIMIT);
   });
