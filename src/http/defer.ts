@@ -15,3 +15,22 @@ export function deferOf(c: {
     return undefined;
   }
 }
+
+/**
+ * A Defer that holds its work until `release`, then starts it, and starts later work at once. The
+ * proxy releases it once the provider has answered, so a steady turn's log line does not compete
+ * with the provider call it precedes. Without a runtime's Defer the store awaits everything, and
+ * this holds nothing.
+ */
+export function heldDefer(defer: Defer | undefined): { defer: Defer | undefined; release(): void } {
+  if (defer === undefined) return { defer: undefined, release: () => {} };
+  let held: (() => Promise<unknown>)[] | null = [];
+  return {
+    defer: (work) => (held === null ? defer(work) : held.push(work)),
+    release: () => {
+      const queued = held ?? [];
+      held = null;
+      for (const work of queued) defer(work);
+    },
+  };
+}

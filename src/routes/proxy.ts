@@ -29,7 +29,7 @@ import {
   type Settings,
   settingsOf,
 } from "../http/context.ts";
-import { type Defer, deferOf } from "../http/defer.ts";
+import { type Defer, deferOf, heldDefer } from "../http/defer.ts";
 import { toOffloadError } from "../http/errors.ts";
 import { anthropicDialect } from "../proxy/anthropic.ts";
 import type { Dialect } from "../proxy/dialect.ts";
@@ -126,33 +126,40 @@ async function handle(
   );
   const upstream = proxySettingsOf(c.env);
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
-  return proxyTurn({
-    dialect,
-    fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-    url: upstreamUrl(
-      upstream.baseUrls[dialect.provider],
-      count?.path ?? dialect.path,
-      new URL(c.req.url).search,
-    ),
-    headers: upstreamHeaders(c.req.raw.headers),
-    body: {
-      bytes: () => readBytes(c.req.raw, settings.maxBodyBytes),
-      text: () => readText(c.req.raw, settings.maxBodyBytes),
-    },
-    ref,
-    store: deps.store(c.env, settings, log, deferOf(c)),
-    config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
-    secret: () => secretOf(settings.secret),
-    // The attachment policy extracts under the deployment's ceilings here too.
-    extractor: (config) => deps.extractor(c.env, config, settings.extractCeilings),
-    maxHops: upstream.maxHops,
-    log,
-    dryRun: count !== undefined,
-    hint: {
-      guess: () => guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer),
-      set: (layer) => rememberLayer(ref, layer),
-    },
-  });
+  // Work after the answer (a steady turn's log line) starts once the provider has answered: the
+  // provider call is the answer's critical path, and the line needs nothing from it.
+  const later = heldDefer(deferOf(c));
+  try {
+    return await proxyTurn({
+      dialect,
+      fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+      url: upstreamUrl(
+        upstream.baseUrls[dialect.provider],
+        count?.path ?? dialect.path,
+        new URL(c.req.url).search,
+      ),
+      headers: upstreamHeaders(c.req.raw.headers),
+      body: {
+        bytes: () => readBytes(c.req.raw, settings.maxBodyBytes),
+        text: () => readText(c.req.raw, settings.maxBodyBytes),
+      },
+      ref,
+      store: deps.store(c.env, settings, log, later.defer),
+      config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
+      secret: () => secretOf(settings.secret),
+      // The attachment policy extracts under the deployment's ceilings here too.
+      extractor: (config) => deps.extractor(c.env, config, settings.extractCeilings),
+      maxHops: upstream.maxHops,
+      log,
+      dryRun: count !== undefined,
+      hint: {
+        guess: () => guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer),
+        set: (layer) => rememberLayer(ref, layer),
+      },
+    });
+  } finally {
+    later.release();
+  }
 }
 
 export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {

@@ -3,7 +3,7 @@
  * auth and session headers, which headers cross, pass-through with compaction off, errors in the provider's
  * shape, recall hops (buffered and streamed), mixed turns spliced back, and the turn log.
  */
-import { createExecutionContext, env } from "cloudflare:test";
+import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, defaultParts } from "../../src/app.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
@@ -842,5 +842,60 @@ describe("proxy: more turns and formats", () => {
     expect(proxySummary(res).errors).toMatchObject([{ code: "storage_error" }]);
     expect(lines.join("\n")).not.toContain("sk-ant-never-logged");
     expect(lines.join("\n")).not.toContain(KEYS.acme);
+  });
+});
+
+describe("proxy: work after the answer", () => {
+  it("starts a steady turn's log line once the provider has answered, not during the transform", async () => {
+    const order: string[] = [];
+    mockProvider(
+      sseReply(anthropicEvents(hello)),
+      sseReply(anthropicEvents(hello)),
+      sseReply(anthropicEvents(hello)),
+    );
+    const app = createApp({
+      log: () => {},
+      fetch: async (input, init) => {
+        order.push("provider");
+        const res = await globalThis.fetch(input, init);
+        order.push("answered");
+        return res;
+      },
+      store: (e, settings, log, defer) => {
+        const parts = defaultParts(e, settings, log, defer);
+        const sessions = new Proxy(parts.sessions, {
+          get(target, key) {
+            const value = Reflect.get(target, key, target) as unknown;
+            if (typeof value !== "function") return value;
+            return (...args: unknown[]) => {
+              if (key === "commit") order.push("commit");
+              return (value as (...a: unknown[]) => unknown).apply(target, args);
+            };
+          },
+        });
+        return new ComposedStore({ ...parts, sessions });
+      },
+    });
+    const session = sid("held-defer");
+    const turn = async () => {
+      order.length = 0;
+      const ctx = createExecutionContext();
+      const res = await app.fetch(
+        proxyRequest(MESSAGES, { ...anthropicRequest(), stream: true }, { session, config: ON }),
+        env,
+        ctx,
+      );
+      await res.text();
+      await waitOnExecutionContext(ctx);
+      return [...order];
+    };
+    // A first sight commits before the provider is called (its records stand before stubs go out).
+    const first = await turn();
+    expect(first.indexOf("commit")).toBeGreaterThanOrEqual(0);
+    expect(first.indexOf("commit")).toBeLessThan(first.indexOf("provider"));
+    // A steady turn: its only commit (the log line) starts after the provider answered.
+    const steady = await turn();
+    expect(steady.filter((s) => s === "commit")).toHaveLength(1);
+    expect(steady.indexOf("commit")).toBeGreaterThan(steady.indexOf("answered"));
   });
 });
