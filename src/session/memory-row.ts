@@ -7,7 +7,7 @@ import type { OffloadConfigPatch } from "../config.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import type { ProxyMemo } from "../proxy/port.ts";
 import type { LastTurn, LoggedTurn, SessionDetail, SessionReportData } from "../store/ports.ts";
-import { latestOf, recordCounts, totalsOf } from "./report.ts";
+import { recallTotal, reportData } from "./report.ts";
 import { toolStatsOf } from "./state.ts";
 
 export interface MemoryRow {
@@ -52,7 +52,7 @@ export function newRow(now: number): MemoryRow {
 
 /** The session's detail (records, turns, config, counters). */
 export function describeRow(ref: SessionRef, row: MemoryRow): SessionDetail {
-  const recalls = recallTotal(row);
+  const recalls = recallTotal(row.recalls);
   return {
     tenant: ref.tenant,
     session: ref.session,
@@ -75,26 +75,19 @@ export function reportOfRow(
   row: MemoryRow,
   options: { turns?: boolean },
 ): SessionReportData {
-  const recalls = recallTotal(row);
-  return {
-    tenant: ref.tenant,
-    session: ref.session,
-    created_at: row.created_at,
-    last_active: row.last_active,
-    calls: row.calls,
-    recall_declared: row.recall_declared,
-    config: structuredClone(row.config),
-    records: recordCounts(row.records.values(), row.recalls),
-    recalls,
-    totals: totalsOf(row.turns.map((t) => t.line)),
-    latest: latestOf(row.turns.map((t) => t.line)),
-    turns: options.turns === false ? [] : row.turns.map((t) => structuredClone(t.line)),
-    last_turn: structuredClone(row.last_turn),
-  };
-}
-
-function recallTotal(row: MemoryRow): number {
-  let n = 0;
-  for (const c of row.recalls.values()) n += c;
-  return n;
+  return reportData(
+    {
+      ref,
+      created_at: row.created_at,
+      last_active: row.last_active,
+      calls: row.calls,
+      recall_declared: row.recall_declared,
+      config: structuredClone(row.config),
+      records: row.records.values(),
+      recalls: row.recalls,
+      turns: row.turns.map((t) => structuredClone(t.line)),
+      last_turn: structuredClone(row.last_turn),
+    },
+    options,
+  );
 }

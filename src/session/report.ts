@@ -3,8 +3,9 @@
  * build their report with these, so the two agree on what a turn saved, what counts as a shadow
  * saving and what the last turn keeps.
  */
+import type { OffloadConfigPatch } from "../config.ts";
 import { pressureId, warmId } from "../core/turn/context.ts";
-import type { ResultRecord, TurnDecision, TurnLog } from "../core/types.ts";
+import type { ResultRecord, SessionRef, TurnDecision, TurnLog } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
 import { billedTotals, billedTurns } from "./billing-report.ts";
 
@@ -125,4 +126,47 @@ export function recordCounts(
       out.offloaded_recalled++;
   }
   return out;
+}
+
+/** What a session state holds for its report, however it stores it (SQLite tables, memory). */
+export interface ReportSource {
+  ref: SessionRef;
+  created_at: number;
+  last_active: number;
+  calls: number;
+  recall_declared: boolean;
+  config: OffloadConfigPatch;
+  records: Iterable<Pick<ResultRecord, "tool_use_id" | "action" | "mem_id">>;
+  recalls: ReadonlyMap<string, number>;
+  turns: LoggedTurn[];
+  last_turn: LastTurn | null;
+}
+
+/**
+ * The savings report's data: the same derivation for the SessionDO, its in-memory twin and the
+ * Agent's store (counts per result, recall total, totals, latest turn).
+ */
+export function reportData(src: ReportSource, options: { turns?: boolean }): SessionReportData {
+  return {
+    tenant: src.ref.tenant,
+    session: src.ref.session,
+    created_at: src.created_at,
+    last_active: src.last_active,
+    calls: src.calls,
+    recall_declared: src.recall_declared,
+    config: src.config,
+    records: recordCounts(src.records, src.recalls),
+    recalls: recallTotal(src.recalls),
+    totals: totalsOf(src.turns),
+    latest: latestOf(src.turns),
+    turns: options.turns === false ? [] : src.turns,
+    last_turn: src.last_turn,
+  };
+}
+
+/** Recalls of the session, all mem_ids together. */
+export function recallTotal(recalls: ReadonlyMap<string, number>): number {
+  let n = 0;
+  for (const c of recalls.values()) n += c;
+  return n;
 }

@@ -7,7 +7,7 @@ import type { OffloadConfigPatch } from "../config.ts";
 import type { ResultRecord, SessionRef } from "../core/types.ts";
 import type { ProxyMemo, ProxyState } from "../proxy/port.ts";
 import type { LastTurn, SessionDetail, SessionReportData } from "../store/ports.ts";
-import { latestOf, recordCounts, totalsOf } from "./report.ts";
+import { recallTotal, reportData } from "./report.ts";
 import type { SessionTables } from "./session-tables.ts";
 import { toolStatsOf } from "./state.ts";
 
@@ -22,7 +22,7 @@ export function describeSession(t: SessionTables, ref: SessionRef): SessionDetai
     session: row.session,
     calls: row.calls,
     recall_declared: row.recall_declared === 1,
-    recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
+    recalls: recallTotal(recalls),
     tool_stats: toolStatsOf(records, recalls),
     records,
     turns: t.turns(),
@@ -41,32 +41,27 @@ export function sessionReport(
 ): SessionReportData | null {
   const row = t.row(ref);
   if (row === null) return null;
-  const recalls = t.recalls();
-  const turns = t.turns();
   const last = t.sql.exec<{ turn: string }>("SELECT turn FROM last_turn WHERE id = 1").toArray()[0];
-  return {
-    tenant: row.tenant,
-    session: row.session,
-    created_at: row.created_at,
-    last_active: row.last_active,
-    calls: row.calls,
-    recall_declared: row.recall_declared === 1,
-    config: JSON.parse(row.config) as OffloadConfigPatch,
-    // Only the action and mem_id of each record: the stubs stay in SQLite.
-    records: recordCounts(
-      t.sql
+  return reportData(
+    {
+      ref: { tenant: row.tenant, session: row.session },
+      created_at: row.created_at,
+      last_active: row.last_active,
+      calls: row.calls,
+      recall_declared: row.recall_declared === 1,
+      config: JSON.parse(row.config) as OffloadConfigPatch,
+      // Only the id, action and mem_id of each record: the stubs stay in SQLite.
+      records: t.sql
         .exec<{ tool_use_id: string; action: ResultRecord["action"]; mem_id: string | null }>(
           "SELECT tool_use_id, json_extract(record, '$.action') AS action, mem_id FROM records",
         )
         .toArray(),
-      recalls,
-    ),
-    recalls: [...recalls.values()].reduce((n, c) => n + c, 0),
-    totals: totalsOf(turns),
-    latest: latestOf(turns),
-    turns: options.turns === false ? [] : turns,
-    last_turn: last === undefined ? null : (JSON.parse(last.turn) as LastTurn),
-  };
+      recalls: t.recalls(),
+      turns: t.turns(),
+      last_turn: last === undefined ? null : (JSON.parse(last.turn) as LastTurn),
+    },
+    options,
+  );
 }
 
 /**

@@ -82,9 +82,3 @@ export function turnsOf(sql: Sql, ref: SessionRef): LoggedTurn[] {
     .toArray()
     .map((r) => loggedTurn(JSON.parse(r.log) as TurnLog, r.at, r.recalls));
 }
-
-export function total(recalls: ReadonlyMap<string, number>): number {
-  let n = 0;
-  for (const c of recalls.values()) n += c;
-  return n;
-}

@@ -12,7 +12,7 @@ import type { TurnUsage } from "../core/billing.ts";
 import type { TurnCommit } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { ProxyMemo, ProxyState, ProxyTurn } from "../proxy/port.ts";
-import { latestOf, recordCounts, totalsOf } from "../session/report.ts";
+import { recallTotal, reportData } from "../session/report.ts";
 import { GAP_WINDOW, medianGap, toolStatsOf } from "../session/state.ts";
 import type { TurnKey, UsageOutcome } from "../session/usage.ts";
 import { type AgentStorage, sqlOf } from "./agent-sql.ts";
@@ -22,7 +22,6 @@ import {
   recordsOf,
   type SessionRow,
   sessionRow,
-  total,
   turnsOf,
 } from "./agent-state-rows.ts";
 import {
@@ -109,7 +108,7 @@ export class AgentSessionState implements SessionStatePort {
       session: ref.session,
       calls: row.calls,
       recall_declared: row.recall_declared === 1,
-      recalls: total(recalls),
+      recalls: recallTotal(recalls),
       tool_stats: toolStatsOf(records, recalls),
       records,
       turns: turnsOf(this.#sql, ref),
@@ -126,23 +125,21 @@ export class AgentSessionState implements SessionStatePort {
   ): Promise<SessionReportData | null> {
     const row = this.#row(ref);
     if (row === null) return null;
-    const recalls = recallsOf(this.#sql, ref);
-    const turns = turnsOf(this.#sql, ref);
-    return {
-      tenant: ref.tenant,
-      session: ref.session,
-      created_at: row.created_at,
-      last_active: row.last_active,
-      calls: row.calls,
-      recall_declared: row.recall_declared === 1,
-      config: JSON.parse(row.config) as OffloadConfigPatch,
-      records: recordCounts(recordsOf(this.#sql, ref, null), recalls),
-      recalls: total(recalls),
-      totals: totalsOf(turns),
-      latest: latestOf(turns),
-      turns: options.turns === false ? [] : turns,
-      last_turn: row.last_turn === null ? null : (JSON.parse(row.last_turn) as LastTurn),
-    };
+    return reportData(
+      {
+        ref,
+        created_at: row.created_at,
+        last_active: row.last_active,
+        calls: row.calls,
+        recall_declared: row.recall_declared === 1,
+        config: JSON.parse(row.config) as OffloadConfigPatch,
+        records: recordsOf(this.#sql, ref, null),
+        recalls: recallsOf(this.#sql, ref),
+        turns: turnsOf(this.#sql, ref),
+        last_turn: row.last_turn === null ? null : (JSON.parse(row.last_turn) as LastTurn),
+      },
+      options,
+    );
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
