@@ -20,6 +20,7 @@ import {
   STATS_REFRESH_MS,
   shardOf,
 } from "../src/session/stats-timing.ts";
+import { random } from "./lib/random.ts";
 
 export interface SimOptions {
   sessions: number;
@@ -48,17 +49,6 @@ export interface SimResult {
   session: { mean: number; peakPerObject: number; total: number };
   shard: { meanPerShard: number; peakPerShard: number; total: number };
   tenant: { mean: number; peak: number; total: number };
-}
-
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** A binary heap of timed events. */

@@ -22,6 +22,7 @@ import {
 } from "../test/support/corpus.ts";
 import { CORPUS_DIR } from "./lib/corpus.ts";
 import { KEY, ms, ON, percentile, type Rig, startRig, timed } from "./lib/loopback.ts";
+import { random } from "./lib/random.ts";
 
 export interface SoakOptions {
   seconds: number;
@@ -61,18 +62,6 @@ const DEFAULTS: SoakOptions = {
   seed: 20261201,
   verbose: true,
 };
-
-/** A small deterministic generator (mulberry32): the same seed plays the same run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function corpusSessions(): CorpusSession[] {
   const files = ["large", "swe", "api"].map((n) => `${CORPUS_DIR}/${n}-sessions.dev.jsonl.gz`);
