@@ -201,18 +201,19 @@ class Scanner {
   }
 
   /**
-   * A member's key, decoded now (paths and lookups need it). Its escapes are checked here: the
-   * text-wide check runs only after the scan, and a bad one must not escape as a SyntaxError.
+   * A member's key, decoded now (paths and lookups need it). The text-wide checks run only after
+   * the scan, so a key they would refuse fails its decoding first: that is turned into the scan's
+   * own error here, never a SyntaxError.
    */
   key(path: (string | number)[]): string {
     const node = this.string(path);
-    if (!node.escaped) return decodeString(this.text, node);
-    const bad = findInvalidEscape(this.text.slice(node.start, node.end));
-    if (bad !== -1) {
-      this.pos = node.start + bad;
-      this.fail("bad escape in string", path);
+    try {
+      return decodeString(this.text, node);
+    } catch {
+      const bad = findInvalidEscape(this.text.slice(node.start, node.end));
+      this.pos = bad === -1 ? node.start : node.start + bad;
+      this.fail(bad === -1 ? "unescaped control character" : "bad escape in string", path);
     }
-    return decodeString(this.text, node);
   }
 
   object(depth: number, path: (string | number)[]): JsonObject {
