@@ -17,7 +17,7 @@ import {
   billedTotals,
   billedTurns,
   type TurnBilled,
-} from "../session/billing-report.ts";
+} from "../store/billing-report.ts";
 import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 

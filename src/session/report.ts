@@ -7,7 +7,7 @@ import type { OffloadConfigPatch } from "../config.ts";
 import { pressureId, warmId } from "../core/turn/context.ts";
 import type { ResultRecord, SessionRef, TurnDecision, TurnLog } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
-import { billedTotals, billedTurns } from "./billing-report.ts";
+import { billedTotals, billedTurns } from "../store/billing-report.ts";
 
 /**
  * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a

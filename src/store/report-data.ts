@@ -4,7 +4,7 @@
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnDecision, TurnLog } from "../core/types.ts";
-import type { BilledTotals } from "../session/billing-report.ts";
+import type { BilledTotals } from "./billing-report.ts";
 
 /**
  * A turn as the session logged it: the core's line, when it was committed, and the recalls that

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { TurnUsage, UsageTokens } from "../../src/core/billing.ts";
 import type { TurnEstimate, TurnLog } from "../../src/core/types.ts";
-import { billedTotals, billedTurns } from "../../src/session/billing-report.ts";
+import { billedTotals, billedTurns } from "../../src/store/billing-report.ts";
 
 const none: UsageTokens = {
   input: 0,

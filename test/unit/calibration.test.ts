@@ -15,7 +15,7 @@ import {
 } from "../../src/core/calibration.ts";
 import { compact } from "../../src/core/compact.ts";
 import { whitespaceShare } from "../../src/core/tokens.ts";
-import { billedTurns } from "../../src/session/billing-report.ts";
+import { billedTurns } from "../../src/store/billing-report.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { conversation, jsonBody, textBody } from "../support/requests.ts";
 
