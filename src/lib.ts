@@ -4,7 +4,8 @@
  * functions.
  *
  * - The turn: `compact` a provider request, `recall` a slice of what was offloaded, over an
- *   `OffloadStore` (`MemoryStore` keeps everything in the process).
+ *   `OffloadStore` (`MemoryStore` keeps everything in the process; `edge-offload/store` has what a
+ *   store of one's own is built from).
  * - The price of a decision: `offloadGate`, `resolveModel`, the price table, token estimates.
  * - Attachments: `extractText` and friends turn a file into text once; the typed errors all say
  *   "send it natively" (`fallback: "native"`).
@@ -88,11 +89,15 @@ export type {
   ExtractionFailure,
   ExtractionInput,
   ExtractionRequest,
-  LoadedState,
   OffloadStore,
+  RecallStore,
   SessionSummary,
   ToolStats,
+  Turn,
+  TurnAsk,
   TurnCommit,
+  TurnFinish,
+  TurnStart,
 } from "./core/ports.ts";
 export type { ModelPrice, Provider, Rates } from "./core/pricing.ts";
 export { normalizeModelId, PRICE_TABLE, ratesFor, resolveModel } from "./core/pricing.ts";
@@ -191,10 +196,10 @@ export type {
 } from "./integrations/options.ts";
 export type { AgentStoreOptions } from "./store/agent.ts";
 export { AgentStore } from "./store/agent.ts";
-export type { AgentLedgerOptions, BodyBucket } from "./store/agent-ledger.ts";
-export type { AgentStorage } from "./store/agent-sql.ts";
 export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MemoryStore } from "./store/memory.ts";
+export type { DurableStorage } from "./store/sql.ts";
+export type { BodyBucket } from "./store/sql-ledger.ts";
 export type {
   PagedInput,
   PagedToolSpec,

@@ -66,31 +66,31 @@ export function billedOf(call: ProxyCall, outcome: TurnOutcome): Billed | null {
 }
 
 /**
- * Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and
- * said in the summary).
+ * Finishes the call's turn: its log line (a steady turn's is written only now), the hops, the
+ * provider's usage and the memos. A failure loses only that (logged, and said in the summary).
  */
 export async function finishTurn(
   call: ProxyCall,
   outcome: TurnOutcome,
   summary: Summary | null,
 ): Promise<void> {
-  // A steady turn's line may not be written yet (its commit follows the answer): the store puts the
-  // usage on it once it is there.
   const billed = billedOf(call, outcome);
-  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && billed === null)
-    return;
+  const noted =
+    outcome.hops > 0 || outcome.recalls > 0 || outcome.memos.length > 0 || billed !== null;
   try {
-    await call.store.finishProxyTurn(call.ref, {
-      turn_seq: call.store.lastTurnSeq,
-      note: {
-        hops: outcome.hops,
-        recalls: outcome.recalls,
-        exhausted: outcome.ending === "exhausted",
-      },
-      memos: outcome.memos,
-      ...(billed === null ? {} : { usage: billed.usage }),
-      ...(billed === null || call.estimate === undefined ? {} : { estimate: call.estimate }),
-    });
+    await call.turn.finish(
+      noted
+        ? {
+            proxy: {
+              hops: outcome.hops,
+              recalls: outcome.recalls,
+              exhausted: outcome.ending === "exhausted",
+            },
+            memos: outcome.memos,
+            ...(billed === null ? {} : { usage: billed.usage }),
+          }
+        : {},
+    );
   } catch {
     // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as
     // the client holds it.

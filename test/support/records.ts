@@ -1,4 +1,6 @@
-// Sessions, records, body metadata and turn log lines for the storage tests: every field set, any overridden.
+// Sessions, records, body metadata and turn log lines for the storage tests: every field set, any overridden;
+// and a turn's writes and reads as one call, for a test that needs a body stored or a session read.
+import type { OffloadStore, Turn } from "../../src/core/ports.ts";
 import type { BodyMeta, ResultRecord, SessionRef, TurnLog } from "../../src/core/types.ts";
 
 let sessions = 0;
@@ -64,4 +66,40 @@ export function turnLog(turn: number, over: Partial<TurnLog> = {}): TurnLog {
     gate_declined: 0,
     ...over,
   };
+}
+
+/** A turn's start for these ids (and tool names), as a turn begun now would see it. */
+export function startOf(
+  store: Pick<OffloadStore, "beginTurn">,
+  ref: SessionRef,
+  ids: readonly string[] = [],
+  names: readonly string[] = [],
+): Promise<Turn> {
+  return store.beginTurn(ref, { ids, names });
+}
+
+/** A body stored as a turn of the session stores it. */
+export async function putBody(
+  store: Pick<OffloadStore, "beginTurn">,
+  ref: SessionRef,
+  body: string,
+  meta: BodyMeta,
+): Promise<void> {
+  await (await startOf(store, ref)).putBody(body, meta);
+}
+
+/** One turn's commit and finish (its line written, whatever the commit), as a turn begun now. */
+export async function commitTurn(
+  store: Pick<OffloadStore, "beginTurn">,
+  ref: SessionRef,
+  commit: Parameters<Turn["commit"]>[0],
+): Promise<{ records: ReadonlyMap<string, ResultRecord>; seq: number | null }> {
+  const turn = await startOf(
+    store,
+    ref,
+    commit.records.map((r) => r.tool_use_id),
+  );
+  const { records } = await turn.commit(commit);
+  await turn.finish();
+  return { records, seq: turn.seq };
 }

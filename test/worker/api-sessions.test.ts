@@ -1,9 +1,9 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas/session.ts";
-import { sessionObjectName } from "../../src/session/state.ts";
 import { indexBodyKey, indexSessionKey, ledgerPrefix } from "../../src/store/keys.ts";
-import { TURN_LEASE_MS } from "../../src/store/turn-protocol.ts";
+import { TURN_LEASE_MS } from "../../src/store/lifecycle.ts";
+import { sessionObjectName } from "../../src/store/state.ts";
 import {
   call,
   compactPath,
@@ -44,19 +44,18 @@ async function objectTables(tenant: string, session: string): Promise<Record<str
 async function expectTombstone(tenant: string, session: string): Promise<void> {
   const stub = stubOf(tenant, session);
   const rows = await objectTables(tenant, session);
-  const own = ["session", "records", "turns", "recalls", "memos", "last_turn", "orphans"];
-  expect(own.filter((t) => (rows[t] ?? 0) > 0)).toEqual([]);
-  expect(rows.meta).toBeGreaterThan(0); // the lifecycle (and any statistics not yet sent)
+  const own = ["records", "turns", "recalls", "tools", "memos", "memo_anchors", "orphans"];
+  expect(own.filter((t) => (rows[`eo_${t}`] ?? 0) > 0)).toEqual([]);
+  expect(rows.eo_sessions).toBe(1); // the lifecycle, no live session
   expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
   await runInDurableObject(stub, (_i, state) => {
-    const life = state.storage.sql
-      .exec<{ value: string }>("SELECT value FROM meta WHERE key = 'lifecycle'")
+    const row = state.storage.sql
+      .exec<{ created_at: number | null }>("SELECT created_at FROM eo_sessions")
       .one();
-    const parsed = JSON.parse(life.value) as { tombstone_at: number };
-    parsed.tombstone_at -= TURN_LEASE_MS + 1;
+    expect(row.created_at).toBeNull();
     state.storage.sql.exec(
-      "UPDATE meta SET value = ? WHERE key = 'lifecycle'",
-      JSON.stringify(parsed),
+      "UPDATE eo_sessions SET tombstone_at = tombstone_at - ?",
+      TURN_LEASE_MS + 1,
     );
   });
   expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -160,10 +159,10 @@ describe("DELETE /v1/sessions/:id", () => {
       metadata: { session },
     });
     expect(await objectTables("acme", session)).toMatchObject({
-      session: 1,
-      records: 1,
-      turns: 2,
-      recalls: 1,
+      eo_sessions: 1,
+      eo_records: 1,
+      eo_turns: 2,
+      eo_recalls: 1,
     });
 
     const res = await call(`/v1/sessions/${session}`, { method: "DELETE" });
@@ -225,7 +224,7 @@ describe("retention", () => {
 
     // Idle for longer than OFFLOAD_RETENTION_SECONDS (7 days by wrangler.toml).
     await runInDurableObject(stub, (_i, state) => {
-      state.storage.sql.exec("UPDATE session SET last_active = last_active - ?", 604_800_001);
+      state.storage.sql.exec("UPDATE eo_sessions SET last_active = last_active - ?", 604_800_001);
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect((await env.LEDGER.list({ prefix: ledgerPrefix(ref) })).objects).toEqual([]);

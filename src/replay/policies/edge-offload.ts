@@ -2,6 +2,7 @@ import { compact } from "../../core/compact.ts";
 import type { OffloadStore } from "../../core/ports.ts";
 import { recallMany } from "../../core/recall-many.ts";
 import { RECALL_TOOL_NAME } from "../../core/recall-tool.ts";
+import { turnOver } from "../../core/turn/over.ts";
 import { MemoryStore } from "../../store/memory.ts";
 import { REPLAY_EPOCH_MS } from "../gaps.ts";
 import type { Policy } from "../policy.ts";
@@ -65,17 +66,14 @@ export function edgeOffload(
   };
 }
 
-/** The store, except that `load` never says how long the session has been idle. */
+/** The store, except that a turn never says how long the session has been idle. */
 function withoutIdle(store: MemoryStore): OffloadStore {
-  const load: OffloadStore["load"] = async (...args) => ({
-    ...(await store.load(...args)),
-    idle_seconds: null,
-  });
-  return new Proxy(store, {
-    get: (target, key) => {
-      if (key === "load") return load;
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  return {
+    beginTurn: async (ref, ask) =>
+      turnOver(await store.beginTurn(ref, ask), { idle_seconds: null }),
+    getBody: (ref, memId) => store.getBody(ref, memId),
+    noteRecall: (ref, memId) => store.noteRecall(ref, memId),
+    describeSession: (ref) => store.describeSession(ref),
+    deleteSession: (ref) => store.deleteSession(ref),
+  };
 }
