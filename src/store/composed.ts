@@ -56,6 +56,10 @@ export interface StoreParts extends CallOptions {
   extractions?: ExtractionCache | undefined;
 }
 
+/**
+ * The core's `OffloadStore` and the routes' `ServiceStore` over the backend ports: one turn handle, one set
+ * of rules, every backend call bounded in time.
+ */
 export class ComposedStore implements ServiceStore {
   readonly #calls: BackendCalls;
   readonly #sessions: SessionState;

@@ -87,6 +87,7 @@ interface Entry {
 
 const clone = <T>(value: T): T => structuredClone(value);
 
+/** The session state in memory: the SQL session state's rules, for one process. */
 export class MemorySessionState implements SessionState {
   readonly #entries = new Map<string, Entry>();
   readonly #now: () => number;

@@ -13,6 +13,7 @@ const KEY = "tenant = ? AND session = ?";
 /** mem_ids per statement (a Durable Object's SQLite binds at most 100 parameters). */
 const CHUNK = 90;
 
+/** The index's DDL (every statement `IF NOT EXISTS`). */
 export function indexSchema(prefix = "eo_", dialect: Dialect = SQLITE): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${prefix}index_bodies (tenant TEXT NOT NULL, session TEXT NOT NULL,
@@ -22,6 +23,7 @@ export function indexSchema(prefix = "eo_", dialect: Dialect = SQLITE): string[]
   ];
 }
 
+/** The lookup index in a SQL database (see above). */
 export class SqlIndex implements IndexPort {
   readonly #sql: SqlPort;
   readonly #p: string;

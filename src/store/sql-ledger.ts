@@ -35,6 +35,7 @@ const KEY = "tenant = ? AND session = ?";
 /** mem_ids per statement (a Durable Object's SQLite binds at most 100 parameters). */
 const CHUNK = 90;
 
+/** The ledger's DDL (every statement `IF NOT EXISTS`). */
 export function ledgerSchema(prefix = "eo_", dialect: Dialect = SQLITE): string[] {
   return [
     // A body's metadata, and where its text is: `chunks` rows of the chunk table, or the bucket.
@@ -62,6 +63,7 @@ function pieces(text: string, size: number): string[] {
 
 const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
 
+/** Bodies in a SQL database, chunked, or in a bucket beyond a size (see above). */
 export class SqlLedger implements BodyLedgerPort {
   readonly #sql: SqlPort;
   readonly #p: string;

@@ -228,6 +228,7 @@ export function alarmDue(state: AlarmState, retentionSeconds: number, now: numbe
   );
 }
 
+/** The session state in a SQL database: every SQL host runs this class (see above). */
 export class SqlSessionState implements SessionState {
   readonly #sql: SqlPort;
   readonly #t: Tables;
@@ -450,6 +451,7 @@ export class SqlSessionState implements SessionState {
         );
       return { refused };
     }
+    if (records.length === 0) return { ok: [] };
     const orphans = new Map(
       (
         await tx.all<{ mem_id: string; deleted_at: unknown }>(
@@ -470,6 +472,7 @@ export class SqlSessionState implements SessionState {
     ref: SessionRef,
     records: readonly ResultRecord[],
   ): Promise<{ standing: ResultRecord[]; offloads: Record<string, number> }> {
+    if (records.length === 0) return { standing: [], offloads: {} };
     const inserted: ResultRecord[] = [];
     // Records are listed in the order they were first decided (`n`).
     let n = num(
@@ -995,14 +998,15 @@ export class SqlSessionState implements SessionState {
   async expired(limit = 100): Promise<SessionRef[]> {
     if (!(await this.#tables.ready(false))) return [];
     const now = this.#now();
-    const idle = this.retentionSeconds === 0 ? null : now - this.retentionSeconds * 1000;
+    // Retention off: no session is ever idle for too long (last_active is never negative).
+    const idleSince = this.retentionSeconds === 0 ? -1 : now - this.retentionSeconds * 1000;
     return this.#sql.transaction(async (tx) =>
       (
         await tx.all<{ tenant: string; session: string }>(
           `SELECT tenant, session FROM ${this.#t.sessions}
            WHERE (created_at IS NOT NULL AND last_active <= ?) OR purging_since <= ?
            ORDER BY tenant, session LIMIT ?`,
-          idle ?? -1,
+          idleSince,
           now - PURGE_GRACE_MS,
           limit,
         )

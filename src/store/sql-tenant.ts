@@ -15,6 +15,7 @@ export const TENANT_MODELS_LIMIT = 64;
 /** Samples one addition learns at most (the latest). */
 const SAMPLES_LIMIT = 256;
 
+/** The tenant learning's DDL (every statement `IF NOT EXISTS`). */
 export function tenantSchema(prefix = "eo_", dialect: Dialect = SQLITE): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${prefix}tenant_tools (tenant TEXT NOT NULL, tool TEXT NOT NULL,
@@ -27,6 +28,7 @@ export function tenantSchema(prefix = "eo_", dialect: Dialect = SQLITE): string[
 
 const whole = (n: number | undefined) => Math.max(0, Math.trunc(n ?? 0));
 
+/** The tenant's learning in a SQL database (see above). */
 export class SqlTenantLearning implements TenantLearning {
   readonly #sql: SqlPort;
   readonly #prefix: string;

@@ -22,6 +22,7 @@ interface Entry {
   reading: Promise<void> | null;
 }
 
+/** A per-isolate cache over a tenant's learning that lives elsewhere (see above). */
 export class TenantCache {
   readonly #port: TenantLearning;
   readonly #ttlMs: number;
