@@ -14,6 +14,7 @@ import { ComposedStore } from "../src/store/composed.ts";
 import { MemoryIndex } from "../src/store/memory-index.ts";
 import { MemoryLedger } from "../src/store/memory-ledger.ts";
 import { MemorySessionState } from "../src/store/memory-state.ts";
+import { turnLog } from "../test/support/records.ts";
 import { corpus } from "./lib/corpus.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
@@ -87,21 +88,7 @@ async function child(mode: string, requestPath: string, recordsPath: string): Pr
     await turn.commit({
       records,
       recall_declared: true,
-      log: {
-        turn: 0,
-        results: 0,
-        kept: 0,
-        compacted: 0,
-        offloaded: 0,
-        new_decisions: 0,
-        tokens_before: 0,
-        tokens_after: 0,
-        saved_usd: 0,
-        errors: 0,
-        shadow: false,
-        gate_fired: 0,
-        gate_declined: 0,
-      },
+      log: turnLog(0),
     });
     await turn.finish();
   }

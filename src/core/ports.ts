@@ -37,8 +37,8 @@ export interface ToolStats {
 /** What a turn asks its session for when it begins. */
 export interface TurnAsk {
   /**
-   * The ids whose records the turn needs (tool_use_ids with their `#pressure` and `#warm` ids,
-   * attachment ids); [] before the request is read (the turn can `read` them later).
+   * The ids whose records the turn needs (tool_use_ids with their `#pressure` and `#warm` ids);
+   * ids found later (attachment ids) are read with `Turn.read`. [] asks for the start alone.
    */
   ids: readonly string[];
   /** The tool names of the request (their learning statistics, for the adaptive gate). */

@@ -15,6 +15,7 @@ import type { Turn } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Summary } from "../http/summary.ts";
 import type { Ending } from "../proxy/dialect.ts";
+import { finishOf } from "../proxy/loop-outcome.ts";
 import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
 import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
 import { isOurCall } from "./ai-sdk-prompt.ts";
@@ -113,20 +114,8 @@ export function finish(p: Prepared, outcome: Outcome): Promise<void> {
     },
   };
   const report = () => p.settings.report({ session: p.ref, format: "ai-sdk", summary });
-  const noted = outcome.hops > 0 || outcome.recalls > 0 || outcome.memos.length > 0;
   return p.turn
-    .finish(
-      noted
-        ? {
-            proxy: {
-              hops: outcome.hops,
-              recalls: outcome.recalls,
-              exhausted: outcome.ending === "exhausted",
-            },
-            memos: outcome.memos,
-          }
-        : {},
-    )
+    .finish(finishOf(outcome))
     .catch(() => {
       summary.errors.push({
         code: "storage_error",
