@@ -76,6 +76,7 @@ export function isTextPair(a: AnswerView, b: AnswerView): boolean {
   return a.calls.length === 0 && b.calls.length === 0;
 }
 
+/** One pair's comparison: the action, then the text (see above), with why it disagrees. */
 export function comparePair(
   id: string,
   pair: "AB" | "AA",

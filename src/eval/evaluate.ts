@@ -295,11 +295,7 @@ export async function evaluate(options: EvalOptions): Promise<EvalReport> {
       `the eval would spend about $${plan.estimate.expected_usd.toFixed(2)}: confirm with yes, or set a maxUsd ceiling`,
       { path: "yes" },
     );
-  const { results, append } = await openLog(
-    options.log ?? memoryLog(),
-    plan.fingerprint,
-    plan.settings.input,
-  );
+  const { results, append } = await openLog(options.log ?? memoryLog(), plan.fingerprint);
   const budget = new Budget(results.spent, options.maxUsd ?? null);
   const controller = new AbortController();
   const onAbort = () => controller.abort();

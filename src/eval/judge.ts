@@ -54,6 +54,7 @@ export function lastUserText(session: ReplaySession, call: number): string {
   return "(none)";
 }
 
+/** The judge's prompt for one pair. */
 export function judgePrompt(question: string, answer1: string, answer2: string): string {
   // One pass, so a placeholder inside an answer is never filled in.
   const parts: Record<string, string> = {

@@ -35,6 +35,7 @@ export function endpointOf(provider: EvalProvider, baseUrl: string | undefined):
   return `${base}${dialect.path}`;
 }
 
+/** The headers of every call: the key where the API reads it, and the API version. */
 export function providerHeaders(provider: EvalProvider, apiKey: string): Headers {
   const headers = new Headers({ "content-type": "application/json" });
   if (provider === "anthropic") {
@@ -48,6 +49,8 @@ const RETRIED = new Set([408, 409, 429, 500, 502, 503, 504, 529]);
 export const MAX_ATTEMPTS = 6;
 /** The longest wait honoured; a provider asking for more gets retried after this. */
 const MAX_WAIT_MS = 60_000;
+/** One attempt's time limit (the official SDKs' default). */
+const ATTEMPT_TIMEOUT_MS = 600_000;
 
 export interface RetryOptions {
   fetch: typeof fetch;
@@ -82,7 +85,8 @@ export function retryingFetch(options: RetryOptions): typeof fetch {
       const last = attempt === MAX_ATTEMPTS - 1;
       let res: Response;
       try {
-        res = await options.fetch(input, { ...init, signal: options.signal });
+        const signal = AbortSignal.any([options.signal, AbortSignal.timeout(ATTEMPT_TIMEOUT_MS)]);
+        res = await options.fetch(input, { ...init, signal });
       } catch (e) {
         if (last || options.signal.aborted) throw e;
         const wait = backoffMs(attempt, rand);

@@ -8,6 +8,7 @@ import type { Disagreement, EvalReport } from "./summary.ts";
 import { verdictLine } from "./table.ts";
 import type { AnswerView, Proportion } from "./types.ts";
 
+/** Text made safe inside HTML elements and attribute values. */
 export function escapeHtml(text: string): string {
   return text.replace(
     /[&<>"']/g,
@@ -112,6 +113,7 @@ ${shown === "" ? "" : `<h4>Results the config changed, as B saw them</h4>${shown
 </section>`;
 }
 
+/** The report as one self-contained HTML page (the CLI's `--report`). */
 export function renderHtml(r: EvalReport): string {
   const s = r.settings;
   const ab = r.disagreements.filter((d) => d.pair === "AB");

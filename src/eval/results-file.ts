@@ -9,6 +9,7 @@ import type { EvalLog } from "./results-log.ts";
 /** An `EvalLog` kept in the file at `path` (created on the first append). */
 export function fileLog(path: string): EvalLog {
   return {
+    name: path,
     async read() {
       try {
         return await readFile(path, "utf8");

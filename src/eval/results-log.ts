@@ -10,6 +10,8 @@ import type { Arm, ArmRecord, JudgeRecord } from "./types.ts";
 
 /** Where the results go: a file for the CLI (results-file.ts), anything for the library. */
 export interface EvalLog {
+  /** What the log is called in messages (a file's path). */
+  name?: string;
   /** The log's text so far, null when there is none yet. */
   read(): Promise<string | null>;
   append(text: string): Promise<void>;
@@ -58,7 +60,6 @@ export const judgeKey = (id: string, pair: "AB" | "AA") => `${id}\u0000${pair}`;
 export async function openLog(
   log: EvalLog,
   fingerprint: string,
-  name: string,
 ): Promise<{
   results: LoggedResults;
   append: (record: ArmRecord | JudgeRecord | UnloggedSpend) => Promise<void>;
@@ -76,7 +77,7 @@ export async function openLog(
     if (header?.kind !== "header" || header.fingerprint !== fingerprint)
       throw new OffloadError(
         "conflict",
-        `${name} holds the results of another eval (other input or settings): give another results file, or delete it to start over`,
+        `${log.name ?? "the results log"} holds the results of another eval (other input or settings): give another results file, or delete it to start over`,
         { path: "results" },
       );
     for (const line of lines.slice(1)) {

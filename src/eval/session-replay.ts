@@ -20,6 +20,7 @@ export interface TurnSettings {
   extractor: AttachmentExtractor;
 }
 
+/** One session's replay: its own store, its own clock. */
 export class SessionReplay {
   readonly store: MemoryStore;
   readonly ref: SessionRef;

@@ -47,13 +47,13 @@ export function newcombe(p1: Proportion, p2: Proportion): Difference | null {
   };
 }
 
-/**
- * What the difference A/B − A/A says: a regression when its whole interval lies below 0 (B agrees
- * with A less than A agrees with itself, beyond the noise), else none detected, with the worst the
- * interval allows.
- */
+/** What the difference A/B − A/A says (verdictOf). */
 export type Verdict = "regression" | "no_regression_detected" | "no_noise_floor";
 
+/**
+ * A regression when the difference's whole interval lies below 0 (B agrees with A less than A
+ * agrees with itself, beyond the noise), else none detected; no noise floor without A/A pairs.
+ */
 export function verdictOf(diff: Difference | null): Verdict {
   if (diff === null) return "no_noise_floor";
   return diff.high < 0 ? "regression" : "no_regression_detected";

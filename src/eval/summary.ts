@@ -147,6 +147,7 @@ function agreementOf(pairs: readonly PairComparison[]): Agreement {
   };
 }
 
+/** The report from the log's records for the sampled calls. */
 export function summarise(input: SummaryInput): EvalReport {
   const { results, settings } = input;
   const arm = (c: SampledCall, a: "A" | "B" | "A2") => results.arms.get(armKey(c.id, a));

@@ -47,6 +47,7 @@ export function verdictLine(r: EvalReport): string {
     : `${head}: no regression detected (at worst ${points(d.low)} points against the model's own noise)`;
 }
 
+/** The report as the terminal table the CLI prints. */
 export function renderTable(r: EvalReport): string {
   const s = r.settings;
   const lines = [
