@@ -42,6 +42,7 @@ Options:
   --similarity T     word similarity from which two texts count as the same (default 0.9)
   --client C         cached (an advancing cache breakpoint, default) or uncached
   --max-tokens N     output cap of every call (default 1024)
+  --max-hops N       B's recall hops per call, as your proxy's OFFLOAD_PROXY_MAX_HOPS (default 3)
   --concurrency N    sampled calls in flight at once (default 4); 429 and overload are retried with backoff
   --yes              send, whatever the estimate
   --max-usd X        send, but never pass X dollars (this results file's earlier runs included)
@@ -71,6 +72,7 @@ function parseEvalArgs(args: string[]) {
       similarity: { type: "string" },
       client: { type: "string" },
       "max-tokens": { type: "string" },
+      "max-hops": { type: "string" },
       concurrency: { type: "string" },
       yes: { type: "boolean", default: false },
       "max-usd": { type: "string" },
@@ -94,6 +96,7 @@ function number(value: string | undefined, flag: string): number | undefined {
 const FLAGS: Record<string, string> = {
   aaShare: "--aa",
   maxTokens: "--max-tokens",
+  maxHops: "--max-hops",
   maxUsd: "--max-usd",
   baseUrl: "--base-url",
   apiKey: "the API key",
@@ -157,6 +160,7 @@ export async function evalCommand(rest: string[]): Promise<number> {
       aaShare: number(v.aa, "--aa"),
       similarity: number(v.similarity, "--similarity"),
       maxTokens: number(v["max-tokens"], "--max-tokens"),
+      maxHops: number(v["max-hops"], "--max-hops"),
       concurrency: number(v.concurrency, "--concurrency"),
       maxUsd,
       judge: v.judge,

@@ -15,6 +15,7 @@ import { decodeString, parseJsonSpans } from "../core/json/scan.ts";
 import type { ModelPrice } from "../core/pricing.ts";
 import { offloadFetch } from "../integrations/fetch.ts";
 import type { OffloadCallReport } from "../integrations/options.ts";
+import { hostOf } from "../proxy/upstream.ts";
 import type { ReplaySession } from "../replay/types.ts";
 import { readAnswer, usageOf } from "./answers.ts";
 import { CEILING, JUDGE_MAX_TOKENS } from "./cost.ts";
@@ -78,7 +79,11 @@ async function post(fetcher: typeof fetch, ctx: CallContext, body: string): Prom
     const why = e instanceof Error ? e.message : String(e);
     return {
       ok: false,
-      failure: { status: null, message: `cannot reach ${host(ctx)}: ${why}`, param: null },
+      failure: {
+        status: null,
+        message: `cannot reach ${hostOf(ctx.endpoint)}: ${why}`,
+        param: null,
+      },
     };
   }
   if (!res.ok) return { ok: false, failure: await providerFailure(res) };
@@ -88,22 +93,14 @@ async function post(fetcher: typeof fetch, ctx: CallContext, body: string): Prom
   } catch {
     const failure = {
       status: res.status,
-      message: `the answer from ${host(ctx)} is not JSON`,
+      message: `the answer from ${hostOf(ctx.endpoint)} is not JSON`,
       param: null,
     };
     return { ok: false, failure };
   }
 }
 
-function host(ctx: CallContext): string {
-  try {
-    return new URL(ctx.endpoint).host;
-  } catch {
-    return ctx.endpoint;
-  }
-}
-
-/** Sends `build(temperature)`; once more without a temperature when the model refuses it. */
+/** `send(temperature)`; once more without a temperature when the model refuses it. */
 async function withTemperature<T>(
   ctx: CallContext,
   model: string,
@@ -206,7 +203,7 @@ export async function runB(
         report = r;
       },
       onProblem: (p) => {
-        problems.push(p.message);
+        problems.push(`${p.code}: ${p.message}`);
       },
       log: () => {},
     });

@@ -6,7 +6,12 @@
  * (stats.ts) and what the provider billed (docs/measure.md). `planEval` draws the sample and
  * estimates the cost without calling anyone.
  */
-import { type OffloadConfig, RECOMMENDED_CONFIG, resolveConfig } from "../config.ts";
+import {
+  type OffloadConfig,
+  parseConfigPatch,
+  RECOMMENDED_CONFIG,
+  resolveConfig,
+} from "../config.ts";
 import { type ModelPrice, resolveModel } from "../core/pricing.ts";
 import { OffloadError } from "../errors.ts";
 import { attachmentExtractor } from "../extract/attachment-extractor.ts";
@@ -169,14 +174,11 @@ function resolve(o: EvalOptions): Resolved {
     throw bad("a model is required (the one your deployment calls)", "model");
   if (typeof o.apiKey !== "string" || o.apiKey.trim() === "")
     throw bad(`no API key: set ${KEY_VARS[o.provider]}`, "apiKey");
-  let config: OffloadConfig;
-  try {
-    config = resolveConfig(RECOMMENDED_CONFIG, o.config ?? {});
-  } catch (e) {
-    throw e instanceof OffloadError
-      ? new OffloadError("invalid_config", e.message, { path: "config" })
-      : e;
-  }
+  if (!Array.isArray(o.sessions))
+    throw bad("sessions must be an array (parseSessions)", "sessions");
+  // Checked on its own first, so a mistake is named as the caller wrote it (`config.x`).
+  const patch = parseConfigPatch(o.config ?? {}, "config");
+  const config = resolveConfig(RECOMMENDED_CONFIG, patch);
   const pricedAs = config.tool_result_pricing_model ?? o.model;
   const price = resolveModel(pricedAs);
   if (price === null)
@@ -200,7 +202,7 @@ function resolve(o: EvalOptions): Resolved {
     provider: o.provider,
     model: o.model,
     endpoint: endpointOf(o.provider, o.baseUrl),
-    config: { ...RECOMMENDED_CONFIG, ...(o.config as Record<string, unknown> | undefined) },
+    config: { ...RECOMMENDED_CONFIG, ...patch },
     sample: whole(o.sample, DEFAULTS.sample, 1, 1000, "sample"),
     seed: whole(o.seed, DEFAULTS.seed, 0, 2 ** 32 - 1, "seed"),
     aa_share: share(o.aaShare, DEFAULTS.aaShare, "aaShare"),

@@ -26,8 +26,8 @@ function ci(p: Proportion): string {
 /** Two panels: agreement with its 95% interval, and billed dollars per call, for each config. */
 function chart(r: EvalReport): string {
   const W = 640;
-  const H = 240;
-  const top = 30;
+  const H = 260;
+  const top = 48;
   const base = H - 40;
   const span = base - top;
   const bar = 70;
@@ -39,6 +39,11 @@ function chart(r: EvalReport): string {
     ["A/A (off, twice)", r.aa.agree, "#8a8f98"],
     ["A/B (off vs on)", r.ab.agree, "#2f6fdb"],
   ];
+  for (const tick of [0, 0.5, 1]) {
+    const y = base - tick * span;
+    bars.push(`<line x1="40" y1="${y}" x2="290" y2="${y}" stroke="#e3e3e3"/>`);
+    bars.push(label(36, y + 4, pct(tick).replace(".0", ""), "end"));
+  }
   agree.forEach(([name, p, color], i) => {
     const x = 60 + i * 110;
     if (p.rate !== null) {
@@ -147,6 +152,7 @@ ${spendRow("A: offload off", r.spend.a)}${spendRow("B: offload on, recall hops i
 ${ab.length === 0 ? "<p>None.</p>" : ab.map(disagreementHtml).join("\n")}
 <h2>A/A disagreements: the model's own noise (${aa.length})</h2>
 ${aa.length === 0 ? "<p>None.</p>" : aa.map(disagreementHtml).join("\n")}
+${r.b_problems.length === 0 ? "" : `<h2>B calls with a problem in the proxy (${r.b_problems.length})</h2><ul>${r.b_problems.map((b) => `<li><code>${escapeHtml(b.id)}</code>: ${escapeHtml(b.problems.join("; "))}</li>`).join("")}</ul>`}
 ${r.failures.length === 0 ? "" : `<h2>Failed calls (${r.failures.length})</h2><ul>${r.failures.map((f) => `<li><code>${escapeHtml(f.id)}</code> ${escapeHtml(f.what)}: ${escapeHtml(f.message)}</li>`).join("")}</ul>`}
 </body></html>
 `;

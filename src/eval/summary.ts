@@ -95,6 +95,8 @@ export interface EvalReport {
     b_over_a: number | null;
     estimate_usd: number;
   };
+  /** B calls for which the proxy reported a problem (a store fault, the request sent as it was). */
+  b_problems: { id: string; problems: string[] }[];
   /** The temperature sent: 0, or null when the model refused it (its default). */
   temperature: number | null;
   pairs: PairComparison[];
@@ -248,6 +250,9 @@ export function summarise(input: SummaryInput): EvalReport {
       b_over_a: ratioA > 0 ? ratioB / ratioA : null,
       estimate_usd: input.estimate.expected_usd,
     },
+    b_problems: bs.flatMap((r) =>
+      r.problems === undefined ? [] : [{ id: r.id, problems: r.problems }],
+    ),
     temperature: temperatures.has(null) ? null : 0,
     pairs,
     disagreements,

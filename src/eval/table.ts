@@ -87,6 +87,10 @@ export function renderTable(r: EvalReport): string {
     );
   if (r.stopped === "aborted")
     lines.push(`interrupted after ${r.evaluated} of ${r.sampled} calls: run again to go on`);
+  if (r.b_problems.length > 0)
+    lines.push(
+      `${r.b_problems.length} B call(s) met a problem in the proxy (their comparison may not test the config); the first: ${r.b_problems[0]!.problems[0]}`,
+    );
   if (r.failures.length > 0)
     lines.push(
       `${r.failures.length} provider call(s) failed and were left out (a rerun tries them again); the first: ${r.failures[0]!.message}`,

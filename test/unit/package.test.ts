@@ -88,7 +88,12 @@ describe("package", { timeout: 60_000 }, () => {
       aiSdk: { offloadMiddleware: "function" },
       agents: { AgentStore: "function", offloadMiddleware: "function" },
       hono: { toolRoutes: "function", queryArguments: "function" },
-      eval: { evaluate: "function", planEval: "function", fileLog: "function", renderTable: "function" },
+      eval: {
+        evaluate: "function",
+        planEval: "function",
+        fileLog: "function",
+        renderTable: "function",
+      },
     });
   });
 
