@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
+import { benchEval } from "./eval.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
 import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
@@ -41,6 +42,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),
+  eval: () => benchEval(),
   scale: async () => benchScale(),
   latency: async () => {
     await benchLatency();

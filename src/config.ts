@@ -246,6 +246,15 @@ export type OffloadConfigPatch = z.infer<typeof OffloadConfigPatchSchema>;
 export const DEFAULT_CONFIG: OffloadConfig = OffloadConfigSchema.parse({});
 
 /**
+ * The settings a deployment turns on (README, "Quick start"): compaction and offload, every other
+ * field at its default. What `edge-offload eval` tests unless told otherwise.
+ */
+export const RECOMMENDED_CONFIG: Readonly<OffloadConfigPatch> = Object.freeze({
+  tool_result_compaction_enabled: true,
+  tool_result_offload_enabled: true,
+});
+
+/**
  * Validate a config patch (aliases folded in), throwing an `invalid_config` OffloadError that names
  * the field. `where` prefixes the path so the caller can tell which layer (header, session, vars)
  * was wrong.
