@@ -227,7 +227,9 @@ describe("policies", () => {
     for (const name of DEFAULT_POLICIES) expect(policyByName(name), name).not.toBeNull();
     expect(policyByName("nope")).toBeNull();
     expect(policyByName("edge-offload+all/no-cold")?.name).toBe("edge-offload+all/no-cold");
+    expect(policyByName("edge-offload/full-delivery/no-move/fixed-horizon")).not.toBeNull();
     expect(policyByName("edge-offload/bogus")).toBeNull();
+    expect(policyByName("edge-offload/no-move/bogus")).toBeNull();
     expect(policyByName("evict-20k/no-cold")).toBeNull();
   });
 });
@@ -239,16 +241,21 @@ describe("replay runner", () => {
     const report = await replay(sessions, {
       model: "claude-sonnet-4-6",
       client: "cached",
-      policies: ["none", "edge-offload", "mask-last-10", "edge-offload+first-delivery"].map(
+      policies: ["none", "edge-offload", "mask-last-10", "edge-offload/full-delivery"].map(
         (n) => policyByName(n)!,
       ),
     });
     const by = Object.fromEntries(report.policies.map((p) => [p.policy, p]));
     expect(by.none!.ratio_to_none).toBe(1);
-    expect(by["edge-offload"]!.worst_session_ratio).toBeLessThanOrEqual(1);
-    expect(by["edge-offload"]!.lost_references).toBe(0);
-    expect(by["edge-offload+first-delivery"]!.total_usd).toBeLessThan(by.none!.total_usd);
-    expect(by["edge-offload+first-delivery"]!.recall_hops).toBeGreaterThan(0);
+    for (const row of ["edge-offload", "edge-offload/full-delivery"]) {
+      expect(by[row]!.worst_session_ratio, row).toBeLessThanOrEqual(1);
+      expect(by[row]!.dearer_sessions, row).toBe(0);
+      expect(by[row]!.lost_references, row).toBe(0);
+    }
+    // first delivery (the default) stubs on arrival and pays hops for it
+    expect(by["edge-offload"]!.total_usd).toBeLessThan(by["edge-offload/full-delivery"]!.total_usd);
+    expect(by["edge-offload"]!.recall_hops).toBeGreaterThan(0);
+    expect(by["mask-last-10"]!.dearer_sessions).toBeGreaterThan(0);
     // masking moves every turn and breaks the cached prefix: dearer than nothing with a caching client
     expect(by["mask-last-10"]!.total_usd).toBeGreaterThan(by.none!.total_usd);
     expect(report.sessions).toBe(6);
@@ -349,6 +356,7 @@ describe("CLI", () => {
       "references_by_kind",
       "lost_by_kind",
       "worst_session_ratio",
+      "dearer_sessions",
     ]);
     expect(Object.keys(json.policies[0].lost_by_kind)).toEqual(["corpus", "quote", "token"]);
   }, 60_000);

@@ -55,6 +55,18 @@ export interface TurnContext {
   kinds?: Map<string, ContentKind>;
   /** The whitespace share of each result measured this turn (calibration.ts). */
   whitespace?: Map<string, number>;
+  /**
+   * Raw chars an earlier decision takes out at each result this turn (full body less its stub), so prices
+   * read the prompt as it goes out: the same whether the client sent its full history or our output.
+   */
+  replaced?: readonly { position: number; chars: number }[];
+}
+
+/** A prompt-order offset of the request as it goes out: less what earlier decisions replace before it. */
+export function sentOffset(ctx: TurnContext, position: number): number {
+  let out = position;
+  for (const r of ctx.replaced ?? []) if (r.position < position) out -= r.chars;
+  return out;
 }
 
 /**
@@ -181,4 +193,21 @@ export function pressureId(toolUseId: string): string {
  */
 export function warmId(toolUseId: string): string {
   return `${toolUseId}#warm`;
+}
+
+/**
+ * The record id of a fresh result the breakpoint move decided to offload once settled (breakpoint.ts):
+ * kept in full on its arrival, the client's breakpoint moved before it, and stubbed on the first turn it is
+ * settled and out of the hot window. Its own id, so that stub is the result's own first record.
+ */
+export function settleId(toolUseId: string): string {
+  return `${toolUseId}#settle`;
+}
+
+/**
+ * The record id of a fresh result's declined first delivery: it stands for the result's arrival only (while
+ * it is not settled), so the same request, or our own output, is declined the same way.
+ */
+export function arrivalId(toolUseId: string): string {
+  return `${toolUseId}#arrival`;
 }
