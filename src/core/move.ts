@@ -44,11 +44,16 @@ export interface MoveResult {
   reason: string;
 }
 
-/** The chance the model answers a fresh result without calling a tool: a Beta(1, 3) prior, then the history. */
+/**
+ * The chance the model answers a fresh result without calling a tool (the result then stays in the hot
+ * window, and may stay there: a chat that looked at one dump). Certain until the session has shown the model
+ * answering a result with another tool call at least once; then a uniform prior updated by the history.
+ */
 export function hotProbability(chain: { answered: number; chained: number } | undefined): number {
   const answered = Math.max(0, chain?.answered ?? 0);
   const chained = Math.min(answered, Math.max(0, chain?.chained ?? 0));
-  return 1 - (chained + 3) / (answered + 4);
+  if (chained === 0) return 1;
+  return 1 - (chained + 1) / (answered + 2);
 }
 
 function round(x: number): number {

@@ -223,6 +223,10 @@ describe("where the move does not apply", () => {
     await expectUntouched(cached([...history, big()], EPH, "gpt-5"));
   });
 
+  it("a session's first result: nothing shows yet that the model will call a tool again", async () => {
+    await expectUntouched(cached([big()]));
+  });
+
   it("where the model answers results without calling a tool (the result would stay hot)", async () => {
     // A dialogue: every result was followed by a text answer and a user turn.
     const req = cached([...history, big()]) as Req;
@@ -299,11 +303,14 @@ describe("move.ts: the price of the move", () => {
     ).toBe(false);
   });
 
-  it("learns the hot-window chance from the session's history, from a prior of one in four", () => {
-    expect(hotProbability(undefined)).toBe(0.25);
-    expect(hotProbability({ answered: 10, chained: 10 })).toBeCloseTo(1 - 13 / 14, 10);
-    expect(hotProbability({ answered: 10, chained: 0 })).toBeCloseTo(1 - 3 / 14, 10);
-    expect(hotProbability({ answered: -5, chained: 99 })).toBe(0.25);
+  it("learns the hot-window chance from the session's history: no move before the model chained a tool call", () => {
+    expect(hotProbability(undefined)).toBe(1);
+    expect(hotProbability({ answered: 3, chained: 0 })).toBe(1);
+    expect(hotProbability({ answered: 1, chained: 1 })).toBeCloseTo(1 / 3, 10);
+    expect(hotProbability({ answered: 10, chained: 10 })).toBeCloseTo(1 - 11 / 12, 10);
+    expect(hotProbability({ answered: 10, chained: 2 })).toBeCloseTo(1 - 3 / 12, 10);
+    expect(hotProbability({ answered: -5, chained: 99 })).toBe(1);
+    expect(moveGate({ gate, rest_tokens: 0, hot_probability: 1 }).fire).toBe(false);
   });
 });
 
