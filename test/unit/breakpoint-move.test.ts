@@ -13,6 +13,7 @@ import { offloadGate } from "../../src/core/gate.ts";
 import { type JsonObject, parseJsonSpans } from "../../src/core/json/scan.ts";
 import { hotProbability, moveGate } from "../../src/core/move.ts";
 import { resolveModel, usd } from "../../src/core/pricing.ts";
+import { sentOffset, type TurnContext } from "../../src/core/turn/context.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { anthropicKit } from "../support/formats.ts";
 import { expectValidOutput } from "../support/invariants.ts";
@@ -411,4 +412,18 @@ describe("the move's invariants over random agent sessions (property)", () => {
       { numRuns: Number(process.env.PROPERTIES_RUNS ?? 20), seed: 2800, endOnFailure: true },
     );
   }, 120_000);
+});
+
+describe("sentOffset: prices read the prompt as it goes out", () => {
+  it("subtracts what earlier decisions replace strictly before an offset", () => {
+    const ctx = {
+      replaced: { positions: [100, 500, 900], before: [0, 40, 140, 150] },
+    } as unknown as TurnContext;
+    expect(sentOffset(ctx, 50)).toBe(50);
+    expect(sentOffset(ctx, 100)).toBe(100);
+    expect(sentOffset(ctx, 101)).toBe(61);
+    expect(sentOffset(ctx, 900)).toBe(760);
+    expect(sentOffset(ctx, 5000)).toBe(4850);
+    expect(sentOffset({} as TurnContext, 77)).toBe(77);
+  });
 });

@@ -56,17 +56,33 @@ export interface TurnContext {
   /** The whitespace share of each result measured this turn (calibration.ts). */
   whitespace?: Map<string, number>;
   /**
-   * Raw chars an earlier decision takes out at each result this turn (full body less its stub), so prices
-   * read the prompt as it goes out: the same whether the client sent its full history or our output.
+   * Raw chars earlier decisions take out of this request (full bodies less their stubs), in prompt order
+   * with running totals, so prices read the prompt as it goes out: the same whether the client sent its
+   * full history or our output.
    */
-  replaced?: readonly { position: number; chars: number }[];
+  replaced?: Replaced;
+}
+
+/** Where earlier decisions replace text, in prompt order, and how many chars they took out up to each. */
+export interface Replaced {
+  positions: number[];
+  /** `before[i]`: chars taken out by the replacements before `positions[i]` (one more entry: all). */
+  before: number[];
 }
 
 /** A prompt-order offset of the request as it goes out: less what earlier decisions replace before it. */
 export function sentOffset(ctx: TurnContext, position: number): number {
-  let out = position;
-  for (const r of ctx.replaced ?? []) if (r.position < position) out -= r.chars;
-  return out;
+  const r = ctx.replaced;
+  if (r === undefined || r.positions.length === 0) return position;
+  // the replacements strictly before `position` (binary search: a request may hold 100,000 results)
+  let lo = 0;
+  let hi = r.positions.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (r.positions[mid]! < position) lo = mid + 1;
+    else hi = mid;
+  }
+  return position - r.before[lo]!;
 }
 
 /**

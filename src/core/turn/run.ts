@@ -19,6 +19,7 @@ import {
   type Outcome,
   pending,
   pressureId,
+  type Replaced,
   rawLength,
   recallToolTokens,
   settleId,
@@ -75,18 +76,20 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     ? [...new Set(sites.map((s) => s.tool_name))]
     : [];
   try {
-    const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
-    // A result's context-pressure decision has a record of its own (pressure.ts), and so has a
-    // decline while the cache is warm (decide.ts).
-    if (contextWindow(ctx) !== null) ids.push(...sites.map((s) => pressureId(s.tool_use_id)));
-    if (ctx.offload)
-      ids.push(
-        ...sites.flatMap((s) => [
-          warmId(s.tool_use_id),
-          settleId(s.tool_use_id),
-          arrivalId(s.tool_use_id),
-        ]),
-      );
+    // A result's context-pressure decision has a record of its own (pressure.ts), and so have a
+    // decline while the cache is warm (decide.ts), the breakpoint move (breakpoint.ts) and, while the
+    // result is fresh, a declined first delivery. (A loop: a request may hold 100,000 results, too
+    // many to spread into one call's arguments.)
+    const pressured = contextWindow(ctx) !== null;
+    const ids: string[] = [];
+    for (const s of sites) {
+      ids.push(s.tool_use_id);
+      if (pressured) ids.push(pressureId(s.tool_use_id));
+      if (!ctx.offload) continue;
+      ids.push(warmId(s.tool_use_id), settleId(s.tool_use_id));
+      if (!s.settled) ids.push(arrivalId(s.tool_use_id));
+    }
+    for (const id of await media.identify()) ids.push(id);
     ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
     ctx.calibration = await loadCalibration(ctx);
   } catch (cause) {
@@ -317,11 +320,9 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
  * What the session's earlier decisions take out of this request, result by result: a full body the client
  * sent again counts its length less its stub's; a stub it sent back counts nothing.
  */
-function replacedChars(
-  ctx: TurnContext,
-  sites: readonly ToolResultSite[],
-): { position: number; chars: number }[] {
-  const out: { position: number; chars: number }[] = [];
+function replacedChars(ctx: TurnContext, sites: readonly ToolResultSite[]): Replaced {
+  const positions: number[] = [];
+  const before: number[] = [0];
   for (const site of sites) {
     const record =
       ctx.loaded.records.get(pressureId(site.tool_use_id)) ??
@@ -329,7 +330,9 @@ function replacedChars(
     if (record === undefined || record.action === "kept" || record.rendered === null) continue;
     const chars =
       rawLength(site) - ctx.adapter.renderContent(ctx.raw, site, record.rendered).length;
-    if (chars > 0) out.push({ position: site.position, chars });
+    if (chars <= 0) continue;
+    positions.push(site.position);
+    before.push(before[before.length - 1]! + chars);
   }
-  return out;
+  return { positions, before };
 }
