@@ -73,7 +73,7 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
 export type Forced = "pressure" | "settle";
 
 /**
- * `firstDelivery`: the result is fresh (not settled, or hot): it may be offloaded on arrival (opt-in), or
+ * `firstDelivery`: the result is fresh (not settled, or hot): it may be offloaded on arrival (a default), or
  * its breakpoint moved and its offload decided for once it is settled (breakpoint.ts); `forced`: offloaded
  * whatever its tier and the gate.
  */
