@@ -11,7 +11,7 @@ import { benchInProcess } from "./in-process.ts";
 import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
-import { benchReplay } from "./replay.ts";
+import { benchReplay, type ReplayPart } from "./replay.ts";
 import { benchScale } from "./scale-sim.ts";
 import { benchTransform } from "./transform.ts";
 
@@ -39,7 +39,14 @@ const benches: Record<string, () => Promise<unknown>> = {
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
   hardening: () => script("hardening.ts"),
-  replay: () => benchReplay({ markdown: true }),
+  // `--only=main|switches|cold|endings`: one part of it.
+  replay: () => {
+    const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+    return benchReplay({
+      markdown: true,
+      ...(only === undefined ? {} : { only: only as ReplayPart }),
+    });
+  },
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),
   eval: () => benchEval(),

@@ -28,8 +28,8 @@ function packageVersion(): string {
 }
 
 async function loadReplay() {
-  const [pricing, policies, custom, prune, report, run, sessions, config, gaps] = await Promise.all(
-    [
+  const [pricing, policies, custom, prune, report, run, sessions, config, gaps, endings] =
+    await Promise.all([
       import("./core/pricing.ts"),
       import("./replay/policies/index.ts"),
       import("./replay/policies/edge-offload.ts"),
@@ -39,8 +39,8 @@ async function loadReplay() {
       import("./replay/sessions.ts"),
       import("./config.ts"),
       import("./replay/gaps.ts"),
-    ],
-  );
+      import("./replay/endings.ts"),
+    ]);
   return {
     ...pricing,
     ...policies,
@@ -51,6 +51,7 @@ async function loadReplay() {
     ...sessions,
     ...config,
     ...gaps,
+    ...endings,
   };
 }
 type Replay = Awaited<ReturnType<typeof loadReplay>>;
@@ -79,6 +80,8 @@ Options:
   --config JSON      an extra row "edge-offload+config" running compact with this config
   --gap BASE[,LONG@P] seconds between calls for sessions without timestamps: BASE, or LONG with
                      probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
+  --endings early    cut half of the sessions holding a result over 8,000 chars 1-3 calls after it
+                     arrives (sessions that stop soon after a stub lands; default: as recorded)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -106,6 +109,7 @@ function parseReplayArgs(args: string[]) {
       policies: { type: "string" },
       config: { type: "string" },
       gap: { type: "string" },
+      endings: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -169,7 +173,11 @@ async function replayCommand(rest: string[]): Promise<number> {
   } catch (e) {
     throw new UsageError(e instanceof Error ? e.message : String(e));
   }
-  const sessions = readSessions(r, file);
+  const endings = args.values.endings;
+  if (endings !== undefined && endings !== "early" && endings !== "recorded")
+    throw new UsageError("--endings must be early or recorded");
+  const recorded = readSessions(r, file);
+  const sessions = endings === "early" ? r.earlyEndings(recorded) : recorded;
   const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
   const report = await r.replay(sessions, {
     model,

@@ -15,6 +15,7 @@ import { extractionProblem } from "../problems.ts";
 import { plural } from "../text.ts";
 import { detectKind, estimateTokens } from "../tokens.ts";
 import type { TurnContext } from "../turn/context.ts";
+import { turnHorizon } from "../turn/price.ts";
 import type { AttachmentInfo } from "../types.ts";
 import { keep, nativeOutcome, rateAt, replace } from "./record.ts";
 import {
@@ -225,12 +226,12 @@ function ocrGate(
   placeholder: ImagePlaceholderInput,
 ): { fire: boolean; why: string } {
   if (ctx.price === null) return { fire: false, why: "the model's prices are unknown" };
-  const horizon = ctx.config.tool_result_offload_horizon_default;
+  const horizon = turnHorizon(ctx);
   const text = estimateTokens(renderImagePlaceholder(placeholder).length);
   const rate = rateAt(ctx, position);
   const saving = usd(horizon * (nativeTokens - text), rate);
   const withText = placeholder.ocr_text === undefined ? "" : " with the text";
-  const why = `over ${horizon} turns the image costs ~$${usd(horizon * nativeTokens, rate)}, its placeholder${withText} ~$${usd(horizon * text, rate)}`;
+  const why = `over ${Math.round(horizon * 10) / 10} turns the image costs ~$${usd(horizon * nativeTokens, rate)}, its placeholder${withText} ~$${usd(horizon * text, rate)}`;
   return { fire: saving > 0, why };
 }
 
