@@ -182,14 +182,16 @@ export class FakeModel {
     const value = new RegExp(`"sku":\\s*"${sku}",\\s*"price":\\s*([0-9.]+)`);
     for (const s of all) {
       const m = value.exec(s);
-      if (m !== null)
-        return {
-          text: pick([
-            `The price of ${sku} is ${m[1]}.`,
-            `${sku} costs ${m[1]}.`,
-            `Found it: ${sku} is listed at ${m[1]}.`,
-          ]),
-        };
+      if (m === null) continue;
+      // As the catalog prices it (JSON writes 513.00 as 513).
+      const price = Number(m[1]).toFixed(2);
+      return {
+        text: pick([
+          `The price of ${sku} is ${price}.`,
+          `${sku} costs ${price}.`,
+          `Found it: ${sku} is listed at ${price}.`,
+        ]),
+      };
     }
     const memId = all.map((s) => /trm_[0-9a-f]{24}/.exec(s)?.[0]).find((x) => x !== undefined);
     const canRecall = req.body.includes(`"${RECALL}"`);

@@ -195,8 +195,9 @@ const turn = (provider: "anthropic" | "openai-chat" | "openai-responses") => ({
 describe("the sample", () => {
   it("keeps the calls the config changes, each with what changed and its token estimates", async () => {
     const calls = await candidateCalls(catalog, turn("anthropic"));
-    // Per session: the call after the status check and the four questions (the catalog settled, not hot).
-    expect(calls).toHaveLength(25);
+    // Per session: the catalog's arrival (first delivery: a stub the model reads before it answers), the
+    // call after the status check and the four questions (the catalog settled, not hot).
+    expect(calls).toHaveLength(30);
     for (const c of calls) {
       expect(c.changed).toEqual([
         expect.objectContaining({ tool_name: "get_catalog", action: "offloaded" }),
@@ -220,7 +221,7 @@ describe("the sample", () => {
     const mean = (xs: SampledCall[]) => xs.reduce((s, c) => s + c.call, 0) / xs.length;
     const picks = Array.from({ length: 40 }, (_, seed) => drawSample(calls, 5, seed, 0)).flat();
     expect(mean(picks)).toBeGreaterThan(mean(calls));
-    expect(drawSample(calls, 100, 1, 1)).toHaveLength(25);
+    expect(drawSample(calls, 100, 1, 1)).toHaveLength(30);
   });
 });
 
