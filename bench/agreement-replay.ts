@@ -8,7 +8,7 @@
  *   the gap broken down step by step (bytes, cache rules one at a time, tokenizer);
  * - the savings the proxy claimed (`x-offload-summary` saved_usd summed over calls) against the difference
  *   between the off and on bills (target: within 5%), with what the claim leaves out.
- * `npm run bench -- agreement` (about 5 minutes); `--markdown` adds the README tables.
+ * `npm run bench -- agreement-replay` (about 5 minutes); `--markdown` adds the README tables.
  */
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
@@ -31,6 +31,7 @@ import { type BillTokens, promptTokens } from "../test/support/billing/bill.ts";
 import { tokenizerCounter } from "../test/support/billing/counter.ts";
 import { countTokens } from "../test/support/billing/tokenizer.ts";
 import { corpusFile } from "./lib/corpus.ts";
+import { markdownTable, textTable } from "./lib/table.ts";
 
 const MODEL = "claude-sonnet-4-6";
 const POLICIES = ["none", "edge-offload", "edge-offload+all"];
@@ -60,21 +61,6 @@ function dollars(t: BillTokens): Record<keyof BillTokens, number> {
     cache_write_1h: usd(t.cache_write_1h, r.cache_write_1h),
     output: usd(t.output, r.output),
   };
-}
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
-}
-
-function markdown(head: string[], rows: string[][]): string {
-  return [
-    `| ${head.join(" | ")} |`,
-    `|${head.map((_, i) => (i < 3 ? "---" : "---:")).join("|")}|`,
-    ...rows.map((r) => `| ${r.join(" | ")} |`),
-  ].join("\n");
 }
 
 /** The bill against the prediction, and the steps between them as shares of the prediction. */
@@ -329,8 +315,10 @@ function print(
   tables: readonly (readonly [string, { head: string[]; rows: string[][] }])[],
   md: boolean,
 ) {
-  for (const [title, t] of tables) console.log(`\n${title}\n${table(t.head, t.rows)}`);
-  if (md) for (const [title, t] of tables) console.log(`\n${title}\n\n${markdown(t.head, t.rows)}`);
+  for (const [title, t] of tables) console.log(`\n${title}\n${textTable(t.head, t.rows, 3)}`);
+  if (md)
+    for (const [title, t] of tables)
+      console.log(`\n${title}\n\n${markdownTable(t.head, t.rows, 3)}`);
 }
 
 export interface AgreementBenchOptions {

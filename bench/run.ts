@@ -5,6 +5,10 @@
 import { spawnSync } from "node:child_process";
 import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
+import {
+  benchAgreement as benchAgreementReplay,
+  optionsFrom as replayOptionsFrom,
+} from "./agreement-replay.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
 import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
@@ -40,6 +44,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   hardening: () => script("hardening.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  "agreement-replay": () => benchAgreementReplay(replayOptionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),
   scale: async () => benchScale(),
   latency: async () => {
