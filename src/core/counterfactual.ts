@@ -71,7 +71,7 @@ function tokensOf(est: Readonly<Record<string, number>>): number {
 }
 
 /** The cache rules of a turn's model, null when the model is unknown (nothing is modelled). */
-export function cacheRulesOf(model: string | null | undefined, scope = ""): CacheRules | null {
+function cacheRulesOf(model: string | null | undefined, scope = ""): CacheRules | null {
   const price = resolveModel(model);
   if (price === null) return null;
   const kind =
@@ -83,12 +83,27 @@ export function cacheRulesOf(model: string | null | undefined, scope = ""): Cach
   return { kind, min: price.min_cacheable_tokens, scope: `${price.id}\u0000${scope}` };
 }
 
-interface Sketched {
+/** A logged turn with its sketch read (readTurns): what the counterfactual runs over. */
+export interface Sketched {
   turn: CounterfactualTurn;
   marks: SketchMark[] | null;
   /** The price-table model. */
   model: string | null;
   rules: CacheRules | null;
+}
+
+/** The turns' sketches read once, for every run of the counterfactual over them. */
+export function readTurns(turns: readonly CounterfactualTurn[]): Sketched[] {
+  return turns.map((turn) => {
+    const e = turn.estimate;
+    const model = turn.usage?.model ?? e?.model;
+    return {
+      turn,
+      marks: decodeSketch(e?.sketch),
+      model: resolveModel(model)?.id ?? null,
+      rules: cacheRulesOf(model, e?.cache_scope),
+    };
+  });
 }
 
 const endOf = (marks: readonly SketchMark[]) => marks[marks.length - 1]!;
@@ -121,32 +136,27 @@ function measuredRatios(list: readonly Sketched[]): Map<string, number> {
   return out;
 }
 
-/** The value at `x` of the line through `points` (x ascending), extended by the last segment. */
-function along(points: readonly (readonly [number, number])[], x: number): number {
-  for (let i = 1; i < points.length; i++) {
-    const [x1, y1] = points[i]!;
-    if (x > x1 && i < points.length - 1) continue;
+/**
+ * The values at `xs` (ascending) of the line through `points` (x ascending), extended by its last
+ * segment: one walk over both.
+ */
+function along(points: readonly (readonly [number, number])[], xs: readonly number[]): number[] {
+  const out: number[] = [];
+  let i = 1;
+  for (const x of xs) {
+    while (i < points.length - 1 && x > points[i]![0]) i++;
     const [x0, y0] = points[i - 1]!;
-    return x1 === x0 ? y1 : y0 + ((x - x0) * (y1 - y0)) / (x1 - x0);
+    const [x1, y1] = points[i] ?? points[i - 1]!;
+    out.push(x1 === x0 ? y1 : y0 + ((x - x0) * (y1 - y0)) / (x1 - x0));
   }
-  return x;
+  return out;
 }
 
 /** Per turn (in order), the counterfactual; turns without a readable sketch are not modelled. */
 export function counterfactualTurns(
-  turns: readonly CounterfactualTurn[],
+  list: readonly Sketched[],
   o: CounterfactualOptions,
 ): TurnCounterfactual[] {
-  const list: Sketched[] = turns.map((turn) => {
-    const e = turn.estimate;
-    const model = turn.usage?.model ?? e?.model;
-    return {
-      turn,
-      marks: decodeSketch(e?.sketch),
-      model: resolveModel(model)?.id ?? null,
-      rules: cacheRulesOf(model, e?.cache_scope),
-    };
-  });
   const ratios = measuredRatios(list);
   // The scale of an unmeasured turn (and of every turn, estimated): the session's measured ratio of
   // prompt tokens to the sent request's estimate.
@@ -219,9 +229,13 @@ export function counterfactualTurns(
       const total = o.mode === "billed" && u !== undefined ? promptOf(u.first) : 0;
       points.push([end.a, total >= y0 && total > 0 ? total : y0 + (end.a - x0) * scale]);
     }
-    known.set(end.ha, along(points, end.a));
-    const sent = marks.map((m) => ({
-      tokens: along(points, m.a),
+    const at = along(
+      points,
+      marks.map((m) => m.a),
+    );
+    known.set(end.ha, at[at.length - 1]!);
+    const sent = marks.map((m, i) => ({
+      tokens: at[i]!,
       blocks: m.b,
       hash: m.ha,
       ...(m.ba === undefined ? {} : { bp: m.ba }),

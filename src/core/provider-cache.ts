@@ -62,8 +62,11 @@ export const OPENAI_CACHE_STEP = 128;
 const TTL_MS = { "5m": 300_000, "1h": 3_600_000 } as const;
 const OPENAI_TTL_MS = 600_000;
 const OPENAI_WRITES_TTL_MS = 1_800_000;
-/** Cached prompts kept per scope (OpenAI's automatic caching): the oldest go first. */
-const OPENAI_PROMPTS_KEPT = 32;
+/**
+ * Cached prompts kept per scope (OpenAI's automatic caching): the oldest go first. A session's own
+ * recent prompts are the ones its next request shares a prefix with.
+ */
+const OPENAI_PROMPTS_KEPT = 8;
 
 interface Entry {
   expires: number;
@@ -76,7 +79,8 @@ interface CachedPrompt extends Entry {
 
 /** One provider cache, fed requests in order (`at`: each request's time, ms). */
 export class PromptCache {
-  readonly #entries = new Map<string, Entry>();
+  /** Entries by scope, then by prefix hash. */
+  readonly #entries = new Map<string, Map<string, Entry>>();
   readonly #prompts = new Map<string, CachedPrompt[]>();
 
   bill(marks: readonly CachedMark[], rules: CacheRules, at: number): CacheBill {
@@ -85,9 +89,10 @@ export class PromptCache {
     return this.#breakpoints(marks, rules, at);
   }
 
-  #live(key: string, at: number): Entry | undefined {
-    const e = this.#entries.get(key);
-    return e !== undefined && e.expires > at ? e : undefined;
+  #scope(scope: string): Map<string, Entry> {
+    let entries = this.#entries.get(scope);
+    if (entries === undefined) this.#entries.set(scope, (entries = new Map()));
+    return entries;
   }
 
   #breakpoints(marks: readonly CachedMark[], rules: CacheRules, at: number): CacheBill {
@@ -96,7 +101,7 @@ export class PromptCache {
     const bps = marks
       .map((m, i) => ({ m, i }))
       .filter(({ m, i }) => m.bp !== undefined || (!anthropic && i === marks.length - 1));
-    const key = (m: CachedMark) => `${rules.scope}\u0000${m.hash}`;
+    const entries = this.#scope(rules.scope);
     let read = 0;
     let matched = -1;
     let hit: Entry | undefined;
@@ -105,8 +110,8 @@ export class PromptCache {
       for (let j = i; j >= 0; j--) {
         const m = marks[j]!;
         if (anthropic && m.blocks <= bp.blocks - ANTHROPIC_LOOKBACK_BLOCKS) break;
-        const e = this.#live(key(m), at);
-        if (e === undefined) continue;
+        const e = entries.get(m.hash);
+        if (e === undefined || e.expires <= at) continue;
         if (m.tokens > read) [read, hit, matched] = [m.tokens, e, j];
         break;
       }
@@ -119,7 +124,7 @@ export class PromptCache {
     for (const { m } of bps) {
       if (m.tokens <= read || m.tokens < rules.min) continue;
       const ttl = anthropic ? TTL_MS[m.bp ?? "5m"] : OPENAI_WRITES_TTL_MS;
-      this.#entries.set(key(m), { expires: at + ttl, ttl });
+      entries.set(m.hash, { expires: at + ttl, ttl });
     }
     return {
       read,

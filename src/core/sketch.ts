@@ -209,33 +209,46 @@ export function encodeSketch(marks: readonly SketchMark[]): string {
   return [SKETCH_VERSION, ...parts].join(";");
 }
 
-const HASH = /^[0-9a-z]{1,9}$/;
-const NUMBER = /^[0-9a-z]{1,8}$/;
+/** A base-36 number of at most `max` digits, or NaN. */
+function base36(s: string | undefined, max: number): number {
+  if (s === undefined || s.length === 0 || s.length > max) return Number.NaN;
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 122 ? c - 87 : -1;
+    if (d < 0) return Number.NaN;
+    n = n * 36 + d;
+  }
+  return n;
+}
 
 /** The marks of an encoded sketch; null when it is not one this version reads. */
 export function decodeSketch(text: unknown): SketchMark[] | null {
-  if (typeof text !== "string") return null;
-  const [version, ...parts] = text.split(";");
-  if (version !== SKETCH_VERSION || parts.length === 0) return null;
+  return typeof text === "string" ? parse(text) : null;
+}
+
+function parse(text: string): SketchMark[] | null {
+  const parts = text.split(";");
+  if (parts[0] !== SKETCH_VERSION || parts.length < 2) return null;
   const out: SketchMark[] = [];
-  for (const p of parts) {
-    const [c, a, b, hc, ha, f] = p.split(",");
-    const num = (s: string | undefined) =>
-      s !== undefined && NUMBER.test(s) ? Number.parseInt(s, 36) : Number.NaN;
-    const m = { c: num(c), a: num(a), b: num(b) };
-    if (![m.c, m.a, m.b].every(Number.isFinite) || !HASH.test(hc ?? "")) return null;
-    if (ha !== "" && !HASH.test(ha ?? "")) return null;
-    const flags = f === undefined || f === "" ? 0 : Number(f);
-    if (!Number.isInteger(flags) || flags < 0 || flags > 8) return null;
-    const bcTtl = TTL_OF[Math.floor(flags / 3)];
-    const baTtl = TTL_OF[flags % 3];
-    out.push({
-      ...m,
-      hc: hc!,
-      ha: ha === "" || ha === undefined ? hc! : ha,
-      ...(bcTtl === undefined ? {} : { bc: bcTtl }),
-      ...(baTtl === undefined ? {} : { ba: baTtl }),
-    });
+  for (let i = 1; i < parts.length; i++) {
+    const [c, a, b, hc, ha, f] = parts[i]!.split(",");
+    const m: SketchMark = {
+      c: base36(c, 8),
+      a: base36(a, 8),
+      b: base36(b, 8),
+      hc: hc ?? "",
+      ha: ha === "" || ha === undefined ? (hc ?? "") : ha,
+    };
+    if (Number.isNaN(m.c + m.a + m.b) || Number.isNaN(base36(m.hc, 9))) return null;
+    if (m.ha !== m.hc && Number.isNaN(base36(m.ha, 9))) return null;
+    const flags = f === undefined || f === "" ? 0 : base36(f, 1);
+    if (!(flags >= 0 && flags <= 8)) return null;
+    const bc = TTL_OF[Math.floor(flags / 3)];
+    const ba = TTL_OF[flags % 3];
+    if (bc !== undefined) m.bc = bc;
+    if (ba !== undefined) m.ba = ba;
+    out.push(m);
   }
   return out;
 }

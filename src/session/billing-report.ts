@@ -18,7 +18,12 @@ import {
   calibratedTokens,
   calibrationErrors,
 } from "../core/calibration.ts";
-import { counterfactualTurns, type TurnCounterfactual } from "../core/counterfactual.ts";
+import {
+  counterfactualTurns,
+  readTurns,
+  type Sketched,
+  type TurnCounterfactual,
+} from "../core/counterfactual.ts";
 import { type ModelPrice, ratesFor, resolveModel, usd } from "../core/pricing.ts";
 import type { CacheSplit } from "../core/provider-cache.ts";
 import type { TurnLog } from "../core/types.ts";
@@ -152,7 +157,13 @@ function turnBilled(t: Line, cf: TurnCounterfactual, cal: Calibration | null): T
     cache_read_tokens: u.tokens.cache_read,
   };
   if (price === null || (cf.modelled && cf.untouched) || t.shadow)
-    return { ...base, counterfactual_usd: roundUsd(bill), saved_usd: 0, basis: "untouched" };
+    return {
+      ...base,
+      counterfactual_usd: roundUsd(bill),
+      saved_usd: 0,
+      // An unpriced model bills $0 either way: nothing is claimed for it.
+      basis: price === null && !cf.untouched && !t.shadow ? "estimated" : "untouched",
+    };
   // The client's own call as billed (answered as the client read it), moved by what the rules say
   // offloading changed in its prompt: the difference of the two models, so their shared errors
   // (the estimates' scale, a rule the provider applies otherwise) cancel.
@@ -179,7 +190,8 @@ export function billedSession(
   tenant: Readonly<Record<string, Calibration>> = {},
 ): BilledSession {
   const cal = sessionCalibration(turns);
-  const billed = counterfactualTurns(turns, { mode: "billed", tenant, session: cal });
+  const read = readTurns(turns);
+  const billed = counterfactualTurns(read, { mode: "billed", tenant, session: cal });
   const per = turns.map((t, i) => turnBilled(t, billed[i]!, cal));
   const totals: BilledTotals = {
     turns_measured: 0,
@@ -250,7 +262,7 @@ export function billedSession(
     totals.prompt_tokens > 0 ? totals.cache_read_tokens / totals.prompt_tokens : null;
   if (totals.model_check.turns > 0)
     totals.model_check.read_share_error = readGap / totals.model_check.turns;
-  const estimated = estimatedTurns(turns, per, cal, tenant);
+  const estimated = estimatedTurns(turns, read, per, cal, tenant);
   if (estimated !== null) totals.estimate_basis = "modelled";
   return { turns: per, estimated, totals };
 }
@@ -262,12 +274,13 @@ export function billedSession(
  */
 function estimatedTurns(
   turns: readonly Line[],
+  read: readonly Sketched[],
   per: readonly (TurnBilled | null)[],
   cal: Calibration | null,
   tenant: Readonly<Record<string, Calibration>>,
 ): number[] | null {
   if (!per.some((b) => b !== null && b.basis !== "estimated")) return null;
-  const cf = counterfactualTurns(turns, { mode: "estimated", tenant, session: cal });
+  const cf = counterfactualTurns(read, { mode: "estimated", tenant, session: cal });
   return turns.map((t, i) => {
     const c = cf[i]!;
     const u = t.usage;

@@ -72,13 +72,25 @@ export function turnEstimate(
     ttl: last?.ttl ?? "5m",
     calibrated: calibrationReady(ctx.calibration),
     model: ctx.price?.id ?? null,
-    ...(Object.keys(fresh).length === 0 ? {} : { fresh }),
-    ...(Object.keys(cut).length === 0 ? {} : { cut }),
+    ...(Object.keys(fresh).length === 0 ? {} : { fresh: largest(fresh) }),
+    ...(Object.keys(cut).length === 0 ? {} : { cut: largest(cut) }),
   };
 }
 
 /** A result's key on the log line: its call id, bounded. */
 const idOf = (site: ToolResultSite) => site.tool_use_id.slice(0, 64);
+
+/**
+ * Results named on a log line, at most: the largest (where measuring them matters); the others'
+ * tokens stay the calibrated estimate.
+ */
+export const RESULTS_NAMED = 64;
+
+function largest(results: Record<string, number>): Record<string, number> {
+  const all = Object.entries(results);
+  if (all.length <= RESULTS_NAMED) return results;
+  return Object.fromEntries(all.sort((a, b) => b[1] - a[1]).slice(0, RESULTS_NAMED));
+}
 
 /**
  * The turn's sketch (core/sketch.ts): the client's request and the one sent (`edits`, the recall
