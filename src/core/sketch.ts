@@ -65,18 +65,26 @@ export interface SketchInput {
   anchor: { at: number; ttl: Breakpoint["ttl"] } | null;
 }
 
-/** Index of the unit whose raw span holds `offset`, or -1. */
-function unitAt(units: readonly PromptUnit[], offset: number): number {
-  let lo = 0;
-  let hi = units.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >> 1;
-    const u = units[mid]!.node;
-    if (offset < u.start) hi = mid - 1;
-    else if (offset > u.end) lo = mid + 1;
-    else return mid;
-  }
-  return -1;
+/**
+ * The unit whose raw span holds an offset (-1: none). Units are in prompt order, which need not be
+ * the order of the request's members: the search runs over them sorted by where they are.
+ */
+function unitFinder(units: readonly PromptUnit[]): (offset: number) => number {
+  const byStart = units
+    .map((_, i) => i)
+    .sort((x, y) => units[x]!.node.start - units[y]!.node.start);
+  return (offset) => {
+    let lo = 0;
+    let hi = byStart.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      const u = units[byStart[mid]!]!.node;
+      if (offset < u.start) hi = mid - 1;
+      else if (offset > u.end) lo = mid + 1;
+      else return byStart[mid]!;
+    }
+    return -1;
+  };
 }
 
 /** Index of the unit whose prompt-order span ends at or after `position` (a breakpoint's unit). */
@@ -105,18 +113,19 @@ export function sketchTurn(input: SketchInput): SketchMark[] {
   const { raw, units } = input;
   if (units.length === 0) return [];
   const edits = [...input.edits].sort((a, b) => a.start - b.start);
+  const unitAt = unitFinder(units);
   const siteAt = new Map(input.sites.map((s) => [s.start, s]));
   // Per unit: its content tokens (results at their estimates, the rest by chars), what the edits
   // take out of it, and the edits inside it.
   const own = units.map((u) => (u.node.end - u.node.start) / REQUEST_CHARS_PER_TOKEN);
   const cut = units.map(() => 0);
   for (const s of input.sites) {
-    const i = unitAt(units, s.start);
+    const i = unitAt(s.start);
     if (i >= 0) own[i]! += s.tokens - (s.end - s.start) / REQUEST_CHARS_PER_TOKEN;
   }
   const editsOf: TextEdit[][] = units.map(() => []);
   for (const e of edits) {
-    const i = unitAt(units, e.start);
+    const i = unitAt(e.start);
     if (i < 0) continue;
     editsOf[i]!.push(e);
     const site = siteAt.get(e.start);
@@ -129,7 +138,7 @@ export function sketchTurn(input: SketchInput): SketchMark[] {
   for (const b of input.breakpoints) bc.set(unitEnding(units, b.position), b.ttl);
   const ba = new Map(bc);
   if (input.anchor !== null) {
-    const i = unitAt(units, input.anchor.at);
+    const i = unitAt(input.anchor.at);
     if (i >= 0) ba.set(i, input.anchor.ttl);
   }
   // The declaration sits at the end of `tools`: the sent prefix differs from the first unit after.

@@ -184,3 +184,25 @@ describe("bounded and encoded", () => {
       expect(decodeSketch(bad)).toBeNull();
   });
 });
+
+describe("members in any order", () => {
+  it("finds an edit's unit when the request lists its messages before its tools", () => {
+    const many = Array.from({ length: 8 }, (_, i) => ({ ...tools[0]!, name: `tool${i}` }));
+    const request = {
+      messages: [{ role: "user", content: "task" }, ...history(3)],
+      model: "m",
+      tools: many,
+    };
+    const raw = JSON.stringify(request);
+    const at = raw.indexOf('"result 0"');
+    const end = at + '"result 0"'.length;
+    const marks = sketch("anthropic", request, {
+      sites: [{ start: at, end, tokens: 500, sent_tokens: 20 }],
+      edits: [{ start: at, end, text: '"stub"' }],
+    });
+    expect(ends(marks).c - ends(marks).a).toBe(480);
+    expect(ends(marks).ha).not.toBe(ends(marks).hc);
+    // Tools come first in prompt order whatever their place in the JSON.
+    expect(marks[0]!.ha).toBe(marks[0]!.hc);
+  });
+});
