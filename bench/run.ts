@@ -5,6 +5,10 @@
 import { spawnSync } from "node:child_process";
 import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
+import {
+  benchAgreement as benchAgreementReplay,
+  optionsFrom as replayOptionsFrom,
+} from "./agreement-replay.ts";
 import { benchEval } from "./eval.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
@@ -48,6 +52,7 @@ const benches: Record<string, () => Promise<unknown>> = {
     });
   },
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  "agreement-replay": () => benchAgreementReplay(replayOptionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),
   eval: () => benchEval(),
   scale: async () => benchScale(),

@@ -160,9 +160,10 @@ export class AttachmentTurn {
 
   /**
    * Edits for replaced blocks, except inside tool results `rewritten` says are rendered anew
-   * (overridesIn).
+   * (overridesIn); `register`: the edits are the turn's (an anchor may be absorbed into them),
+   * else a preview.
    */
-  edits(rewritten: (result: number) => boolean): Edit[] {
+  edits(rewritten: (result: number) => boolean, register = true): Edit[] {
     const out: Edit[] = [];
     for (const e of this.#entries) {
       if (
@@ -175,7 +176,7 @@ export class AttachmentTurn {
         end: e.site.end,
         text: this.#render(e.site, e.outcome.rendered),
       };
-      this.#edits.set(edit, e.site);
+      if (register) this.#edits.set(edit, e.site);
       out.push(edit);
     }
     return out;

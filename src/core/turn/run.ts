@@ -27,7 +27,7 @@ import {
   warmId,
 } from "./context.ts";
 import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
-import { turnEstimate } from "./estimate.ts";
+import { turnEstimate, turnSketch } from "./estimate.ts";
 import { Flight } from "./flight.ts";
 import { contextWindow, relievePressure } from "./pressure.ts";
 import { replay, sameDecision } from "./replay.ts";
@@ -211,16 +211,52 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const decisionsNow = () => sites.map((s) => outcomes.get(s)!.decision);
   const countsNow = () => countTurn(ctx, sites, outcomes, fresh.length, toolTokens, media.tally());
   const committed = decisionsNow();
+  const rewritten = (site: ToolResultSite | undefined): boolean =>
+    site !== undefined &&
+    outcomes.get(site)!.replacement !== undefined &&
+    site.content !== undefined;
+  const siteEdits = (): Edit[] =>
+    sites.filter(rewritten).map((site) => ({
+      start: site.content!.start,
+      end: site.content!.end,
+      text: ctx.adapter.renderContent(
+        ctx.raw,
+        site,
+        outcomes.get(site)!.replacement!,
+        media.overridesIn(site.index),
+      ),
+    }));
+  const addsTool = declare && !analysis.has_recall_tool;
+  const anchoring = config.tool_result_medium_tier === "cache_anchor";
+  // The request as it will go out, for the turn's sketch (the billing counterfactual's view of it);
+  // rendered again below once the commit has settled every decision.
+  const planned = anchoring ? placeAnchor(ctx, sites, outcomes) : null;
   const log = {
     ...turnLog(ctx, countsNow(), committed),
-    estimate: turnEstimate(
-      ctx,
-      sites,
-      outcomes,
-      otherTokensOf(ctx, sites, media.tally()),
-      toolTokens,
-      media.tally(),
-    ),
+    estimate: {
+      ...turnEstimate(
+        ctx,
+        sites,
+        outcomes,
+        otherTokensOf(ctx, sites, media.tally()),
+        toolTokens,
+        media.tally(),
+      ),
+      ...turnSketch(ctx, sites, outcomes, {
+        edits: [...siteEdits(), ...media.edits((i) => rewritten(sites[i]), false)],
+        declaration: addsTool
+          ? {
+              text: ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode)
+                .text,
+              tokens: toolTokens,
+            }
+          : null,
+        anchor:
+          planned?.edit == null || planned.report.ttl === null
+            ? null
+            : { at: planned.edit.start, ttl: planned.report.ttl },
+      }),
+    },
   };
   try {
     const result = await ctx.store.commit(ctx.ref, {
@@ -259,34 +295,17 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     media.unsaved();
   }
 
-  const edits: Edit[] = [];
-  const rewritten = (site: ToolResultSite | undefined): boolean =>
-    site !== undefined &&
-    outcomes.get(site)!.replacement !== undefined &&
-    site.content !== undefined;
-  for (const site of sites) {
-    if (!rewritten(site)) continue;
-    edits.push({
-      start: site.content!.start,
-      end: site.content!.end,
-      text: ctx.adapter.renderContent(
-        ctx.raw,
-        site,
-        outcomes.get(site)!.replacement!,
-        media.overridesIn(site.index),
-      ),
-    });
-  }
+  const edits: Edit[] = siteEdits();
   edits.push(...media.edits((i) => rewritten(sites[i])));
   let recallTool: CompactReport["recall_tool"] = analysis.has_recall_tool ? "present" : "none";
-  if (declare && !analysis.has_recall_tool) {
+  if (addsTool) {
     edits.push(ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode));
     recallTool = "added";
   }
   // The move goes with its standing record only: unsaved, the result is written as the client asked.
   for (const e of moveEdits(ctx, sites, settling)) if (!media.absorb(e)) edits.push(e);
   let anchor: CompactReport["anchor"] = null;
-  if (config.tool_result_medium_tier === "cache_anchor") {
+  if (anchoring) {
     const placed = placeAnchor(ctx, sites, outcomes);
     anchor = placed.report;
     if (placed.edit !== null && !media.absorb(placed.edit)) edits.push(placed.edit);
