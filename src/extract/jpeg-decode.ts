@@ -63,9 +63,9 @@ interface Component {
   paddedLine: number;
   paddedColumn: number;
   /** Progressive: coefficients by block row (paddedLine × 64, zigzag order). */
-  coeffs: (Int16Array | null)[] | null;
+  coeffs: Bands<Int16Array> | null;
   /** Samples by block row: 8 lines of paddedLine × 8. */
-  planes: (Uint8Array | null)[];
+  planes: Bands<Uint8Array> | null;
   pred: number;
   dc: Huffman | undefined;
   ac: Huffman | undefined;
@@ -252,7 +252,7 @@ function readFrame(bytes: Uint8Array, at: number, marker: number): Frame {
       paddedLine: 0,
       paddedColumn: 0,
       coeffs: null,
-      planes: [],
+      planes: null,
       pred: 0,
       dc: undefined,
       ac: undefined,
@@ -322,6 +322,56 @@ interface Scan {
   al: number;
 }
 
+/** Bytes of one allocation of rows: smaller ones, once freed, stay resident in the allocator's lists. */
+const BAND_BYTES = 256 * 1024;
+
+/**
+ * Rows of blocks (coefficients or samples) allocated a band of rows at a time and freed a band at a
+ * time, so what is done with is given back while the rest is still at work.
+ */
+class Bands<T extends Int16Array | Uint8Array> {
+  readonly #rows: number;
+  readonly #length: number;
+  readonly #perBand: number;
+  readonly #make: (n: number) => T;
+  readonly #bands: (T | null)[];
+
+  constructor(rows: number, rowLength: number, make: (n: number) => T, bytesPer: number) {
+    this.#rows = rows;
+    this.#length = rowLength;
+    this.#perBand = Math.max(1, Math.ceil(BAND_BYTES / (rowLength * bytesPer)));
+    this.#make = make;
+    this.#bands = Array.from({ length: Math.ceil(rows / this.#perBand) }, () => null);
+  }
+
+  /** Row `r`, allocated (zeros) with its band when absent. */
+  row(r: number): T {
+    const b = Math.floor(r / this.#perBand);
+    let band = this.#bands[b];
+    if (band === null || band === undefined) {
+      const rows = Math.min(this.#perBand, this.#rows - b * this.#perBand);
+      band = this.#make(rows * this.#length);
+      this.#bands[b] = band;
+    }
+    const at = (r - b * this.#perBand) * this.#length;
+    return band.subarray(at, at + this.#length) as T;
+  }
+
+  /** Row `r` when its band exists. */
+  existing(r: number): T | null {
+    return this.#bands[Math.floor(r / this.#perBand)] === null ? null : this.row(r);
+  }
+
+  /** Row `r` is done with: its band is freed when it was the band's last. */
+  done(r: number): void {
+    if ((r + 1) % this.#perBand !== 0 && r !== this.#rows - 1) return;
+    const b = Math.floor(r / this.#perBand);
+    const band = this.#bands[b];
+    if (band) release(band);
+    this.#bands[b] = null;
+  }
+}
+
 /** Decodes the scans of one file into the components' planes (or coefficients, when progressive). */
 class Decoder {
   readonly #bytes: Uint8Array;
@@ -383,8 +433,10 @@ class Decoder {
 
   #allocate(): void {
     for (const c of this.frame.components) {
-      c.planes = Array.from({ length: c.paddedColumn }, () => null);
-      if (this.frame.progressive) c.coeffs = Array.from({ length: c.paddedColumn }, () => null);
+      const length = c.paddedLine * 64;
+      c.planes = new Bands(c.paddedColumn, length, (n) => new Uint8Array(n), 1);
+      if (this.frame.progressive)
+        c.coeffs = new Bands(c.paddedColumn, length, (n) => new Int16Array(n), 2);
     }
   }
 
@@ -534,11 +586,7 @@ class Decoder {
       this.#output(c, row, col, zz);
       return;
     }
-    let rowCoeffs = c.coeffs![row];
-    if (rowCoeffs === null || rowCoeffs === undefined) {
-      rowCoeffs = new Int16Array(c.paddedLine * 64);
-      c.coeffs![row] = rowCoeffs;
-    }
+    const rowCoeffs = c.coeffs!.row(row);
     const base = col * 64;
     if (scan.ss === 0) {
       if (scan.ah === 0) {
@@ -610,32 +658,36 @@ class Decoder {
   /** A block's final coefficients (zigzag order) into the component's samples. */
   #output(c: Component, row: number, col: number, zz: Int32Array | Int16Array, at = 0): void {
     const q = this.tables.quant[c.tq]!;
+    const plane = c.planes!.row(row);
+    const stride = c.paddedLine * 8;
+    let ac = false;
+    for (let k = 1; k < 64 && !ac; k++) ac = zz[at + k] !== 0;
+    if (!ac) {
+      // Only the average: a flat block (most of a scanned page's paper), one value for all 64 samples.
+      const v = (zz[at]! * q[0]!) / 8 + 128;
+      const flat = v < 0 ? 0 : v > 255 ? 255 : v + 0.5;
+      for (let y = 0; y < 8; y++) plane.fill(flat, col * 8 + y * stride, col * 8 + y * stride + 8);
+      return;
+    }
     const block = this.#block;
     block.fill(0);
     for (let k = 0; k < 64; k++) {
       const v = zz[at + k]!;
       if (v !== 0) block[NATURAL[k]!] = v * q[k]!;
     }
-    let plane = c.planes[row];
-    if (plane === null || plane === undefined) {
-      plane = new Uint8Array(c.paddedLine * 64);
-      c.planes[row] = plane;
-    }
-    idct(block, plane, col * 8, c.paddedLine * 8, this.#tmp);
+    idct(block, plane, col * 8, stride, this.#tmp);
   }
 
-  /** Progressive: every block's samples from its coefficients, each row's coefficients freed once done. */
+  /** Progressive: every block's samples from its coefficients, each band of coefficients freed once done. */
   finishCoefficients(): void {
     for (const c of this.frame.components) {
       if (c.coeffs === null) continue;
       if (this.tables.quant[c.tq] === undefined) throw corrupt("missing quantization table");
       for (let row = 0; row < c.paddedColumn; row++) {
-        const z = c.coeffs[row];
-        if (z !== null && z !== undefined) {
+        const z = c.coeffs.existing(row);
+        if (z !== null)
           for (let col = 0; col < c.paddedLine; col++) this.#output(c, row, col, z, col * 64);
-          release(z);
-        }
-        c.coeffs[row] = null;
+        c.coeffs.done(row);
       }
       c.coeffs = null;
     }
@@ -736,46 +788,73 @@ function paint(bytes: Uint8Array, frame: Frame, options: JpegOptions, target: ()
   );
   const s = new Uint16Array(4);
   const lines = 8 * maxV;
-  const rows: (Uint8Array | null)[] = cs.map(() => null);
+  // A block no scan reached reads as mid-grey, as in other readers.
+  const mids = cs.map((c) => new Uint8Array(c.paddedLine * 64).fill(128));
+  const rows: Uint8Array[] = [...mids];
   const starts = new Int32Array(cs.length);
   const convert = colour === "ycbcr" || colour === "ycck";
+  // Pictures read as files, the usual case, without a call a pixel: grey, and YCbCr or RGB.
+  const fileGrey = cs.length === 1 && options.pixel === undefined;
+  const fileColour = cs.length === 3 && options.pixel === undefined;
+  const [x0, x1, x2] = [xs[0]!, xs[1] ?? xs[0]!, xs[2] ?? xs[0]!];
+  const clamped = new Uint8ClampedArray(out.buffer, out.byteOffset, out.byteLength);
   for (let y = 0; y < height; y++) {
     for (let i = 0; i < cs.length; i++) {
       const c = cs[i]!;
       const cy = Math.floor((y * c.v) / maxV);
-      rows[i] = c.planes[cy >> 3] ?? null;
+      rows[i] = c.planes?.existing(cy >> 3) ?? mids[i]!;
       starts[i] = (cy & 7) * c.paddedLine * 8;
     }
     let o = y * width * 4;
-    for (let x = 0; x < width; x++, o += 4) {
-      for (let i = 0; i < cs.length; i++) {
-        const plane = rows[i];
-        // A block no scan reached is mid-grey, as in other readers.
-        s[i] = plane === null || plane === undefined ? 128 : plane[starts[i]! + xs[i]![x]!]!;
+    if (fileGrey) {
+      const p0 = rows[0]!;
+      const s0 = starts[0]!;
+      for (let x = 0; x < width; x++, o += 4) {
+        out[o] = out[o + 1] = out[o + 2] = p0[s0 + x0[x]!]!;
+        out[o + 3] = 255;
       }
-      if (convert) {
-        const yy = s[0]!;
-        const cb = s[1]! - 128;
-        const cr = s[2]! - 128;
-        const r = clamp(yy + 1.402 * cr + 0.5);
-        const g = clamp(yy - 0.344136 * cb - 0.714136 * cr + 0.5);
-        const b = clamp(yy + 1.772 * cb + 0.5);
-        // YCCK holds inverted CMY in its YCbCr: as stored, C = 255 − R (libjpeg's conversion).
-        s[0] = colour === "ycck" ? 255 - r : r;
-        s[1] = colour === "ycck" ? 255 - g : g;
-        s[2] = colour === "ycck" ? 255 - b : b;
+    } else if (fileColour) {
+      const [p0, p1, p2] = [rows[0]!, rows[1]!, rows[2]!];
+      const [s0, s1, s2] = [starts[0]!, starts[1]!, starts[2]!];
+      for (let x = 0; x < width; x++, o += 4) {
+        const a = p0[s0 + x0[x]!]!;
+        const b = p1[s1 + x1[x]!]!;
+        const c = p2[s2 + x2[x]!]!;
+        if (convert) {
+          // The clamped view rounds and clamps as it stores (a double stored in a Uint8Array is slow).
+          clamped[o] = a + 1.402 * (c - 128);
+          clamped[o + 1] = a - 0.344136 * (b - 128) - 0.714136 * (c - 128);
+          clamped[o + 2] = a + 1.772 * (b - 128);
+        } else {
+          out[o] = a;
+          out[o + 1] = b;
+          out[o + 2] = c;
+        }
+        out[o + 3] = 255;
       }
-      pixel(s, 0, out, o);
-    }
+    } else
+      for (let x = 0; x < width; x++, o += 4) {
+        for (let i = 0; i < cs.length; i++) s[i] = rows[i]![starts[i]! + xs[i]![x]!]!;
+        if (convert) {
+          const yy = s[0]!;
+          const cb = s[1]! - 128;
+          const cr = s[2]! - 128;
+          const r = clamp(yy + 1.402 * cr + 0.5);
+          const g = clamp(yy - 0.344136 * cb - 0.714136 * cr + 0.5);
+          const b = clamp(yy + 1.772 * cb + 0.5);
+          // YCCK holds inverted CMY in its YCbCr: as stored, C = 255 − R (libjpeg's conversion).
+          s[0] = colour === "ycck" ? 255 - r : r;
+          s[1] = colour === "ycck" ? 255 - g : g;
+          s[2] = colour === "ycck" ? 255 - b : b;
+        }
+        pixel(s, 0, out, o);
+      }
     // A row of MCUs is done: its samples are no longer needed.
     if ((y + 1) % lines === 0 || y === height - 1) {
       const mcuRow = Math.floor(y / lines);
       for (const c of frame.components)
-        for (let r = mcuRow * c.v; r < (mcuRow + 1) * c.v && r < c.planes.length; r++) {
-          const plane = c.planes[r];
-          if (plane) release(plane);
-          c.planes[r] = null;
-        }
+        for (let r = mcuRow * c.v; r < (mcuRow + 1) * c.v && r < c.paddedColumn; r++)
+          c.planes?.done(r);
     }
   }
 }

@@ -112,12 +112,16 @@ export const OCR_PEAK_BUDGET_BYTES = 64 * MiB;
  * Tesseract's own copy of it (4), its grey and binary versions reusing the first.
  */
 export const OCR_PEAK_BYTES_PER_PIXEL = 8;
-/** The part of the peak that does not grow with the image (Tesseract's working set for a page, measured). */
-export const OCR_PEAK_FIXED_BYTES = 4 * MiB;
 /**
- * The largest image OCR reads by default, derived from the budget: (64 MiB − 4 MiB) / 8 bytes ≈ 7.8
- * megapixels, rounded down: a 4K screenshot (8.3 MP) or an A4 page at 300 dpi (8.7 MP) is over it (sent
- * natively), the same page at 280 dpi or a 1080p screenshot (2.1 MP) is read.
+ * The part of the peak that does not grow with the image: Tesseract's working set for a page's layout and
+ * text (a few MB on a dense page), a decoder's rows and inflation slices, with room to spare.
+ */
+export const OCR_PEAK_FIXED_BYTES = 8 * MiB;
+/**
+ * The largest image OCR reads by default, derived from the budget: (64 MiB − 8 MiB) / 8 bytes, rounded
+ * down: 7.3 megapixels. A 1080p or 1440p screenshot (2.1, 3.7 MP) or an A4 page at 270 dpi (7.1 MP) is
+ * read; a 4K screenshot (8.3 MP), an A4 page at 300 dpi (8.7 MP) or a phone's 12 MP photo is over it and
+ * sent natively. A deployment may raise it (OFFLOAD_OCR_LIMITS) knowing each megapixel costs 8 MB more.
  */
 export const DEFAULT_OCR_MAX_PIXELS =
   Math.floor((OCR_PEAK_BUDGET_BYTES - OCR_PEAK_FIXED_BYTES) / OCR_PEAK_BYTES_PER_PIXEL / 100_000) *

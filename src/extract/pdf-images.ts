@@ -9,7 +9,7 @@
  * it only when all of them fit the page's budget.
  */
 import { ExtractionFailedError } from "./errors.ts";
-import { BoundedInflater, InflateError } from "./inflate.ts";
+import { InflateError, inflateInto } from "./inflate.ts";
 import { jpegRaster } from "./jpeg-decode.ts";
 import type { OcrRaster } from "./ocr.ts";
 import {
@@ -468,9 +468,8 @@ export function pageImageRaster(
         predictorParams,
       );
       if (streamed) {
-        const inflater = new BoundedInflater(rows.cap, (chunk) => rows.push(chunk));
         try {
-          inflater.push(data);
+          inflateInto([data], rows.cap, (chunk) => rows.push(chunk));
         } catch (cause) {
           // Data past the image is ignored, as pdf.js does; damaged data leaves the rest of the page white.
           if (!(cause instanceof InflateError)) throw cause;

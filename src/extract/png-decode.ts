@@ -1,14 +1,13 @@
 /**
  * PNG read for OCR, streamed: the header is checked against the pixel limit before anything is inflated,
- * then the image data is inflated a slice at a time under a running cap equal to what the header declares
- * (its rows, with a filter byte each, per Adam7 pass when interlaced), and every row is unfiltered and
- * painted into the target as soon as it is whole. So the work is the declared image's, whatever the file
- * does: one chunk inflating to gigabytes stops within a slice of the cap, and the memory is the target plus
- * two rows, for 8- and 16-bit samples alike. Ancillary chunks are skipped (OCR needs none of them; some are
- * compressed).
+ * then the image data is inflated under a running cap equal to what the header declares (its rows, with a
+ * filter byte each, per Adam7 pass when interlaced), and every row is unfiltered and painted into the target
+ * as soon as it is whole. So the work is the declared image's, whatever the file does: a chunk inflating to
+ * gigabytes stops at the cap, and the memory is the target plus two rows and the inflater's window, for 8-
+ * and 16-bit samples alike. Ancillary chunks are skipped (OCR needs none of them; some are compressed).
  */
 import { ExtractionFailedError } from "./errors.ts";
-import { BoundedInflater, InflateError } from "./inflate.ts";
+import { InflateError, inflateInto } from "./inflate.ts";
 import type { OcrRaster } from "./ocr.ts";
 import { overWhite, type PixelWriter, RowPainter, rowBytes, unfilter } from "./raster.ts";
 
@@ -228,11 +227,8 @@ export function pngRaster(bytes: Uint8Array, maxPixels: number): OcrRaster {
 }
 
 function paint(bytes: Uint8Array, h: Header, target: () => Uint8Array): void {
-  const ps = passes(h);
-  const cap = declaredBytes(h, ps);
   const colours: Colours = { palette: null, alpha: new Uint8Array(256).fill(255), key: null };
-  let rows: RowReader | undefined;
-  let inflater: BoundedInflater | undefined;
+  const idat: Uint8Array[] = [];
   let p = 8;
   let ended = false;
   while (p + 12 <= bytes.length && !ended) {
@@ -242,44 +238,36 @@ function paint(bytes: Uint8Array, h: Header, target: () => Uint8Array): void {
       throw corrupt("a chunk runs past the end of the file");
     const type = String.fromCharCode(...bytes.subarray(p + 4, p + 8));
     const data = bytes.subarray(p + 8, p + 8 + length);
-    if (type === "PLTE" && rows === undefined) {
+    if (type === "PLTE" && idat.length === 0) {
       if (length % 3 !== 0 || length === 0 || length > 768) throw corrupt("invalid palette");
       colours.palette = data;
-    } else if (type === "tRNS" && rows === undefined) {
+    } else if (type === "tRNS" && idat.length === 0) {
       if (h.colorType === 3) colours.alpha.set(data.subarray(0, 256));
       else if (h.colorType === 0 && length >= 2) colours.key = [(data[0]! << 8) | data[1]!];
       else if (h.colorType === 2 && length >= 6)
         colours.key = [0, 2, 4].map((i) => (data[i]! << 8) | data[i + 1]!);
-    } else if (type === "IDAT") {
-      if (rows === undefined) {
-        if (h.colorType === 3 && colours.palette === null) throw corrupt("no palette");
-        // A key is compared with samples as read: an 8-bit image's key is its low byte.
-        if (colours.key !== null && h.depth < 16)
-          colours.key = colours.key.map((k) => k & ((1 << h.depth) - 1));
-        const painter = new RowPainter(
-          target(),
-          h.width,
-          h.channels,
-          h.depth,
-          pixelWriter(h, colours),
-        );
-        const reader = new RowReader(h, ps, painter);
-        rows = reader;
-        inflater = new BoundedInflater(cap, (chunk) => reader.push(chunk));
-      }
-      try {
-        inflater!.push(data);
-      } catch (cause) {
-        if (!(cause instanceof InflateError)) throw cause;
-        throw cause.kind === "over"
-          ? corrupt(`its image data inflates past the ${cap} bytes its header declares`)
-          : corrupt("damaged image data", cause);
-      }
-    }
+    } else if (type === "IDAT") idat.push(data);
     ended = type === "IEND";
     p = end;
   }
-  if (rows === undefined) throw corrupt("no image data");
+  if (idat.length === 0) throw corrupt("no image data");
+  if (h.colorType === 3 && colours.palette === null) throw corrupt("no palette");
+  // A key is compared with samples as read: an 8-bit image's key is its low byte.
+  if (colours.key !== null && h.depth < 16)
+    colours.key = colours.key.map((k) => k & ((1 << h.depth) - 1));
+  const ps = passes(h);
+  const cap = declaredBytes(h, ps);
+  const painter = new RowPainter(target(), h.width, h.channels, h.depth, pixelWriter(h, colours));
+  const rows = new RowReader(h, ps, painter);
+  try {
+    // The compressed parts are read where they are: a chunked stream is never put back together.
+    inflateInto(idat, cap, (chunk) => rows.push(chunk));
+  } catch (cause) {
+    if (!(cause instanceof InflateError)) throw cause;
+    throw cause.kind === "over"
+      ? corrupt(`its image data inflates past the ${cap} bytes its header declares`)
+      : corrupt(cause.message, cause);
+  }
   if (!rows.done)
     throw corrupt(ended ? "the image data ends early" : "no IEND chunk (truncated file)");
 }
