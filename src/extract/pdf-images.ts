@@ -282,19 +282,20 @@ interface Space {
   rgb: ToRgb;
 }
 
+// Values 0–1 to bytes, rounded (a Uint8Array store truncates).
 const grey: ToRgb = (v, out, o) => {
-  out[o] = out[o + 1] = out[o + 2] = 255 * v[0]!;
+  out[o] = out[o + 1] = out[o + 2] = 255 * v[0]! + 0.5;
 };
 const rgb: ToRgb = (v, out, o) => {
-  out[o] = 255 * v[0]!;
-  out[o + 1] = 255 * v[1]!;
-  out[o + 2] = 255 * v[2]!;
+  out[o] = 255 * v[0]! + 0.5;
+  out[o + 1] = 255 * v[1]! + 0.5;
+  out[o + 2] = 255 * v[2]! + 0.5;
 };
 const cmyk: ToRgb = (v, out, o) => {
   const k = 1 - v[3]!;
-  out[o] = 255 * (1 - v[0]!) * k;
-  out[o + 1] = 255 * (1 - v[1]!) * k;
-  out[o + 2] = 255 * (1 - v[2]!) * k;
+  out[o] = 255 * (1 - v[0]!) * k + 0.5;
+  out[o + 1] = 255 * (1 - v[1]!) * k + 0.5;
+  out[o + 2] = 255 * (1 - v[2]!) * k + 0.5;
 };
 
 const DEVICE: Record<string, Space> = {

@@ -5,10 +5,12 @@
  *
  * Only that image is decoded. The page's content is scanned first (pdf-images.ts: no image decoded, each
  * known by its declared size), the largest is checked against `max_pixels` and decoded straight into the
- * engine's buffer, like an image file. An encoding read only by pdf.js (CCITT fax, JBIG2, JPEG 2000) is
- * handed to pdf.js, which decodes every image of the page at once while it builds the page's operator list:
- * that is allowed only when all of them, and the engine's own copy of the one read, fit the memory one OCR
- * may use (ocr.ts); a page over it is refused (`too_large`) before pdf.js decodes anything.
+ * engine's buffer, like an image file. A colour space read only by pdf.js is handed to pdf.js, which decodes
+ * every image of the page at once while it builds the page's operator list: that is allowed only when all of
+ * them, and the engine's own copy of the one read, fit the memory one OCR may use (ocr.ts); a page over it
+ * is refused (`too_large`) before pdf.js decodes anything. CCITT fax, JBIG2 and JPEG 2000 images are read by
+ * nothing here (pdf.js decodes them with WebAssembly compiled from bytes, which production Workers forbid):
+ * such a page is left unread, and the PDF's "no text layer" failure says why.
  *
  * Bounded like any upload: `max_pages` caps how many pages OCR reads (a PDF that needs more is refused,
  * `too_large`), reading the file's structure has a budget of its own (pdf-objects.ts), and the engine checks
@@ -141,6 +143,14 @@ function ofPdf(error: unknown, n: number): unknown {
 
 const mb = (bytes: number) => `${Math.round(bytes / MiB)} MB`;
 
+/** Encodings nothing here decodes (pdf.js would need WebAssembly compiled from bytes). */
+const UNREAD = new Set(["CCITTFaxDecode", "JBIG2Decode", "JPXDecode"]);
+const CODEC_NAMES: Record<string, string> = {
+  CCITTFaxDecode: "CCITT fax",
+  JBIG2Decode: "JBIG2",
+  JPXDecode: "JPEG 2000",
+};
+
 /** OCR of the pages of one document: the model is loaded on the first page that needs it. */
 export class PdfOcr {
   readonly #ocr: OcrOptions;
@@ -152,6 +162,8 @@ export class PdfOcr {
   pages = 0;
   /** The lowest confidence among them. */
   confidence: number | undefined;
+  /** Pages left unread because their image's encoding is read by nothing here, by encoding. */
+  readonly #unread = new Map<string, number>();
 
   /** `bytes`: the PDF itself (kept as it is: pdf.js reads its own copy). */
   constructor(ocr: OcrOptions, ops: PdfOps, bytes: Uint8Array) {
@@ -196,6 +208,10 @@ export class PdfOcr {
     const scan = scanPage(doc, page.ref);
     if (scan.drawn.length === 0) return "";
     const chosen = scan.drawn.reduce((a, b) => (b.width * b.height > a.width * a.height ? b : a));
+    if (UNREAD.has(chosen.codec ?? "")) {
+      this.#unread.set(chosen.codec!, (this.#unread.get(chosen.codec!) ?? 0) + 1);
+      return "";
+    }
     if (this.pages >= max)
       throw new ExtractionFailedError(
         "pdf",
@@ -231,6 +247,13 @@ export class PdfOcr {
     }
   }
 
+  /** Why pages without a text layer stayed unread, for the PDF's failure (or ""). */
+  unreadNote(): string {
+    if (this.#unread.size === 0) return "";
+    const parts = [...this.#unread].map(([codec, n]) => `${n} in ${CODEC_NAMES[codec] ?? codec}`);
+    return `; OCR read no page whose image is CCITT fax, JBIG2 or JPEG 2000 (${parts.join(", ")})`;
+  }
+
   #recognize(
     raster: OcrRaster,
     model: Uint8Array,
@@ -259,7 +282,7 @@ export class PdfOcr {
       throw new ExtractionFailedError(
         "pdf",
         "too_large",
-        `page ${n}'s images (${chosen.codec ?? "raw"}, read by pdf.js, which decodes all ${drawn.length} of them at once) need about ${mb(peak)} to OCR, over the ${mb(OCR_PEAK_BUDGET_BYTES)} one OCR may use`,
+        `page ${n}'s image is in a colour space only pdf.js reads, and pdf.js decodes all ${drawn.length} of the page's images at once: about ${mb(peak)} to OCR, over the ${mb(OCR_PEAK_BUDGET_BYTES)} one OCR may use`,
       );
   }
 }

@@ -136,7 +136,7 @@ export async function extractPdf(
       throw new ExtractionFailedError(
         "pdf",
         "empty",
-        `no text layer in the ${read === total ? "" : `first ${read} of ${total} `}page${read === 1 ? "" : "s"} read (a scanned PDF?)`,
+        `no text layer in the ${read === total ? "" : `first ${read} of ${total} `}page${read === 1 ? "" : "s"} read (a scanned PDF?)${ocr?.unreadNote() ?? ""}`,
       );
     }
     return {
