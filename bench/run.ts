@@ -38,6 +38,9 @@ const benches: Record<string, () => Promise<unknown>> = {
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
   hardening: () => script("hardening.ts"),
+  ocr: () => script("ocr.ts"),
+  // OCR's hostile inputs in a 128 MB Node child and under wrangler dev (issue 24's table).
+  "ocr-hostile": () => script("ocr-hostile.ts"),
   replay: () => benchReplay({ markdown: true }),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),

@@ -33,12 +33,10 @@ import {
   type OcrRunLimits,
   type OcrText,
 } from "./ocr.ts";
+import { pixelsRaster } from "./raster.ts";
 import { DECODED_FORMATS, type DetectedFormat } from "./types.ts";
 
-/**
- * The image decoders (fast-png, jpeg-js, fflate: optional dependencies), loaded on the first image
- * so that importing the library does not need them.
- */
+/** The image decoders, evaluated on the first image rather than when a Worker starts. */
 let decoders: Promise<typeof import("./image-decode.ts")> | undefined;
 const loadDecoders = () => (decoders ??= import("./image-decode.ts"));
 
@@ -134,30 +132,6 @@ async function instantiate(module: WebAssembly.Module): Promise<OCREngine> {
 function heapBytes(engine: OCREngine): number {
   const lib = (engine as unknown as { _tesseractLib?: { HEAPU8?: Uint8Array } })._tesseractLib;
   return lib?.HEAPU8?.length ?? 0;
-}
-
-/** Already decoded pixels (grey, RGB or RGBA) as a raster: copied into the engine's buffer as RGBA. */
-function pixelRaster(pixels: OcrPixels): OcrRaster {
-  const { width, height, channels, data } = pixels;
-  return {
-    width,
-    height,
-    paint(target) {
-      const out = target();
-      const n = width * height;
-      if (channels === 4) {
-        out.set(data.subarray(0, 4 * n));
-        return;
-      }
-      for (let i = 0; i < n; i++) {
-        const s = i * channels;
-        out[4 * i] = data[s]!;
-        out[4 * i + 1] = data[channels === 3 ? s + 1 : s]!;
-        out[4 * i + 2] = data[channels === 3 ? s + 2 : s]!;
-        out[4 * i + 3] = 255;
-      }
-    },
-  };
 }
 
 /** The parts of tesseract-wasm's OCREngine below its public API that loading an image in place needs. */
@@ -308,7 +282,7 @@ export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEn
       limits?: OcrRunLimits,
     ): Promise<OcrText> {
       const loaded = await ready(model);
-      return run(loaded, pixelRaster(pixels), "pdf", limits);
+      return run(loaded, pixelsRaster(pixels), "pdf", limits);
     },
     async recognizeRaster(
       raster: OcrRaster,

@@ -24,11 +24,12 @@ import {
   Name,
   nameOf,
   type PdfDocument,
+  Predictor,
   Ref,
   Stream,
   type Value,
 } from "./pdf-objects.ts";
-import { type PixelWriter, RowPainter, rowBytes, unfilter } from "./raster.ts";
+import { type PixelWriter, RowPainter, rowBytes } from "./raster.ts";
 
 /** Forms drawn inside forms, at most this deep. */
 const MAX_FORM_DEPTH = 12;
@@ -481,23 +482,16 @@ export function pageImageRaster(
   };
 }
 
-/** Bytes → predictor rows → image rows, painted; rows that never arrive are left white. */
+/** Bytes → predictor undone → image rows, painted; rows that never arrive are left white. */
 class RowSink {
   readonly #painter: RowPainter;
   readonly #height: number;
-  readonly #imageRow: number;
   readonly #width: number;
-  /** Predictor: PNG (a filter byte a row) or TIFF (2), with its own row length. */
-  readonly #png: boolean;
-  readonly #tiff: boolean;
-  readonly #predRow: number;
-  readonly #bpp: number;
-  #pred: Uint8Array;
-  #prevPred: Uint8Array;
-  #predFill = 0;
+  readonly #predictor: Predictor;
   readonly #row: Uint8Array;
-  #rowFill = 0;
+  #fill = 0;
   #y = 0;
+  /** What the data may inflate to: the image's rows, with the predictor's filter bytes. */
   readonly cap: number;
 
   constructor(
@@ -511,60 +505,25 @@ class RowSink {
     this.#painter = painter;
     this.#width = width;
     this.#height = height;
-    this.#imageRow = rowBytes(width, channels, bpc);
-    this.#row = new Uint8Array(this.#imageRow);
-    const predictor = Number(params?.get("Predictor") ?? 1);
-    this.#png = predictor >= 10;
-    this.#tiff = predictor === 2 && Number(params?.get("BitsPerComponent") ?? 8) === 8;
-    const colors = Number(params?.get("Colors") ?? 1);
-    const pbpc = Number(params?.get("BitsPerComponent") ?? 8);
-    const columns = Number(params?.get("Columns") ?? 1);
-    const predRow = Math.ceil((colors * pbpc * columns) / 8);
-    this.#predRow = this.#png || this.#tiff ? Math.max(1, Math.min(predRow || 1, 1 << 24)) : 0;
-    this.#bpp = Math.max(1, Math.ceil((colors * pbpc) / 8));
-    const extra = this.#png ? 1 : 0;
-    this.#pred = new Uint8Array(this.#predRow + extra);
-    this.#prevPred = new Uint8Array(this.#predRow + extra);
-    const total = this.#imageRow * height;
-    this.cap = this.#png ? Math.ceil(total / this.#predRow + 1) * (this.#predRow + 1) : total;
+    this.#row = new Uint8Array(rowBytes(width, channels, bpc));
+    this.#predictor = new Predictor(params, (bytes) => this.#rows(bytes));
+    this.cap = this.#predictor.encoded(this.#row.length * height);
   }
 
   push(chunk: Uint8Array): void {
-    if (!this.#png && !this.#tiff) {
-      this.#rows(chunk);
-      return;
-    }
-    const extra = this.#png ? 1 : 0;
-    const need = this.#predRow + extra;
-    let at = 0;
-    while (at < chunk.length && this.#y < this.#height) {
-      const take = Math.min(need - this.#predFill, chunk.length - at);
-      this.#pred.set(chunk.subarray(at, at + take), this.#predFill);
-      this.#predFill += take;
-      at += take;
-      if (this.#predFill < need) return;
-      const row = this.#pred.subarray(extra);
-      if (this.#png) {
-        if (!unfilter(this.#pred[0]!, row, this.#prevPred.subarray(1), this.#bpp))
-          throw corrupt(`unknown predictor row filter ${this.#pred[0]}`);
-      } else
-        for (let i = this.#bpp; i < row.length; i++) row[i] = (row[i]! + row[i - this.#bpp]!) & 255;
-      this.#rows(row);
-      [this.#pred, this.#prevPred] = [this.#prevPred, this.#pred];
-      this.#predFill = 0;
-    }
+    if (this.#y < this.#height) this.#predictor.push(chunk);
   }
 
   #rows(bytes: Uint8Array): void {
-    let at = 0;
-    while (at < bytes.length && this.#y < this.#height) {
-      const take = Math.min(this.#imageRow - this.#rowFill, bytes.length - at);
-      this.#row.set(bytes.subarray(at, at + take), this.#rowFill);
-      this.#rowFill += take;
+    const n = this.#row.length;
+    for (let at = 0; at < bytes.length && this.#y < this.#height; ) {
+      const take = Math.min(n - this.#fill, bytes.length - at);
+      this.#row.set(bytes.subarray(at, at + take), this.#fill);
+      this.#fill += take;
       at += take;
-      if (this.#rowFill < this.#imageRow) return;
+      if (this.#fill < n) return;
       this.#painter.row(this.#row, this.#y++);
-      this.#rowFill = 0;
+      this.#fill = 0;
     }
   }
 

@@ -586,37 +586,82 @@ export function applyFilter(
   return params === null ? out : unpredict(out, params);
 }
 
-/** Undo a Flate/LZW predictor: PNG's (10–15, a filter byte a row) or TIFF's (2, 8-bit samples). */
-export function unpredict(data: Uint8Array, params: Dict): Uint8Array {
-  const predictor = Number(params.get("Predictor") ?? 1);
-  if (predictor <= 1) return data;
-  const colors = Number(params.get("Colors") ?? 1);
-  const bpc = Number(params.get("BitsPerComponent") ?? 8);
-  const columns = Number(params.get("Columns") ?? 1);
-  const rowLength = Math.ceil((colors * bpc * columns) / 8);
-  const bpp = Math.max(1, Math.ceil((colors * bpc) / 8));
-  if (!(rowLength > 0) || rowLength > 1 << 24) throw damaged("invalid predictor parameters");
-  if (predictor === 2) {
-    if (bpc !== 8) throw damaged("a TIFF predictor on samples that are not bytes");
-    const out = data.slice();
-    for (let r = 0; r + rowLength <= out.length; r += rowLength)
-      for (let i = bpp; i < rowLength; i++) out[r + i] = (out[r + i]! + out[r + i - bpp]!) & 255;
-    return out;
+/**
+ * A Flate or LZW predictor undone as the bytes come: PNG's (10–15: a filter byte a row) or TIFF's (2, on
+ * 8-bit samples), each row handed on without it; no predictor hands the bytes on as they are. One row
+ * and the one above are all it holds.
+ */
+export class Predictor {
+  readonly #onData: (bytes: Uint8Array) => void;
+  readonly #kind: "none" | "png" | "tiff";
+  readonly #row: number;
+  readonly #bpp: number;
+  #cur: Uint8Array;
+  #prev: Uint8Array;
+  #fill = 0;
+
+  constructor(params: Dict | null, onData: (bytes: Uint8Array) => void) {
+    this.#onData = onData;
+    const predictor = Number(params?.get("Predictor") ?? 1);
+    const colors = Number(params?.get("Colors") ?? 1);
+    const bpc = Number(params?.get("BitsPerComponent") ?? 8);
+    const columns = Number(params?.get("Columns") ?? 1);
+    this.#kind = predictor >= 10 ? "png" : predictor === 2 ? "tiff" : "none";
+    if (this.#kind === "tiff" && bpc !== 8)
+      throw damaged("a TIFF predictor on samples that are not bytes");
+    this.#row = Math.ceil((colors * bpc * columns) / 8);
+    if (this.#kind !== "none" && !(this.#row > 0 && this.#row <= 1 << 24))
+      throw damaged("invalid predictor parameters");
+    this.#bpp = Math.max(1, Math.ceil((colors * bpc) / 8));
+    const size = this.#kind === "none" ? 0 : this.#row + 1;
+    this.#cur = new Uint8Array(size);
+    this.#prev = new Uint8Array(size);
   }
-  const rows = Math.floor(data.length / (rowLength + 1));
-  const out = new Uint8Array(rows * rowLength);
-  let prev = new Uint8Array(rowLength);
-  for (let r = 0; r < rows; r++) {
-    const row = data.slice(r * (rowLength + 1) + 1, (r + 1) * (rowLength + 1));
-    unfilterRow(data[r * (rowLength + 1)]!, row, prev, bpp);
-    out.set(row, r * rowLength);
-    prev = row;
+
+  /** Bytes of predicted data that carry `bytes` of data (a filter byte a row for PNG's). */
+  encoded(bytes: number): number {
+    return this.#kind === "png" ? Math.ceil(bytes / this.#row + 1) * (this.#row + 1) : bytes;
   }
-  return out;
+
+  push(chunk: Uint8Array): void {
+    if (this.#kind === "none") {
+      this.#onData(chunk);
+      return;
+    }
+    // The row sits at 1…: PNG's filter byte, when there is one, at 0.
+    const first = this.#kind === "png" ? 0 : 1;
+    const end = this.#row + 1;
+    for (let at = 0; at < chunk.length; ) {
+      const take = Math.min(end - first - this.#fill, chunk.length - at);
+      this.#cur.set(chunk.subarray(at, at + take), first + this.#fill);
+      this.#fill += take;
+      at += take;
+      if (first + this.#fill < end) return;
+      const row = this.#cur.subarray(1);
+      if (this.#kind === "png") {
+        if (!unfilter(this.#cur[0]!, row, this.#prev.subarray(1), this.#bpp))
+          throw damaged(`unknown predictor row filter ${this.#cur[0]}`);
+      } else
+        for (let i = this.#bpp; i < row.length; i++) row[i] = (row[i]! + row[i - this.#bpp]!) & 255;
+      this.#onData(row);
+      [this.#cur, this.#prev] = [this.#prev, this.#cur];
+      this.#fill = 0;
+    }
+  }
 }
 
-function unfilterRow(type: number, row: Uint8Array, prev: Uint8Array, bpp: number): void {
-  if (!unfilter(type, row, prev, bpp)) throw damaged(`unknown predictor row filter ${type}`);
+/** A whole stream's predictor undone (object and cross-reference streams, LZW image data). */
+export function unpredict(data: Uint8Array, params: Dict): Uint8Array {
+  const rows: Uint8Array[] = [];
+  new Predictor(params, (b) => rows.push(b.slice())).push(data);
+  if (rows.length === 1 && rows[0]!.length === data.length) return rows[0]!;
+  const out = new Uint8Array(rows.reduce((n, r) => n + r.length, 0));
+  let at = 0;
+  for (const r of rows) {
+    out.set(r, at);
+    at += r.length;
+  }
+  return out;
 }
 
 function asciiHex(data: Uint8Array): Uint8Array {

@@ -31,6 +31,7 @@ import {
 import { loadOcrModel, recognized } from "./ocr-run.ts";
 import { type PageImage, pageImageRaster, scanPage } from "./pdf-images.ts";
 import { type DocumentBudget, PdfDocument } from "./pdf-objects.ts";
+import { pixelsRaster } from "./raster.ts";
 
 /** What pdf.js hands back for a decoded image (kind 1: 1 bit grey, 2: RGB, 3: RGBA). */
 interface PdfImage {
@@ -109,25 +110,6 @@ async function largestDecoded(page: OcrablePage, ops: PdfOps): Promise<OcrPixels
       best = pixels;
   }
   return best;
-}
-
-/** Pixels already decoded, as a raster (for an engine that takes rasters). */
-function pixelRaster(p: OcrPixels): OcrRaster {
-  return {
-    width: p.width,
-    height: p.height,
-    paint(target) {
-      const out = target();
-      const n = p.width * p.height;
-      const c = p.channels;
-      for (let i = 0; i < n; i++) {
-        out[4 * i] = p.data[i * c]!;
-        out[4 * i + 1] = p.data[i * c + (c >= 3 ? 1 : 0)]!;
-        out[4 * i + 2] = p.data[i * c + (c >= 3 ? 2 : 0)]!;
-        out[4 * i + 3] = 255;
-      }
-    },
-  };
 }
 
 /** An attachment error of the image decoders, said of the PDF. */
@@ -228,7 +210,7 @@ export class PdfOcr {
       this.#withinPageBudget(scan.reachableBytes, scan.drawn, chosen, n);
       const pixels = await largestDecoded(page, this.#ops);
       if (pixels === null) return "";
-      raster = pixelRaster(pixels);
+      raster = pixelsRaster(pixels);
     }
     this.#model ??= loadOcrModel(this.#ocr, "pdf");
     const { model, limits } = await this.#model;

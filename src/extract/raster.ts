@@ -5,6 +5,8 @@
  * here holds more than a row: the image itself is only ever in the target buffer.
  */
 
+import type { OcrPixels, OcrRaster } from "./ocr.ts";
+
 /** Writes the pixel whose samples start at `s[i]` as RGBA at `out[o..o+3]`. */
 export type PixelWriter = (s: Uint16Array, i: number, out: Uint8Array, o: number) => void;
 
@@ -117,4 +119,28 @@ export function release(view: ArrayBufferView): void {
     detached?: boolean;
   };
   if (typeof buffer.transfer === "function" && buffer.detached !== true) buffer.transfer(0);
+}
+
+/** Pixels already decoded (grey, RGB or RGBA: pdf.js's, a caller's) as a raster, copied into the target. */
+export function pixelsRaster(pixels: OcrPixels): OcrRaster {
+  const { width, height, channels, data } = pixels;
+  return {
+    width,
+    height,
+    paint(target) {
+      const out = target();
+      const n = width * height;
+      if (channels === 4) {
+        out.set(data.subarray(0, 4 * n));
+        return;
+      }
+      for (let i = 0; i < n; i++) {
+        const s = i * channels;
+        out[4 * i] = data[s]!;
+        out[4 * i + 1] = data[channels === 3 ? s + 1 : s]!;
+        out[4 * i + 2] = data[channels === 3 ? s + 2 : s]!;
+        out[4 * i + 3] = 255;
+      }
+    },
+  };
 }

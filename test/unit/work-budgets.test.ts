@@ -24,9 +24,10 @@ import {
 import { sheetXmlToRows } from "../../src/extract/xlsx.ts";
 import { dateStyleOf, parseSharedStrings } from "../../src/extract/xlsx-workbook.ts";
 import { scanXml } from "../../src/extract/xml.ts";
-import { OCR_CASES, ocrCaseBytes } from "../fixtures/ocr-hostile.ts";
+import { OCR_CASES } from "../fixtures/ocr-hostile.ts";
 import { textPdf } from "../fixtures/pdf-writer.ts";
 import { CASES, inputBytes } from "../support/heap-probe.ts";
+import { type OcrRun, ocrProbe } from "../support/ocr-probe-child.ts";
 import { MEM, SESSION, withBody } from "../support/recall.ts";
 
 const LIMIT = 2.5;
@@ -280,18 +281,9 @@ describe("a ~10 MB hostile input fits a Worker's heap (a child process with 128 
   });
 });
 
-interface OcrRun {
-  case: string;
-  bytes: number;
-  ms: number;
-  peak_mb: number | null;
-  outcome: string;
-}
-
 describe("OCR: hostile images in a child process, against plain images of the same dimensions", () => {
   const dir = mkdtempSync(join(tmpdir(), "edge-offload-ocr-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const probe = join(import.meta.dirname, "../support/ocr-probe.ts");
   const MiB = 1024 * 1024;
   const budget = OCR_PEAK_BUDGET_BYTES / MiB;
   /** Below this a time is timer and scheduler noise: ratios are taken of at least this. */
@@ -299,43 +291,7 @@ describe("OCR: hostile images in a child process, against plain images of the sa
   /** Below this a peak is the allocator's and the collector's noise (MiB). */
   const NOISE_MB = 4;
 
-  function child(names: string[]): Promise<Map<string, OcrRun>> {
-    const args = names.flatMap((name) => {
-      const file = join(dir, name);
-      writeFileSync(file, ocrCaseBytes(name));
-      return [name, file];
-    });
-    return new Promise((resolve, reject) => {
-      const p = spawn(
-        process.execPath,
-        [
-          "--max-old-space-size=128",
-          "--expose-gc",
-          "--experimental-strip-types",
-          "--disable-warning=ExperimentalWarning",
-          probe,
-          ...args,
-        ],
-        // glibc gives freed blocks of 128 KB or more back at once (see ocr-probe.ts).
-        {
-          stdio: ["ignore", "pipe", "pipe"],
-          env: { ...process.env, MALLOC_MMAP_THRESHOLD_: "131072" },
-        },
-      );
-      let out = "";
-      p.stdout.on("data", (d) => (out += d));
-      p.stderr.on("data", (d) => (out += d));
-      p.on("close", (code) => {
-        if (code !== 0)
-          return reject(new Error(`the OCR probe failed (${code}): ${out.slice(-800)}`));
-        const runs = out
-          .split("\n")
-          .filter((l) => l.startsWith("{"))
-          .map((l) => JSON.parse(l) as OcrRun);
-        resolve(new Map(runs.map((r) => [r.case, r])));
-      });
-    });
-  }
+  const child = (names: string[]) => ocrProbe(names, dir);
 
   const REFUSED: Record<string, string> = {
     "png-bomb-64m": "corrupt",
