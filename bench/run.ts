@@ -43,6 +43,9 @@ const benches: Record<string, () => Promise<unknown>> = {
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
   hardening: () => script("hardening.ts"),
+  ocr: () => script("ocr.ts"),
+  // OCR's hostile inputs in a 128 MB Node child and under wrangler dev (issue 24's table).
+  "ocr-hostile": () => script("ocr-hostile.ts"),
   // `--only=main|switches|cold|endings`: one part of it.
   replay: () => {
     const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);

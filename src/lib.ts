@@ -159,10 +159,17 @@ export type {
   OcrModelSource,
   OcrOptions,
   OcrPixels,
+  OcrRaster,
   OcrRunLimits,
   OcrText,
 } from "./extract/ocr.ts";
-export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./extract/ocr.ts";
+export {
+  bucketModelSource,
+  bytesModelSource,
+  DEFAULT_OCR_MAX_PIXELS,
+  OCR_PEAK_BUDGET_BYTES,
+  OCR_PEAK_BYTES_PER_PIXEL,
+} from "./extract/ocr.ts";
 export type { TesseractEngineOptions } from "./extract/ocr-tesseract.ts";
 export { tesseractEngine } from "./extract/ocr-tesseract.ts";
 export type {

@@ -34,6 +34,14 @@ import { decisionFrom, nativeOutcome, replayMedia } from "./record.ts";
 import { NATIVE_ESTIMATE } from "./text.ts";
 import type { AttachmentDecision, AttachmentReport, AttachmentTally, MediaEntry } from "./types.ts";
 
+/** With OCR asked for: the images read by it this turn, and those decided without its text. */
+function ocrCounts(items: AttachmentDecision[]): { ocr?: { read: number; not_read: number } } {
+  const decided = items.filter((d) => d.ocr !== undefined);
+  if (decided.length === 0) return {};
+  const read = decided.filter((d) => d.ocr!.outcome === "read").length;
+  return { ocr: { read, not_read: decided.length - read } };
+}
+
 /** One turn's attachment work, in the steps the turn calls: identify → decide → settle → render. */
 export class AttachmentTurn {
   readonly active: boolean;
@@ -238,6 +246,7 @@ export class AttachmentTurn {
       failed: items.filter((d) => d.error !== undefined).length,
       new_decisions: this.records().length,
       extracted: this.#count.parsed,
+      ...ocrCounts(items),
       native_tokens: t.native,
       sent_tokens: t.sent,
       saved_tokens: t.native - t.sent,
