@@ -35,7 +35,7 @@ beforeAll(() => {
 describe("package", { timeout: 60_000 }, () => {
   it("builds every entry of `exports` to its declared types and module files", () => {
     expect(entries.map(([name]) => name).sort()).toEqual(
-      [".", "./agents", "./ai-sdk", "./fetch", "./hono", "./store"].sort(),
+      [".", "./agents", "./ai-sdk", "./eval", "./fetch", "./hono", "./store"].sort(),
     );
     for (const [name, entry] of entries) {
       for (const file of [entry.types, entry.import, entry.require]) {
@@ -82,6 +82,7 @@ describe("package", { timeout: 60_000 }, () => {
         agents: kinds(await import("edge-offload/agents"), ["AgentStore", "offloadMiddleware"]),
         hono: kinds(await import("edge-offload/hono"), ["toolRoutes", "queryArguments"]),
         store: kinds(await import("edge-offload/store"), ["ComposedStore", "SqlSessionState", "syncSqliteSql"]),
+        eval: kinds(await import("edge-offload/eval"), ["evaluate", "planEval", "fileLog", "renderTable"]),
       }));`);
     expect(out).toEqual({
       fetch: { offloadFetch: "function", dialectOf: "function" },
@@ -89,6 +90,12 @@ describe("package", { timeout: 60_000 }, () => {
       agents: { AgentStore: "function", offloadMiddleware: "function" },
       hono: { toolRoutes: "function", queryArguments: "function" },
       store: { ComposedStore: "function", SqlSessionState: "function", syncSqliteSql: "function" },
+      eval: {
+        evaluate: "function",
+        planEval: "function",
+        fileLog: "function",
+        renderTable: "function",
+      },
     });
   });
 
