@@ -4,7 +4,7 @@
  * measured turn teaches the session's copy of the tenant's.
  */
 import { promptOf, type TurnUsage } from "../core/billing.ts";
-import { calibratedTokens, calibrationReady } from "../core/calibration.ts";
+import { calibrationReady, claimedTokens } from "../core/calibration.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { ProxyTurnNote, SessionRef, TurnEstimate, TurnLog } from "../core/types.ts";
 import type { ProxyTurn } from "../proxy/port.ts";
@@ -140,7 +140,7 @@ export class SessionUsage {
       Date.now(),
     );
     return calibrationReady(cal)
-      ? { ...usage, removed_calibrated: calibratedTokens(cal, estimate.removed) }
+      ? { ...usage, removed_calibrated: claimedTokens(cal, estimate.removed) }
       : usage;
   }
 }

@@ -4,7 +4,7 @@
  * measured turn teaches where the calibration port learns itself.
  */
 import { promptOf, type TurnUsage } from "../core/billing.ts";
-import { type Calibration, calibratedTokens, calibrationReady } from "../core/calibration.ts";
+import { type Calibration, calibrationReady, claimedTokens } from "../core/calibration.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { SessionRef, TurnEstimate } from "../core/types.ts";
 import type { ProxyTurn } from "../proxy/port.ts";
@@ -47,7 +47,7 @@ export class UsageCalibration {
           ...line,
           usage: {
             ...turn.usage,
-            removed_calibrated: calibratedTokens(cal, turn.estimate.removed),
+            removed_calibrated: claimedTokens(cal, turn.estimate.removed),
           },
         };
     }
