@@ -15,8 +15,8 @@ import { promptOf, type TurnUsage, type UsageTokens, usageUsd } from "../core/bi
 import {
   type Calibration,
   calibrate,
-  calibratedTokens,
   calibrationErrors,
+  claimedTokens,
 } from "../core/calibration.ts";
 import {
   counterfactualTurns,
@@ -138,7 +138,7 @@ export function sessionCalibration(turns: readonly TurnLog[]): Calibration | nul
  */
 function estimatedSaving(t: Line, u: TurnUsage, price: ModelPrice, cal: Calibration | null) {
   const e = t.estimate!;
-  const removed = t.shadow ? 0 : (u.removed_calibrated ?? calibratedTokens(cal, e.removed));
+  const removed = t.shadow ? 0 : (u.removed_calibrated ?? claimedTokens(cal, e.removed));
   const r = ratesFor(price, promptOf(u.first) + removed);
   return usd(removed, e.cached_share > 0 ? r.cache_read : r.input);
 }

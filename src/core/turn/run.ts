@@ -12,7 +12,7 @@ import type { Edit, ToolResultSite } from "../formats/types.ts";
 import { describeCause } from "../problems.ts";
 import type { ResultRecord } from "../types.ts";
 import { placeAnchor } from "./anchor.ts";
-import { movedOutcome, moveEdits, movePoint } from "./breakpoint.ts";
+import { movedBreakpoints, movedOutcome, moveEdits, movePoint } from "./breakpoint.ts";
 import {
   arrivalId,
   type Decision,
@@ -221,6 +221,9 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   // The request as it will go out, for the turn's sketch (the billing counterfactual's view of it);
   // rendered again below once the commit has settled every decision.
   const planned = anchoring ? placeAnchor(ctx, sites, outcomes) : null;
+  const moving = new Set(settling);
+  for (const f of fresh)
+    if (f.record.tool_use_id === settleId(f.site.tool_use_id)) moving.add(f.site);
   const log = {
     ...turnLog(ctx, countsNow(), committed),
     estimate: {
@@ -245,6 +248,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
           planned?.edit == null || planned.report.ttl === null
             ? null
             : { at: planned.edit.start, ttl: planned.report.ttl },
+        breakpoints: movedBreakpoints(ctx, sites, moving),
       }),
     },
   };
