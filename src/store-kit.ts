@@ -17,6 +17,7 @@
  * });
  */
 
+export type { SessionLengths } from "./core/horizon.ts";
 export type {
   CommitResult,
   OffloadStore,
@@ -60,6 +61,17 @@ export type {
 } from "./store/ports.ts";
 export { badCursor } from "./store/ports.ts";
 export type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "./store/report.ts";
+export type { LengthsAddition } from "./store/session-lengths.ts";
+export {
+  ENDED_PER_ADD,
+  endedBuckets,
+  FORGOTTEN_WEIGHT,
+  LENGTHS_WINDOW,
+  lengthBucket,
+  lengthsAddition,
+  lengthsOf,
+  SESSION_END_MS,
+} from "./store/session-lengths.ts";
 export type {
   Dialect,
   DurableStorage,

@@ -21,6 +21,7 @@ import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { anthropicEvents, anthropicMessage, memIdIn, RECALL_NAME } from "../support/providers.ts";
+import { clocked, clockHooks } from "../support/records.ts";
 import { mockProvider, type Seen, sseReply } from "../worker/proxy-mock.ts";
 
 interface AgentEnv {
@@ -76,8 +77,13 @@ function inAgent<T extends object>(make: (storage: DurableStorage) => T, name = 
   });
 }
 
-runSessionStateContract("SqlSessionState (an agent's SQLite)", () =>
-  inAgent((s) => new SqlSessionState(durableSql(s), { retentionSeconds: 0 })),
+runSessionStateContract(
+  "SqlSessionState (an agent's SQLite)",
+  () =>
+    clocked((now) =>
+      inAgent((s) => new SqlSessionState(durableSql(s), { retentionSeconds: 0, now })),
+    ),
+  clockHooks,
 );
 runLedgerContract("SqlLedger (an agent's SQLite)", () =>
   inAgent((s) => new SqlLedger(durableSql(s))),

@@ -13,11 +13,15 @@ import { runLedgerContract } from "../contract/ledger.contract.ts";
 import { runSessionStateContract } from "../contract/session-state.contract.ts";
 import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
-import { commitTurn, putBody, startOf, turnLog } from "../support/records.ts";
+import { clocked, clockHooks, commitTurn, putBody, startOf, turnLog } from "../support/records.ts";
 
 const quiet = () => {};
 
-runSessionStateContract("MemorySessionState", () => new MemorySessionState());
+runSessionStateContract(
+  "MemorySessionState",
+  () => clocked((now) => new MemorySessionState({ now })),
+  clockHooks,
+);
 runTenantLearningContract("MemoryTenantLearning", () => new MemoryTenantLearning());
 runLedgerContract("MemoryLedger", () => new MemoryLedger());
 runIndexContract("MemoryIndex", () => new MemoryIndex());

@@ -11,6 +11,8 @@ import {
 import type { OffloadStore } from "../../src/core/ports.ts";
 import { turnOver } from "../../src/core/turn/over.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { SESSION_END_MS } from "../../src/store/session-lengths.ts";
+import { commitTurn, turnLog } from "../support/records.ts";
 import { conversation, jsonBody, ON } from "../support/requests.ts";
 
 const W = HORIZON_PRIOR_WEIGHT;
@@ -140,6 +142,31 @@ describe("the learned horizon in the transform", () => {
     expect(off.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBe(5);
     const plain = await compact({ request, session: "h", store: new MemoryStore(), config: ON });
     expect(plain.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBe(5);
+  });
+
+  it("learns the lengths from the tenant's ended sessions in the store itself, counted once each", async () => {
+    let now = Date.UTC(2026, 0, 1);
+    const store = new MemoryStore({ now: () => now });
+    // Eight sessions of the tenant ran 30 calls each; four ended idle, four were deleted.
+    for (let i = 0; i < 8; i++) {
+      const ref = { tenant: "default", session: `ended-${i}` };
+      for (let t = 1; t <= 30; t++)
+        await commitTurn(store, ref, { records: [], recall_declared: false, log: turnLog(t) });
+      if (i >= 4) await store.deleteSession(ref);
+    }
+    // The four deleted have ended; the other four are not idle for an hour yet.
+    const fresh = await compact({ request, session: "h", store, config: ON });
+    now += SESSION_END_MS;
+    for (let i = 0; i < 4; i++)
+      await store.endSession({ tenant: "default", session: `ended-${i}` });
+    await store.endSession({ tenant: "default", session: "ended-0" }); // once
+    const out = await compact({ request, session: "h2", store, config: ON });
+    const gate = out.decisions.find((d) => d.tool_use_id === "big")!.gate!;
+    expect(gate.inputs.horizon).toBeCloseTo((8 * 27 + W * 5) / (8 + W), 10);
+    expect(fresh.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBeCloseTo(
+      (4 * 27 + W * 5) / (4 + W),
+      10,
+    );
   });
 
   it("declines where sessions end soon after this point (the stub would not pay back)", async () => {
