@@ -34,10 +34,13 @@ export interface MemoryStoreOptions {
  * const out = await compact({ request, session: "chat-42", store, config });
  */
 export class MemoryStore extends ComposedStore {
+  readonly #sessions: MemorySessionState;
+
   constructor(options: MemoryStoreOptions = {}) {
     const now = options.now ?? Date.now;
+    const sessions = new MemorySessionState({ now });
     super({
-      sessions: new MemorySessionState({ now }),
+      sessions,
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
       tenants: new MemoryTenantLearning(),
@@ -45,6 +48,18 @@ export class MemoryStore extends ComposedStore {
       now,
       ...(options.log === undefined ? {} : { log: options.log }),
     });
+    this.#sessions = sessions;
+  }
+
+  /**
+   * Ends the sessions idle for an hour (session-lengths.ts): their lengths go to the tenant's
+   * learning, once each, for the learned horizon. A long-running process calls it on its own
+   * schedule (a deleted session is counted by `deleteSession` itself); returns how many ended.
+   */
+  async endIdleSessions(limit = 100): Promise<number> {
+    const refs = await this.#sessions.ended(limit);
+    for (const ref of refs) await this.endSession(ref);
+    return refs.length;
   }
 }
 
