@@ -12,10 +12,10 @@ const TEST_SECRETS = {
  */
 const DEPLOYMENT_VARS = { OFFLOAD_DASHBOARD_URL_KEYS: "off" };
 
-// Five projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
+// Six projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
-// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1; then,
-// alone, the work budgets.
+// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1; the
+// stores against real Postgres and Redis servers; then, alone, the work budgets.
 export default defineConfig({
   test: {
     projects: [
@@ -70,6 +70,17 @@ export default defineConfig({
           name: "cf-agents",
           include: ["test/cf-agents/**/*.test.ts"],
           testTimeout: 30_000,
+        },
+      },
+      // The stores against real servers: one Postgres and one Redis started for the run (servers.setup.ts).
+      {
+        test: {
+          name: "stores",
+          include: ["test/stores/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/stores/servers.setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
         },
       },
       {
