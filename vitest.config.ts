@@ -72,6 +72,17 @@ export default defineConfig({
           testTimeout: 30_000,
         },
       },
+      // The official clients' proxy suites again, against `edge-offload serve` on Node (test/support/worker.ts).
+      {
+        test: {
+          name: "serve",
+          include: ["test/clients/sdk.test.ts", "test/clients/billing.test.ts"],
+          environment: "node",
+          env: { EDGE_OFFLOAD_TARGET: "serve" },
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
       // The stores against real servers: one Postgres and one Redis started for the run (servers.setup.ts).
       {
         test: {

@@ -166,7 +166,7 @@ export class PostgresStore extends SqlStore {
   readonly #owned: boolean;
 
   private constructor(pool: PgPool, owned: boolean, sql: SqlPort, options: SqlStoreOptions) {
-    super(sql, POSTGRES, options);
+    super(sql, POSTGRES, { cacheTenantLearning: true, ...options });
     this.#pool = pool;
     this.#owned = owned;
   }

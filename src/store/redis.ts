@@ -26,6 +26,7 @@ import { RedisSessionState } from "./redis-state.ts";
 import { RetainedStore, type RetainedStoreOptions } from "./retained.ts";
 import { TENANT_MODELS_LIMIT, TENANT_TOOLS_LIMIT } from "./sql-tenant.ts";
 import { DEFAULT_RETENTION_SECONDS, indexTtlSeconds } from "./state.ts";
+import { TenantCache } from "./tenant-cache.ts";
 
 interface KeyOptions {
   prefix?: string;
@@ -316,7 +317,11 @@ export class RedisStore extends RetainedStore {
         sessions: state,
         ledger: new RedisLedger(redis, keys),
         index: new RedisIndex(redis, { ...keys, ...(options.now ? { now: options.now } : {}) }),
-        tenants: new RedisTenantLearning(redis, { prefix }),
+        // Over the network: read through the process's cache, never on a turn's path.
+        tenants: new TenantCache(
+          new RedisTenantLearning(redis, { prefix }),
+          options.now ? { now: options.now } : {},
+        ),
       },
       state,
     );

@@ -7,6 +7,7 @@
 import type { SessionRef } from "../core/types.ts";
 import { type CallOptions, describeCause, withTimeout } from "./backend-calls.ts";
 import { ComposedStore, type StoreParts } from "./composed.ts";
+import { TenantCache } from "./tenant-cache.ts";
 
 /** How often the background sweep runs by default (ms). */
 export const DEFAULT_SWEEP_MS = 60_000;
@@ -43,6 +44,8 @@ export interface SweepResult {
 
 /** A composed store with retention's sweep (see above). */
 export class RetainedStore extends ComposedStore {
+  /** The tenant's learning as turns read it: a process's cache, or null when read directly. */
+  readonly tenantCache: TenantCache | null;
   readonly #state: SweptState;
   readonly #parts: StoreParts;
   readonly #log: (line: string) => void;
@@ -53,6 +56,7 @@ export class RetainedStore extends ComposedStore {
     super(parts);
     this.#state = state;
     this.#parts = parts;
+    this.tenantCache = parts.tenants instanceof TenantCache ? parts.tenants : null;
     this.#log = parts.log ?? ((line) => console.error(line));
     const every = parts.sweepEveryMs ?? DEFAULT_SWEEP_MS;
     if (every > 0) {
@@ -97,11 +101,14 @@ export class RetainedStore extends ComposedStore {
     return { purged, orphans };
   }
 
-  /** Stops the background sweep and waits for a running one (a host then closes its engine). */
+  /**
+   * Stops the background sweep and waits (10 s at most) for a running one and for the work after
+   * earlier answers; a host then closes its engine.
+   */
   async close(): Promise<void> {
     if (this.#timer !== null) clearInterval(this.#timer);
     this.#timer = null;
     const running = this.#sweeping;
-    if (running !== null) await withTimeout(() => running, 10_000).catch(() => {});
+    await withTimeout(() => Promise.allSettled([running, this.settled()]), 10_000).catch(() => {});
   }
 }

@@ -10,6 +10,7 @@ import { type BodyBucket, SqlLedger } from "./sql-ledger.ts";
 import { SqlSessionState } from "./sql-session.ts";
 import { SqlTenantLearning } from "./sql-tenant.ts";
 import { DEFAULT_RETENTION_SECONDS } from "./state.ts";
+import { TenantCache } from "./tenant-cache.ts";
 
 export interface SqlStoreOptions extends RetainedStoreOptions {
   /** Every table's name starts with it (default `eo_`): the tables can live beside others. */
@@ -20,6 +21,11 @@ export interface SqlStoreOptions extends RetainedStoreOptions {
    */
   bucket?: BodyBucket | undefined;
   inlineMaxChars?: number | undefined;
+  /**
+   * Read the tenant's learning through the process's cache (a database over the network: it is
+   * never on a turn's path), rather than directly (a local file answers at once). Default false.
+   */
+  cacheTenantLearning?: boolean | undefined;
 }
 
 /** The SQL classes over one port, composed, with retention (see above). */
@@ -48,7 +54,9 @@ export class SqlStore extends RetainedStore {
           inlineMaxChars: options.inlineMaxChars,
         }),
         index: new SqlIndex(sql, { prefix, dialect }),
-        tenants: new SqlTenantLearning(sql, { prefix, dialect }),
+        tenants: options.cacheTenantLearning
+          ? new TenantCache(new SqlTenantLearning(sql, { prefix, dialect }), { now })
+          : new SqlTenantLearning(sql, { prefix, dialect }),
       },
       state,
     );

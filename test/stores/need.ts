@@ -3,6 +3,8 @@
  * .ci/run installs Postgres and Redis, a missing one is a broken setup, not a reason to skip).
  */
 import { inject } from "vitest";
+import type { SessionRef } from "../../src/core/types.ts";
+import type { RetainedStore } from "../../src/store/retained.ts";
 import { CI } from "../support/servers.ts";
 
 export interface Need {
@@ -19,4 +21,10 @@ export function need(server: "postgres" | "redis"): Need {
   if (CI) throw new Error(`${server} is required in CI: ${why}`);
   console.warn(`[stores] skipping the ${server} tests: ${why}`);
   return { url: undefined, why };
+}
+
+/** The tenant's learning travels through the store's cache: the next turns read what was added now. */
+export async function settle(store: RetainedStore, refs: readonly SessionRef[]): Promise<void> {
+  await store.settled();
+  for (const tenant of new Set(refs.map((r) => r.tenant))) await store.tenantCache?.read(tenant);
 }

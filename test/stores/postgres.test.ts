@@ -23,7 +23,7 @@ import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { memoryBucket } from "../support/bucket.ts";
 import { uniquePrefix } from "../support/servers.ts";
-import { need } from "./need.ts";
+import { need, settle } from "./need.ts";
 
 const server = need("postgres");
 let pool: pg.Pool;
@@ -64,8 +64,16 @@ describe.skipIf(server.url === undefined)("Postgres", () => {
     const p = await port();
     return new SqlIndex(p.sql, p);
   });
-  runStoreContract("PostgresStore", () =>
-    PostgresStore.connect(pool, { prefix: uniquePrefix("pg"), log: () => {}, sweepEveryMs: 0 }),
+  let last: PostgresStore | undefined;
+  runStoreContract(
+    "PostgresStore",
+    async () =>
+      (last = await PostgresStore.connect(pool, {
+        prefix: uniquePrefix("pg"),
+        log: () => {},
+        sweepEveryMs: 0,
+      })),
+    { settle: (refs) => settle(last!, refs) },
   );
 
   describe("schema", () => {

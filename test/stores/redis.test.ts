@@ -15,7 +15,7 @@ import { runStoreContract } from "../contract/store.contract.ts";
 import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { bodyMeta, commitTurn, freshRef, putBody, record, turnLog } from "../support/records.ts";
 import { uniquePrefix } from "../support/servers.ts";
-import { need } from "./need.ts";
+import { need, settle } from "./need.ts";
 
 const server = need("redis");
 let redis: Redis;
@@ -40,9 +40,11 @@ describe.skipIf(server.url === undefined)("Redis", () => {
   );
   runLedgerContract("RedisLedger", () => new RedisLedger(redis, { prefix: prefix() }));
   runIndexContract("RedisIndex", () => new RedisIndex(redis, { prefix: prefix() }));
+  let last: RedisStore | undefined;
   runStoreContract(
     "RedisStore",
-    () => new RedisStore(redis, { prefix: prefix(), log: () => {}, sweepEveryMs: 0 }),
+    () => (last = new RedisStore(redis, { prefix: prefix(), log: () => {}, sweepEveryMs: 0 })),
+    { settle: (refs) => settle(last!, refs) },
   );
 
   it("lets a session's keys, bodies included, expire together once it is idle for the retention", async () => {

@@ -26,11 +26,18 @@ async function offload(store: MemoryStore, ref: SessionRef, c: string, chars = 1
 const read = (store: MemoryStore, ref: SessionRef, c: string) =>
   recall({ store, session: ref, mem_id: MEM(c), offset: 0, max_chars: 10 });
 
-runStoreContract("MemoryStore (tight bounds)", () => new MemoryStore({ maxSessions: 50, maxBodyBytes: 64 * 1024 * 1024 }));
+runStoreContract(
+  "MemoryStore (tight bounds)",
+  () => new MemoryStore({ maxSessions: 50, maxBodyBytes: 64 * 1024 * 1024 }),
+);
 
 describe("the bounded MemoryStore", () => {
   it("documents its defaults", () => {
-    expect(MEMORY_DEFAULTS).toEqual({ maxSessions: 1000, maxBodyBytes: 256 * 1024 * 1024, idleSeconds: 86_400 });
+    expect(MEMORY_DEFAULTS).toEqual({
+      maxSessions: 1000,
+      maxBodyBytes: 256 * 1024 * 1024,
+      idleSeconds: 86_400,
+    });
   });
 
   it("keeps at most maxSessions, dropping the least recently used; a recall of its body says why", async () => {
