@@ -61,7 +61,8 @@ function suite(name: string, url: () => Promise<string> | string, skip: boolean)
   describe.skipIf(skip)(`two processes on one ${name}`, () => {
     it("recall across processes, and concurrent turns of one session render identical bytes", async () => {
       const store = await url();
-      const [a, b]: Peer[] = [startPeer(store), startPeer(store)];
+      const a: Peer = startPeer(store);
+      const b: Peer = startPeer(store);
       try {
         const session = `two-${name.replace(/\W/g, "")}-${Date.now().toString(36)}`;
         const first = await a.send({ op: "compact", session, request: turnWith(0), config: ON });
