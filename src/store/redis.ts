@@ -358,3 +358,7 @@ export class RedisStore extends RetainedStore {
     if (this.#owned) await (this.#client as OwnedClient).quit();
   }
 }
+
+export type { RedisClient } from "./redis-port.ts";
+export type { RedisSessionOptions } from "./redis-state.ts";
+export { RedisSessionState } from "./redis-state.ts";
