@@ -5,7 +5,7 @@
  * backend ports; a SQL engine needs only the SQL port (`SqlPort`: a transaction, statements with `?`,
  * `hasTable`) and its `Dialect`, and the SQL classes do the rest (the session state, bodies, the lookup
  * index, the tenant's learning). docs/architecture.md draws a turn through these parts; the contract suites
- * in the repository's test/contract check a store against the same rules as the built-in ones.
+ * in `edge-offload/contract` check a store against the same rules as the built-in ones.
  *
  * @example
  * import { DatabaseSync } from "node:sqlite";

@@ -5,6 +5,11 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import {
   migratePostgres,
   POSTGRES_SCHEMA_VERSION,
@@ -16,11 +21,6 @@ import { SqlIndex } from "../../src/store/sql-index.ts";
 import { SqlLedger } from "../../src/store/sql-ledger.ts";
 import { SqlSessionState } from "../../src/store/sql-session.ts";
 import { SqlTenantLearning } from "../../src/store/sql-tenant.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { memoryBucket } from "../support/bucket.ts";
 import { uniquePrefix } from "../support/servers.ts";
 import { need, settle } from "./need.ts";

@@ -5,14 +5,14 @@
  */
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import { RedisIndex, RedisLedger, RedisStore, RedisTenantLearning } from "../../src/store/redis.ts";
 import { sessionKeys } from "../../src/store/redis-port.ts";
 import { RedisSessionState } from "../../src/store/redis-state.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { bodyMeta, commitTurn, freshRef, putBody, record, turnLog } from "../support/records.ts";
 import { uniquePrefix } from "../support/servers.ts";
 import { need, settle } from "./need.ts";

@@ -5,10 +5,10 @@
  * with tight bounds too.
  */
 import { describe, expect, it } from "vitest";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
 import { recall } from "../../src/core/recall.ts";
 import type { SessionRef } from "../../src/core/types.ts";
 import { MEMORY_DEFAULTS, MemoryStore } from "../../src/store/memory.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
 import { bodyMeta, commitTurn, freshRef, putBody, record, turnLog } from "../support/records.ts";
 
 const MEM = (c: string) => `trm_${c.repeat(24)}`;

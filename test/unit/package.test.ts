@@ -39,6 +39,7 @@ describe("package", { timeout: 60_000 }, () => {
         ".",
         "./agents",
         "./ai-sdk",
+        "./contract",
         "./fetch",
         "./hono",
         "./postgres",
@@ -95,6 +96,7 @@ describe("package", { timeout: 60_000 }, () => {
         sqlite: kinds(await import("edge-offload/sqlite"), ["SqliteStore"]),
         postgres: kinds(await import("edge-offload/postgres"), ["PostgresStore", "postgresSql"]),
         redis: kinds(await import("edge-offload/redis"), ["RedisStore", "RedisSessionState"]),
+        contract: kinds(await import("edge-offload/contract"), ["runStoreContract", "runSessionStateContract"]),
       }));`);
     expect(out).toEqual({
       fetch: { offloadFetch: "function", dialectOf: "function" },
@@ -105,6 +107,7 @@ describe("package", { timeout: 60_000 }, () => {
       sqlite: { SqliteStore: "function" },
       postgres: { PostgresStore: "function", postgresSql: "function" },
       redis: { RedisStore: "function", RedisSessionState: "function" },
+      contract: { runStoreContract: "function", runSessionStateContract: "function" },
     });
   });
 

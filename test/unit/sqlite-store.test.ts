@@ -7,8 +7,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
 import { SqliteStore } from "../../src/store/sqlite.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
 import {
   bodyMeta,
   commitTurn,

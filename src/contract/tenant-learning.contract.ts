@@ -4,12 +4,13 @@
  * sessions, each addition applied once.
  */
 import { describe, expect, it } from "vitest";
-import { CALIBRATION_MIN_TURNS, calibrate, ratioOf } from "../../src/core/calibration.ts";
-import type { TenantLearning } from "../../src/store/ports.ts";
+import { CALIBRATION_MIN_TURNS, calibrate, ratioOf } from "../core/calibration.ts";
+import type { TenantLearning } from "../store/ports.ts";
 
 let n = 0;
 const tenant = () => `learning-${Date.now().toString(36)}-${++n}`;
 
+/** The tenant's learning's contract (`TenantLearning`), as vitest cases: a fresh port per case from `make`. */
 export function runTenantLearningContract(
   name: string,
   make: () => TenantLearning | Promise<TenantLearning>,
