@@ -6,8 +6,9 @@
  * does it: one SessionDO call before the answer (`begin`) and one after it (the turn's line, with the
  * provider's usage when the proxy measured it); a first sight commits before the answer instead. A recall is
  * two more (its config, its count). The tenant's object hears, in the background, one addition per offload,
- * per recall of an offloaded result and per measured turn (its calibration sample), and one read per Worker
- * isolate serving the tenant per TENANT_CACHE_TTL_MS. Counted per object and per second of simulated time.
+ * per recall of an offloaded result and per measured turn (its calibration sample), one per ended session (its
+ * length, from the session's alarm), and one read per Worker isolate serving the tenant per
+ * TENANT_CACHE_TTL_MS. Counted per object and per second of simulated time.
  *
  * `npm run bench -- scale` (add `--sessions 1000,100000` to choose N).
  */
@@ -25,6 +26,11 @@ export interface SimOptions {
   recallRate: number;
   /** Share of turns whose provider usage is measured (a calibration sample for the tenant). */
   measured: number;
+  /**
+   * Mean turns of a session (the corpus's medians: 34 on SWE, 11 on tau-bench): at steady state as many
+   * sessions end as start, each ending one alarm in its object and one addition to the tenant's.
+   */
+  sessionTurns: number;
   /** Worker isolates serving the tenant (each reads the tenant's aggregate once per TTL). */
   isolates: number;
   seed: number;
@@ -47,6 +53,7 @@ export function simulate(options: Partial<SimOptions> = {}): SimResult {
     offloadRate: 0.05,
     recallRate: 0.05,
     measured: 1,
+    sessionTurns: 30,
     isolates: 50,
     seed: 7,
     ...options,
@@ -76,6 +83,7 @@ export function simulate(options: Partial<SimOptions> = {}): SimResult {
       sessionCall(s, at, 2); // begin, then the line (and its usage) after the answer
       if (rand() < o.offloadRate) tenantCall(at); // the offload, added after the answer
       if (rand() < o.measured) tenantCall(at); // the calibration sample
+      if (rand() < 1 / o.sessionTurns) tenantCall(at); // a session's length, as one ends (steady state)
       if (rand() < o.recallRate) {
         sessionCall(s, at, 2); // the recall's config read and its count
         tenantCall(at); // the recall, added after the answer
@@ -107,21 +115,33 @@ export const ROWS_PER_TURN = 3;
  * one Worker request; two SessionDO requests (begin, the line with its usage) writing ROWS_PER_TURN rows and
  * reading a few dozen; a share of them offload one body (an R2 put, two KV writes) or recall one (an R2 get
  * and two more SessionDO requests); the tenant's object gets one request per offload, recall and measured
- * turn.
+ * turn; a session's end (one per `sessionTurns` turns) is its object's alarm (one row, the session counted)
+ * and one addition to the tenant's (two rows: the length's bucket, the count of ended sessions).
  */
 export function dailyCost(
   turnsPerDay: number,
-  o = { offloadRate: 0.05, recallRate: 0.05, measured: 1, rowsPerTurn: ROWS_PER_TURN },
+  o = {
+    offloadRate: 0.05,
+    recallRate: 0.05,
+    measured: 1,
+    rowsPerTurn: ROWS_PER_TURN,
+    sessionTurns: 30,
+  },
 ) {
   const month = 30;
   const m = (x: number) => (x * month) / 1e6; // per month, in millions
   const workerRequests = m(turnsPerDay * (1 + o.recallRate));
   const workerCpuMs = m(turnsPerDay * 8); // ~8 ms of CPU a turn (latency bench's profile, steady turns)
-  const doCalls = turnsPerDay * (2 + 2 * o.recallRate + o.offloadRate + o.recallRate + o.measured);
+  const ends = 1 / o.sessionTurns;
+  const doCalls =
+    turnsPerDay * (2 + 2 * o.recallRate + o.offloadRate + o.recallRate + o.measured + 2 * ends);
   const doRequests = m(doCalls);
   const doGbSeconds = (doCalls * 0.003 * 0.128 * month) / 1e6; // ~3 ms a call
-  // The tenant's object writes a row per offload and recall, one per measured turn (its calibration).
-  const rowsWritten = m(turnsPerDay * (o.rowsPerTurn + o.offloadRate + o.recallRate + o.measured));
+  // The tenant's object writes a row per offload and recall, one per measured turn (its calibration),
+  // two per ended session (the session's object one more).
+  const rowsWritten = m(
+    turnsPerDay * (o.rowsPerTurn + o.offloadRate + o.recallRate + o.measured + 3 * ends),
+  );
   const rowsRead = m(turnsPerDay * 40);
   const r2ClassA = m(turnsPerDay * o.offloadRate);
   const r2ClassB = m(turnsPerDay * o.recallRate);
@@ -153,7 +173,7 @@ export function dailyCost(
 
 export function benchScale(sessionCounts = [100, 1_000, 10_000, 100_000]): void {
   console.log(
-    "scale simulation: one tenant, a turn every 20 s per session, every turn measured, 5% offload, 5% recall, 50 Worker isolates, 10 simulated minutes",
+    "scale simulation: one tenant, a turn every 20 s per session, every turn measured, 5% offload, 5% recall, sessions of 30 turns on average, 50 Worker isolates, 10 simulated minutes",
   );
   console.log("  sessions   turns/s   SessionDO peak/object   tenant DO mean/peak rps");
   for (const sessions of sessionCounts) {

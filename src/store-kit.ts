@@ -19,6 +19,7 @@
  * });
  */
 
+export type { SessionLengths } from "./core/horizon.ts";
 export type {
   CommitResult,
   OffloadStore,
@@ -68,6 +69,17 @@ export { badCursor } from "./store/ports.ts";
 export type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "./store/report.ts";
 export type { RetainedStoreOptions, SweepResult, SweptState } from "./store/retained.ts";
 export { DEFAULT_SWEEP_MS, RetainedStore } from "./store/retained.ts";
+export type { LengthsAddition } from "./store/session-lengths.ts";
+export {
+  ENDED_PER_ADD,
+  endedBuckets,
+  FORGOTTEN_WEIGHT,
+  LENGTHS_WINDOW,
+  lengthBucket,
+  lengthsAddition,
+  lengthsOf,
+  SESSION_END_MS,
+} from "./store/session-lengths.ts";
 export type {
   Dialect,
   DurableStorage,

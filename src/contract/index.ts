@@ -11,7 +11,18 @@
 export { runExtractionCacheContract } from "./extraction-cache.contract.ts";
 export { runIndexContract } from "./index.contract.ts";
 export { runLedgerContract } from "./ledger.contract.ts";
-export { bodyMeta, commitTurn, freshRef, putBody, record, startOf, turnLog } from "./records.ts";
+export {
+  bodyMeta,
+  clocked,
+  clockHooks,
+  commitTurn,
+  freshRef,
+  putBody,
+  record,
+  startOf,
+  turnLog,
+} from "./records.ts";
+export type { SessionStateHooks } from "./session-state.contract.ts";
 export { runSessionStateContract } from "./session-state.contract.ts";
 export type { StoreContractOptions } from "./store.contract.ts";
 export { runStoreContract } from "./store.contract.ts";

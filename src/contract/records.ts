@@ -103,3 +103,22 @@ export async function commitTurn(
   await turn.finish();
   return { records, seq: turn.seq };
 }
+
+const clocks = new WeakMap<object, { skew: number }>();
+
+/** A store part made with a clock of its own, which runs with Date.now and `clockHooks` moves on. */
+export function clocked<T extends object>(make: (now: () => number) => T): T {
+  const clock = { skew: 0 };
+  const made = make(() => Date.now() + clock.skew);
+  clocks.set(made, clock);
+  return made;
+}
+
+/** The session-state contract's hooks for a state made by `clocked`: idle time is the clock's. */
+export const clockHooks = {
+  idle: async (state: object, _ref: SessionRef, ms: number): Promise<void> => {
+    const clock = clocks.get(state);
+    if (clock === undefined) throw new Error("not a clocked state");
+    clock.skew += ms;
+  },
+};

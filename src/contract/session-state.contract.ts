@@ -11,6 +11,7 @@ import type { TurnAsk } from "../core/ports.ts";
 import type { GateResult, ProxyMemo, SessionRef, TurnDecision, TurnLog } from "../core/types.ts";
 import type { SessionCommit, SessionState, TurnLease } from "../store/ports.ts";
 import { LAST_DECISIONS_LIMIT } from "../store/report.ts";
+import { SESSION_END_MS } from "../store/session-lengths.ts";
 import { freshRef, record, turnLog } from "./records.ts";
 
 const ref = (tenant = "t1"): SessionRef => freshRef("state", tenant);
@@ -65,6 +66,11 @@ const MEM = (c: string) => `trm_${c.repeat(24)}`;
 
 const ASK: TurnAsk = { ids: [], names: [] };
 
+export interface SessionStateHooks {
+  /** Makes the session look idle for `ms` more (its last activity moved back, or the clock on). */
+  idle(s: SessionState, r: SessionRef, ms: number): Promise<void>;
+}
+
 /**
  * The session state's contract (`SessionState`: first writer wins, leases, seqs never reused, usage, memos,
  * the lifecycle), as vitest cases: a fresh session state per case from `make`.
@@ -72,6 +78,7 @@ const ASK: TurnAsk = { ids: [], names: [] };
 export function runSessionStateContract(
   name: string,
   make: () => SessionState | Promise<SessionState>,
+  hooks: SessionStateHooks,
 ): void {
   describe(`session-state contract: ${name}`, () => {
     /** A turn's lease, as its begin gives it. */
@@ -525,6 +532,42 @@ export function runSessionStateContract(
       // A destroyed session starts afresh.
       await commit(s, r, { records: [record("a", { rendered: "new" })], log: log(1) });
       expect((await s.begin(r, { ids: ["a"], names: [] })).records[0]?.rendered).toBe("new");
+    });
+
+    it("counts a session's length once, when it ends: idle for an hour, or deleted", async () => {
+      const s = await make();
+      const r = ref();
+      expect(await s.end(r)).toBeNull(); // unknown
+      await s.setConfig(r, { tool_result_offload_enabled: true });
+      expect(await s.end(r)).toBeNull(); // live, but no call yet
+      for (let t = 1; t <= 3; t++)
+        await commit(s, r, { log: log(t, t === 2 ? { shadow: true } : {}) });
+      // Active: not ended. Idle for just under an hour: still not.
+      expect(await s.end(r, { idle: true })).toBeNull();
+      await hooks.idle(s, r, SESSION_END_MS - 60_000);
+      expect(await s.end(r, { idle: true })).toBeNull();
+      await hooks.idle(s, r, 60_000);
+      expect(await s.end(r, { idle: true })).toBe(3); // shadow turns count
+      expect(await s.end(r, { idle: true })).toBeNull(); // once
+      // A session that comes back is not counted again, nor when it is then deleted.
+      await commit(s, r, { log: log(4) });
+      expect(await s.end(r)).toBeNull();
+      expect((await s.describe(r))!.calls).toBe(4);
+      // Deleted: counted at once, whatever its activity; after the delete it is another session.
+      const d = ref();
+      await commit(s, d, { log: log(1) });
+      await commit(s, d, { log: log(2) });
+      expect(await s.end(d)).toBe(2);
+      await s.destroy(d);
+      await s.purged(d);
+      expect(await s.end(d)).toBeNull();
+      await commit(s, d, { log: log(1) });
+      expect(await s.end(d)).toBe(1);
+      // Concurrent ends of one session: one of them counts it.
+      const c = ref();
+      await commit(s, c, { log: log(1) });
+      const ends = await Promise.all([s.end(c), s.end(c), s.end(c)]);
+      expect(ends.filter((x) => x !== null)).toEqual([1]);
     });
   });
 }

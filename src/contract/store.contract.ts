@@ -354,6 +354,30 @@ export function runStoreContract(
       expect(gap).toBeLessThan(60);
     });
 
+    it("learns the tenant's ended sessions' lengths: a deleted session counts once, later turns start with them", async () => {
+      const store = await make();
+      const tenant = `lengths-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+      const [a, b, c] = [ref(tenant), ref(tenant), ref(tenant)] as const;
+      for (let t = 1; t <= 3; t++)
+        await turn(store, a, { records: [], recall_declared: false, log: log(t) });
+      for (let t = 1; t <= 2; t++)
+        await turn(store, b, { records: [], recall_declared: false, log: log(t) });
+      await turn(store, c, { records: [], recall_declared: false, log: log(1) });
+      await settle([c]);
+      expect((await startOf(store, c)).session_lengths).toBeUndefined(); // none has ended
+      await store.deleteSession(a);
+      await store.deleteSession(b);
+      await store.deleteSession(b); // deleted again: counted once
+      await settle([c]);
+      expect((await startOf(store, c)).session_lengths).toEqual({
+        counts: [
+          [2, 1],
+          [3, 1],
+        ],
+      });
+      expect((await startOf(store, ref(`${tenant}-other`))).session_lengths).toBeUndefined();
+    });
+
     it("deletes a session's state and bodies, and nothing else", async () => {
       const store = await make();
       const r = ref();

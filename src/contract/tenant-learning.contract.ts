@@ -1,11 +1,17 @@
 /**
  * Contract of the tenant's learning (`TenantLearning`: the TenantDO, the SQL class on node:sqlite, the
  * in-memory twin): offloads and recalls per tool and the calibration per model, summed over the tenant's
- * sessions, each addition applied once.
+ * sessions, and the ended sessions' lengths as a bucketed histogram that follows the last ~1,000; each
+ * addition applied once.
  */
 import { describe, expect, it } from "vitest";
 import { CALIBRATION_MIN_TURNS, calibrate, ratioOf } from "../core/calibration.ts";
 import type { TenantLearning } from "../store/ports.ts";
+import { ENDED_PER_ADD, LENGTHS_WINDOW, RESCALE_AFTER } from "../store/session-lengths.ts";
+
+/** What n sessions weigh together, the latest weighing 1 and each earlier one e^(-1/W) less. */
+const fading = (n: number) =>
+  (1 - Math.exp(-n / LENGTHS_WINDOW)) / (1 - Math.exp(-1 / LENGTHS_WINDOW));
 
 let n = 0;
 const tenant = () => `learning-${Date.now().toString(36)}-${++n}`;
@@ -77,6 +83,61 @@ export function runTenantLearningContract(
         ),
       );
       expect((await s.read(u)).calibrations["gpt-4.1"]!.turns).toBe(4);
+    });
+
+    it("keeps the ended sessions' lengths: a histogram per tenant, long ones bucketed, bad ones ignored", async () => {
+      const s = await make();
+      const t = tenant();
+      await s.add(t, { tools: { bash: { offloaded: 1 } } });
+      expect((await s.read(t)).session_lengths).toBeUndefined(); // no session ended yet
+      await s.add(t, { ended: [3, 12, 3] });
+      await s.add(t, { ended: [200, 201, 237, 4_321, 5_000_000] });
+      await s.add(t, { ended: [0, -4, 2.5, Number.NaN, Number.POSITIVE_INFINITY] });
+      await Promise.all([s.add(t, { ended: [12] }), s.add(t, { ended: [12] })]);
+      expect((await s.read(t)).session_lengths).toEqual({
+        counts: [
+          [3, 2],
+          [12, 3],
+          [200, 2], // 201 is counted at 200: a long session's length rounds down, never up
+          [230, 1],
+          [4_300, 1],
+          [1_000_000, 1],
+        ],
+      });
+      expect((await s.read(tenant())).session_lengths).toBeUndefined();
+      // An addition takes its latest ENDED_PER_ADD lengths only.
+      const u = tenant();
+      await s.add(u, { ended: [...Array(ENDED_PER_ADD).fill(9), 8] });
+      expect((await s.read(u)).session_lengths).toEqual({
+        counts: [
+          [8, 1],
+          // each earlier session weighs e^(-1/W) less than the next
+          [9, Math.round(fading(ENDED_PER_ADD) - 1)],
+        ],
+      });
+    });
+
+    it("follows the last ~1,000 ended sessions: older ones fade, also across a rescale", async () => {
+      const s = await make();
+      const t = tenant();
+      await s.add(t, { ended: [5] });
+      const batch = Array(ENDED_PER_ADD).fill(40) as number[];
+      const added = async (sessions: number) => {
+        for (let i = 0; i < sessions; i += ENDED_PER_ADD) await s.add(t, { ended: batch });
+      };
+      await added(2 * LENGTHS_WINDOW);
+      // The first session now weighs e^-2.048 < 0.5: gone; the j-th latest weighs e^(-j/W).
+      const n = Math.ceil((2 * LENGTHS_WINDOW) / ENDED_PER_ADD) * ENDED_PER_ADD;
+      expect((await s.read(t)).session_lengths).toEqual({ counts: [[40, Math.round(fading(n))]] });
+      // Past RESCALE_AFTER sessions the weights are brought back to scale: the same histogram.
+      await added(RESCALE_AFTER);
+      await s.add(t, { ended: [7] });
+      const read = (await s.read(t)).session_lengths!;
+      expect(read.counts[0]).toEqual([7, 1]);
+      expect(read.counts[1]![0]).toBe(40);
+      expect(Math.abs(read.counts[1]![1] - fading(Number.POSITIVE_INFINITY))).toBeLessThanOrEqual(
+        1,
+      );
     });
 
     it("hands out copies", async () => {

@@ -14,6 +14,7 @@
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "./billing.ts";
 import type { Calibration } from "./calibration.ts";
+import type { SessionLengths } from "./horizon.ts";
 import type { Problem } from "./problems.ts";
 import type {
   BodyMeta,
@@ -73,6 +74,12 @@ export interface TurnStart {
    * past the provider's cache TTL, rewriting earlier bytes costs nothing extra.
    */
   idle_seconds: number | null;
+  /**
+   * The tenant's ended sessions' lengths (horizon.ts, as last cached), from which the gate learns how
+   * many more calls a session that has run this long will make. Absent: the configured horizon (or
+   * the adaptive gate's estimate), as before the tenant has ended a session.
+   */
+  session_lengths?: SessionLengths;
 }
 
 /** A turn's decisions, committed once it has taken them. */

@@ -35,8 +35,8 @@ export function parseGapModel(spec: string): GapModel {
   };
 }
 
-/** FNV-1a of a string, as a fraction in [0, 1). */
-function draw(key: string): number {
+/** FNV-1a of a string, as a fraction in [0, 1): the replay's reproducible draws. */
+export function draw(key: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     h ^= key.charCodeAt(i);

@@ -199,9 +199,11 @@ export class ComposedStore implements ServiceStore {
 
   /**
    * Session state first (the authority: afterwards the session reads as unknown and no record names
-   * a missing body), then its bodies and index entries, then the session may be written again.
+   * a missing body), then its bodies and index entries, then the session may be written again. A
+   * deleted session has ended: its length is counted first (best effort).
    */
   async deleteSession(ref: SessionRef): Promise<void> {
+    await this.#end(ref, false);
     const named = await this.#calls.guard("deleting the session state", () =>
       this.#sessions.destroy(ref),
     );
@@ -212,6 +214,27 @@ export class ComposedStore implements ServiceStore {
       "ledger",
     );
     await this.#calls.guard("deleting the session state", () => this.#sessions.purged(ref));
+  }
+
+  /**
+   * Ends the session if it has been idle for SESSION_END_MS (session-lengths.ts): its length is
+   * added to the tenant's learning, once. What a host that holds many sessions runs on its own
+   * schedule, for each of `SqlSessionState.ended()` (the SessionDO's alarm does it by itself).
+   */
+  async endSession(ref: SessionRef): Promise<void> {
+    await this.#end(ref, true);
+  }
+
+  async #end(ref: SessionRef, idle: boolean): Promise<void> {
+    let calls: number | null;
+    try {
+      calls = await this.#calls.guard("ending the session", () =>
+        this.#sessions.end(ref, { idle }),
+      );
+    } catch {
+      return; // logged by the guard: only the tenant's learning misses this session
+    }
+    if (calls !== null) await this.#learn(ref.tenant, { ended: [calls] });
   }
 
   /** A cached extraction of the tenant, or null (also when this store has no cache). */

@@ -45,6 +45,7 @@ export function durableSessionState(ns: DurableObjectNamespace<SessionDO>): Sess
     purged: async (ref) => {
       await stub(ref).purged(ref);
     },
+    end: async (ref, options) => await stub(ref).end(ref, options),
   };
 }
 

@@ -40,6 +40,7 @@ import {
   reportData,
   type SessionReportData,
 } from "./report.ts";
+import { SESSION_END_MS } from "./session-lengths.ts";
 import {
   emptyStart,
   GAP_WINDOW,
@@ -74,6 +75,8 @@ interface Live {
   recalls: Map<string, number>;
   tools: Map<string, ToolStats>;
   memos: { seq: number; memo: ProxyMemo }[];
+  /** When the session's length was counted (session-lengths.ts), null before. */
+  ended_at: number | null;
 }
 
 /** A session: its lifecycle (outlives a purge), and its live state when there is one. */
@@ -131,6 +134,7 @@ export class MemorySessionState implements SessionState {
       recalls: new Map(),
       tools: new Map(),
       memos: [],
+      ended_at: null,
     };
     entry.live.last_active = now;
     return entry.live;
@@ -386,4 +390,31 @@ export class MemorySessionState implements SessionState {
     if (entry !== undefined && entry.life.purging_since !== null)
       entry.life = endPurge(entry.life, this.#now());
   }
+
+  async end(ref: SessionRef, options: { idle?: boolean } = {}): Promise<number | null> {
+    const s = this.#entry(ref, false)?.live;
+    const now = this.#now();
+    if (!counts(s) || (options.idle === true && now - s.last_active < SESSION_END_MS)) return null;
+    s.ended_at = now;
+    return s.calls;
+  }
+
+  /** Sessions idle for SESSION_END_MS whose length is not counted yet (at most `limit`). */
+  async ended(limit = 100): Promise<SessionRef[]> {
+    const idleSince = this.#now() - SESSION_END_MS;
+    const out: SessionRef[] = [];
+    for (const [key, entry] of this.#entries) {
+      if (out.length >= limit) break;
+      if (counts(entry.live) && entry.live.last_active <= idleSince) {
+        const [tenant, session] = JSON.parse(key) as [string, string];
+        out.push({ tenant, session });
+      }
+    }
+    return out;
+  }
+}
+
+/** A live session with calls whose length is still to be counted when it ends. */
+function counts(s: Live | null | undefined): s is Live {
+  return s != null && s.calls > 0 && s.ended_at === null;
 }

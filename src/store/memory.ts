@@ -14,6 +14,7 @@ import { MemoryIndex } from "./memory-index.ts";
 import { MemoryLedger } from "./memory-ledger.ts";
 import { MemorySessionState } from "./memory-state.ts";
 import type { TenantAggregate, TenantDelta, TenantLearning } from "./ports.ts";
+import { endedBuckets, FORGOTTEN_WEIGHT, lengthsAddition, lengthsOf } from "./session-lengths.ts";
 
 export interface MemoryStoreOptions {
   /** The clock of the session state (turn gaps, activity) and of the index (ms). */
@@ -215,9 +216,15 @@ async function sizeIn(ledger: MemoryLedger, ref: SessionRef, memId: string): Pro
 export class MemoryTenantLearning implements TenantLearning {
   readonly #tools = new Map<string, Map<string, ToolStats>>();
   readonly #calibrations = new Map<string, Map<string, Calibration>>();
+  /** Per tenant: the length buckets' weights, and the ended sessions that scale them. */
+  readonly #lengths = new Map<string, { weights: Map<number, number>; ended: number }>();
 
   async read(tenant: string): Promise<TenantAggregate> {
+    const lengths = this.#lengths.get(tenant);
+    const sessionLengths =
+      lengths === undefined ? undefined : lengthsOf(lengths.weights, lengths.ended);
     return structuredClone({
+      ...(sessionLengths === undefined ? {} : { session_lengths: sessionLengths }),
       tools: Object.fromEntries(
         [...(this.#tools.get(tenant) ?? [])].filter(([, t]) => t.offloaded > 0),
       ),
@@ -240,5 +247,17 @@ export class MemoryTenantLearning implements TenantLearning {
     for (const s of delta.samples ?? [])
       cals.set(s.model, calibrate(cals.get(s.model) ?? null, s.estimate, s.measured));
     this.#calibrations.set(tenant, cals);
+    const ended = endedBuckets(delta.ended);
+    if (ended.length === 0) return;
+    const lengths = this.#lengths.get(tenant) ?? { weights: new Map<number, number>(), ended: 0 };
+    this.#lengths.set(tenant, lengths);
+    const add = lengthsAddition(lengths.ended, ended);
+    if (add.rescale !== null)
+      for (const [calls, w] of lengths.weights)
+        if (w * add.rescale < FORGOTTEN_WEIGHT) lengths.weights.delete(calls);
+        else lengths.weights.set(calls, w * add.rescale);
+    for (const [calls, w] of add.weights)
+      lengths.weights.set(calls, (lengths.weights.get(calls) ?? 0) + w);
+    lengths.ended = add.ended;
   }
 }

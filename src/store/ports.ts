@@ -8,8 +8,8 @@
  * - `BodyLedgerPort`: full bodies, one per mem_id (R2). Strongly consistent: recall reads here.
  * - `IndexPort`: lookups that may lag (KV): mem_id → location, tenant → sessions. Nothing may
  *   depend on reading a write back; a miss falls back to the session state or the ledger.
- * - `TenantLearning`: the tenant's aggregate of its sessions' statistics and calibration, read
- *   through a per-isolate cache (tenant-cache.ts) and added to in the background.
+ * - `TenantLearning`: the tenant's aggregate of its sessions' statistics, calibration and lengths,
+ *   read through a per-isolate cache (tenant-cache.ts) and added to in the background.
  * - the core's `ExtractionCache`: attachment extractions per tenant, keyed by content hash.
  * `ComposedStore` (composed.ts) puts them together into the core's `OffloadStore` plus
  * `ServiceStore`, what the routes need.
@@ -17,6 +17,7 @@
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "../core/billing.ts";
 import type { Calibration, CalibrationSample } from "../core/calibration.ts";
+import type { SessionLengths } from "../core/horizon.ts";
 import type {
   CachedExtraction,
   OffloadStore,
@@ -168,20 +169,33 @@ export interface SessionState {
   destroy(ref: SessionRef): Promise<string[]>;
   /** The caller's purge is done: turns may write again. */
   purged(ref: SessionRef): Promise<void>;
+  /**
+   * The session ended (session-lengths.ts): it is being deleted, or (`idle`) it has had no activity
+   * for SESSION_END_MS by the state's clock. Its length in client calls (`calls` of its report),
+   * once: null when it was counted before, has no live state or no call, or (`idle`) is active.
+   */
+  end(ref: SessionRef, options?: { idle?: boolean }): Promise<number | null>;
 }
 
-/** The tenant's learning: its sessions' statistics and calibration, aggregated. */
+/** The tenant's learning: its sessions' statistics, calibration and lengths, aggregated. */
 export interface TenantAggregate {
   /** Offloads and recalls per tool name (live turns only). */
   tools: Record<string, ToolStats>;
   /** The estimates' calibration per price-table model. */
   calibrations: Record<string, Calibration>;
+  /**
+   * The ended sessions' lengths in client calls, decayed to the last ~1,000 and bucketed
+   * (session-lengths.ts); absent before any session of the tenant has ended.
+   */
+  session_lengths?: SessionLengths;
 }
 
-/** What a turn, a recall or a measured usage adds to its tenant's aggregate. */
+/** What a turn, a recall, a measured usage or an ended session adds to its tenant's aggregate. */
 export interface TenantDelta {
   tools?: Record<string, Partial<ToolStats>>;
   samples?: readonly CalibrationSample[];
+  /** The lengths (client calls) of sessions that ended, one entry per session (counted once). */
+  ended?: readonly number[];
 }
 
 /**

@@ -25,6 +25,8 @@ export interface RedisClient {
 export function sessionKeys(prefix: string, ref: SessionRef) {
   const base = `${prefix}{${ref.tenant}/${ref.session}}:`;
   return {
+    /** The session (not a key): the sweep's list names it. */
+    ref: [ref.tenant, ref.session] as const,
     /** The lifecycle and the live session's fields (hash), with the version `v`. */
     row: `${base}row`,
     /** tool_use_id → {n, r} (the record and the order it was first decided in). */
@@ -54,10 +56,12 @@ export function sessionKeys(prefix: string, ref: SessionRef) {
 }
 
 export type SessionKeys = ReturnType<typeof sessionKeys>;
-export type KeyName = keyof SessionKeys;
+export type KeyName = Exclude<keyof SessionKeys, "ref">;
 
 /** The order of a session's keys in the script's KEYS (the row first: it holds the version). */
-export const KEY_ORDER = Object.keys(sessionKeys("", { tenant: "t", session: "s" })) as KeyName[];
+export const KEY_ORDER = Object.keys(sessionKeys("", { tenant: "t", session: "s" })).filter(
+  (k) => k !== "ref",
+) as KeyName[];
 
 /** One write: a command, the session key it writes, its arguments. */
 export type Op = [

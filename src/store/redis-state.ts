@@ -55,6 +55,7 @@ import {
   reportData,
   type SessionReportData,
 } from "./report.ts";
+import { SESSION_END_MS } from "./session-lengths.ts";
 import {
   activityResolution,
   DEFAULT_RETENTION_SECONDS,
@@ -105,6 +106,8 @@ interface Row {
   memo_seq: number;
   /** The latest line's seq, null when the session has none. */
   line_seq: number | null;
+  /** When its length was counted for the tenant (session-lengths.ts), null before. */
+  ended_at: number | null;
 }
 
 const int = (v: string | undefined) => (v === undefined || v === "" ? 0 : Number(v));
@@ -133,6 +136,7 @@ function rowOf(h: Record<string, string>): Row {
     n: int(h.n),
     memo_seq: int(h.memo_seq),
     line_seq: intOrNull(h.line_seq),
+    ended_at: intOrNull(h.ended_at),
   };
 }
 
@@ -167,6 +171,7 @@ const EMPTY_LIVE: [string, string][] = [
   ["times", "[]"],
   ["n", "0"],
   ["line_seq", ""],
+  ["ended_at", ""],
 ];
 
 /** The keys a purge empties (the row stays, and so do the ledger's and the index's: purge.ts). */
@@ -209,8 +214,26 @@ export class RedisSessionState implements SessionState {
     return `${this.#prefix}orphaned`;
   }
 
-  #write(k: SessionKeys, row: Row, ops: Op[]): Promise<boolean> {
-    return casWrite(this.#redis, k, row.v, this.retentionSeconds, ops);
+  /** Sessions by last activity (the sweep's list of sessions that may have ended). */
+  get #active(): string {
+    return `${this.#prefix}active`;
+  }
+
+  /**
+   * The writes, if the session's version is still the row's; a write that moves the session's
+   * activity also files it in the sweep's list (after: a lost entry only delays its end's count).
+   */
+  async #write(k: SessionKeys, row: Row, ops: Op[]): Promise<boolean> {
+    if (!(await casWrite(this.#redis, k, row.v, this.retentionSeconds, ops))) return false;
+    for (const [command, key, ...args] of ops) {
+      const at = command === "HSET" && key === "row" ? args.indexOf("last_active") : -1;
+      if (at >= 0 && at % 2 === 0) {
+        const member = JSON.stringify(k.ref);
+        await this.#redis.call("ZADD", this.#active, Number(args[at + 1]), member);
+        break;
+      }
+    }
+    return true;
   }
 
   /** The row's writes once the session is written: live (if it was not), active now. */
@@ -725,6 +748,46 @@ export class RedisSessionState implements SessionState {
     await this.#redis.call("SREM", this.#purging, JSON.stringify([ref.tenant, ref.session]));
   }
 
+  async end(ref: SessionRef, options: { idle?: boolean } = {}): Promise<number | null> {
+    const k = this.#keys(ref);
+    const out = await optimistic(async () => {
+      const now = this.#now();
+      const row = rowOf(hash(await this.#redis.call("HGETALL", k.row)));
+      if (!counts(row) || (options.idle === true && now - row.last_active < SESSION_END_MS))
+        return { calls: null };
+      const ok = await this.#write(k, row, [["HSET", "row", "ended_at", now]]);
+      return ok ? { calls: row.calls } : undefined;
+    });
+    return out.calls;
+  }
+
+  /**
+   * Sessions idle for SESSION_END_MS whose length is not counted yet (at most `limit`): the sweep's
+   * list by activity, read oldest first; sessions counted, gone or expired leave it.
+   */
+  async ended(limit = 100): Promise<SessionRef[]> {
+    const idleSince = this.#now() - SESSION_END_MS;
+    const members = (await this.#redis.call(
+      "ZRANGE",
+      this.#active,
+      "-inf",
+      idleSince,
+      "BYSCORE",
+      "LIMIT",
+      0,
+      limit,
+    )) as string[];
+    const out: SessionRef[] = [];
+    for (const member of members) {
+      const [tenant, session] = JSON.parse(member) as [string, string];
+      const ref = { tenant, session };
+      const row = rowOf(hash(await this.#redis.call("HGETALL", this.#keys(ref).row)));
+      if (counts(row) && row.last_active <= idleSince) out.push(ref);
+      else if (!counts(row)) await this.#redis.call("ZREM", this.#active, member);
+    }
+    return out;
+  }
+
   /**
    * Sessions whose purge was never confirmed (their caller failed): what the sweep purges again.
    * Idle sessions need no sweep: their keys expire.
@@ -792,6 +855,11 @@ export class RedisSessionState implements SessionState {
     if (left === 0)
       await this.#redis.call("SREM", this.#orphaned, JSON.stringify([ref.tenant, ref.session]));
   }
+}
+
+/** A live session with calls whose length is still to be counted when it ends. */
+function counts(row: Row): row is LiveRow {
+  return live(row) && row.calls > 0 && row.ended_at === null;
 }
 
 /** The anchors memos are kept under. */

@@ -24,6 +24,7 @@ import {
 import { hash, type RedisClient, sessionKeys, snapshot, values } from "./redis-port.ts";
 import { RedisSessionState } from "./redis-state.ts";
 import { RetainedStore, type RetainedStoreOptions } from "./retained.ts";
+import { endedBuckets, FORGOTTEN_WEIGHT, lengthsAddition, lengthsOf } from "./session-lengths.ts";
 import { TENANT_MODELS_LIMIT, TENANT_TOOLS_LIMIT } from "./sql-tenant.ts";
 import { DEFAULT_RETENTION_SECONDS, indexTtlSeconds } from "./state.ts";
 import { TenantCache } from "./tenant-cache.ts";
@@ -199,7 +200,24 @@ export class RedisIndex implements IndexPort {
   }
 }
 
-/** The tenant's learning: counters per tool, a calibration per model learned under a version check. */
+/**
+ * A hash written under its own version (`v`): ARGV is the expected version, the number of fields to
+ * delete, those fields, then field/value pairs to set. 0 when another writer came first.
+ */
+const HASH_CAS = `
+if (redis.call('HGET', KEYS[1], 'v') or '0') ~= ARGV[1] then return 0 end
+redis.call('HINCRBY', KEYS[1], 'v', 1)
+local n = tonumber(ARGV[2])
+if n > 0 then redis.call('HDEL', KEYS[1], unpack(ARGV, 3, 2 + n)) end
+if #ARGV > 2 + n then redis.call('HSET', KEYS[1], unpack(ARGV, 3 + n)) end
+return 1
+`;
+
+/**
+ * The tenant's learning: counters per tool, and, each learned under its hash's version, a
+ * calibration per model and the ended sessions' lengths (session-lengths.ts: a weight per length
+ * bucket, and the count of ended sessions that scales them).
+ */
 export class RedisTenantLearning implements TenantLearning {
   readonly #redis: RedisClient;
   readonly #prefix: string;
@@ -211,15 +229,21 @@ export class RedisTenantLearning implements TenantLearning {
 
   #keys(tenant: string) {
     const base = `${this.#prefix}tenant:{${tenant}}:`;
-    return { offloaded: `${base}offloaded`, recalls: `${base}recalls`, models: `${base}models` };
+    return {
+      offloaded: `${base}offloaded`,
+      recalls: `${base}recalls`,
+      models: `${base}models`,
+      lengths: `${base}lengths`,
+    };
   }
 
   async read(tenant: string): Promise<TenantAggregate> {
     const k = this.#keys(tenant);
-    const [off, rec, models] = await snapshot(this.#redis, [
+    const [off, rec, models, lengths] = await snapshot(this.#redis, [
       ["HGETALL", k.offloaded],
       ["HGETALL", k.recalls],
       ["HGETALL", k.models],
+      ["HGETALL", k.lengths],
     ]);
     const recalls = hash(rec);
     const tools = Object.entries(hash(off))
@@ -235,7 +259,18 @@ export class RedisTenantLearning implements TenantLearning {
       .sort(([a], [b]) => (a < b ? -1 : 1))
       .slice(0, TENANT_MODELS_LIMIT)
       .map(([m, s]): [string, Calibration] => [m, JSON.parse(s) as Calibration]);
-    return { tools: Object.fromEntries(tools), calibrations: Object.fromEntries(calibrations) };
+    const l = hash(lengths);
+    const sessionLengths = lengthsOf(
+      Object.entries(l)
+        .filter(([f]) => f !== "v" && f !== "ended")
+        .map(([calls, w]): [number, number] => [Number(calls), Number(w)]),
+      Number(l.ended ?? 0),
+    );
+    return {
+      ...(sessionLengths === undefined ? {} : { session_lengths: sessionLengths }),
+      tools: Object.fromEntries(tools),
+      calibrations: Object.fromEntries(calibrations),
+    };
   }
 
   async add(tenant: string, delta: TenantDelta): Promise<void> {
@@ -248,34 +283,66 @@ export class RedisTenantLearning implements TenantLearning {
     }
     if (counts.length > 0) await snapshot(this.#redis, counts);
     const samples = (delta.samples ?? []).slice(-256);
-    if (samples.length === 0) return;
-    // Samples are learned in order, each from the state the last one left: a version check on the
-    // models' hash, read again when another writer came first.
+    // Samples are learned in order, each from the state the last one left.
+    if (samples.length > 0)
+      await this.#learn(k.models, (models) => {
+        const next = new Map<string, Calibration>();
+        for (const s of samples) {
+          const stored = models[s.model];
+          const before =
+            next.get(s.model) ??
+            (stored === undefined ? null : (JSON.parse(stored) as Calibration));
+          next.set(s.model, calibrate(before, s.estimate, s.measured));
+        }
+        return { drop: [], set: [...next].flatMap(([m, c]) => [m, JSON.stringify(c)]) };
+      });
+    const ended = endedBuckets(delta.ended);
+    if (ended.length > 0)
+      await this.#learn(k.lengths, (stored) => {
+        const add = lengthsAddition(Number(stored.ended ?? 0), ended);
+        const weights = new Map<string, number>();
+        const drop: string[] = [];
+        for (const [calls, w] of Object.entries(stored)) {
+          if (calls === "v" || calls === "ended" || add.rescale === null) continue;
+          // Back to scale (weights in sessions), the forgotten buckets dropped: once per 25,000.
+          const scaled = Number(w) * add.rescale;
+          if (scaled < FORGOTTEN_WEIGHT) drop.push(calls);
+          else weights.set(calls, scaled);
+        }
+        for (const [calls, w] of add.weights) {
+          const key = String(calls);
+          const base = weights.get(key) ?? (drop.includes(key) ? 0 : Number(stored[key] ?? 0));
+          weights.set(key, base + w);
+        }
+        return {
+          drop: drop.filter((c) => !weights.has(c)),
+          set: ["ended", add.ended, ...[...weights].flat()],
+        };
+      });
+  }
+
+  /** A hash changed from what it holds, under its version; read again when another came first. */
+  async #learn(
+    key: string,
+    change: (stored: Record<string, string>) => { drop: string[]; set: (string | number)[] },
+  ): Promise<void> {
     for (let attempt = 0; attempt < 50; attempt++) {
-      const models = hash(await this.#redis.call("HGETALL", k.models));
-      const next = new Map<string, Calibration>();
-      for (const s of samples) {
-        const before =
-          next.get(s.model) ??
-          (models[s.model] === undefined ? null : (JSON.parse(models[s.model]!) as Calibration));
-        next.set(s.model, calibrate(before, s.estimate, s.measured));
-      }
-      const fields = [...next].flatMap(([m, c]) => [m, JSON.stringify(c)]);
+      const stored = hash(await this.#redis.call("HGETALL", key));
+      const { drop, set } = change(stored);
       const ok = await this.#redis.call(
         "EVAL",
-        "if (redis.call('HGET', KEYS[1], 'v') or '0') ~= ARGV[1] then return 0 end redis.call('HINCRBY', KEYS[1], 'v', 1) redis.call('HSET', KEYS[1], unpack(ARGV, 2)) return 1",
+        HASH_CAS,
         1,
-        k.models,
-        models.v ?? "0",
-        ...fields,
+        key,
+        stored.v ?? "0",
+        drop.length,
+        ...drop,
+        ...set,
       );
       if (Number(ok) === 1) return;
       await new Promise((r) => setTimeout(r, Math.random() * 20));
     }
-    throw new OffloadError(
-      "storage_error",
-      "the tenant's calibration is written by too many at once",
-    );
+    throw new OffloadError("storage_error", "the tenant's learning is written by too many at once");
   }
 }
 

@@ -1,7 +1,8 @@
 /**
  * `RetainedStore`: a composed store over backends that hold many sessions (a SQL database, Redis), with
  * the upkeep a Durable Object's alarm does for one: a sweep, run in the background every `sweepEveryMs`,
- * purges the sessions idle past the retention (state, bodies, index entries, as `deleteSession` does),
+ * counts the length of each session idle for an hour (the tenant's learned horizon), purges the
+ * sessions idle past the retention (state, bodies, index entries, as `deleteSession` does),
  * purges again those whose purge nobody confirmed, and deletes the bodies refused commits wrote.
  */
 import type { SessionRef } from "../core/types.ts";
@@ -16,6 +17,8 @@ const SWEEP_LIMIT = 100;
 
 /** What the sweep asks of a session state that holds many sessions. */
 export interface SweptState {
+  /** Sessions idle for an hour whose length is not counted yet (session-lengths.ts). */
+  ended(limit: number): Promise<SessionRef[]>;
   /** Sessions idle past the retention, or whose purge was never confirmed. */
   expired(limit: number): Promise<SessionRef[]>;
   /** Sessions with bodies noted for deletion. */
@@ -36,6 +39,8 @@ export interface RetainedStoreOptions extends CallOptions {
 
 /** What one sweep did. */
 export interface SweepResult {
+  /** Sessions idle for an hour whose length went to the tenant's learning. */
+  ended: number;
   /** Sessions purged: idle past the retention, or a purge nobody confirmed. */
   purged: number;
   /** Bodies of refused commits deleted. */
@@ -82,6 +87,11 @@ export class RetainedStore extends ComposedStore {
   }
 
   async #sweep(): Promise<SweepResult> {
+    let ended = 0;
+    for (const ref of await this.#state.ended(SWEEP_LIMIT)) {
+      await this.endSession(ref);
+      ended++;
+    }
     let purged = 0;
     for (const ref of await this.#state.expired(SWEEP_LIMIT)) {
       await this.deleteSession(ref);
@@ -98,7 +108,7 @@ export class RetainedStore extends ComposedStore {
       await this.#state.orphansDeleted(ref, due);
       orphans += due.length;
     }
-    return { purged, orphans };
+    return { ended, purged, orphans };
   }
 
   /**

@@ -6,7 +6,8 @@
  * never come here: the Worker writes R2 and sends only small records.
  *
  * The alarm serves retention (an idle session is purged OFFLOAD_RETENTION_SECONDS after its last
- * activity; 0 keeps sessions until deleted), a purge whose caller never confirmed it, the
+ * activity; 0 keeps sessions until deleted), the session's end (idle for an hour, or purged: its
+ * length goes to the tenant's learning, once, session-lengths.ts), a purge whose caller never confirmed it, the
  * tombstone's sweep (once no turn that began before the purge can write, the object's storage is
  * emptied) and the bodies a refused commit wrote. Every write re-arms it for what is due first.
  */
@@ -17,6 +18,8 @@ import type { TurnAsk } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
+import { describeCause } from "./backend-calls.ts";
+import { durableTenants } from "./durable.ts";
 import { KvIndex } from "./kv.ts";
 import { PURGE_GRACE_MS, sweepAt } from "./lifecycle.ts";
 import type {
@@ -129,6 +132,11 @@ export class SessionDO extends DurableObject<Env> {
     await this.#armed(ref, await this.#state.purged(ref));
   }
 
+  end(ref: SessionRef, options: { idle?: boolean } = {}): Promise<number | null> {
+    this.#check(ref);
+    return this.#state.end(ref, options);
+  }
+
   /** The alarm: whatever is due, then the next alarm. */
   override async alarm(): Promise<void> {
     const state = this.#state;
@@ -145,11 +153,13 @@ export class SessionDO extends DurableObject<Env> {
       due.last_active !== null &&
       isExpired(now, due.last_active, state.retentionSeconds)
     ) {
-      // Retention: the generation moves first, then the backends are purged.
+      // Retention: the session has ended; the generation moves first, then the backends are purged.
+      await this.#ended(ref, false);
       const named = await state.destroy(ref);
       await this.#purgeBackends(ref, named);
       await state.purged(ref);
     } else {
+      if (due.end_at !== null && now >= due.end_at) await this.#ended(ref, true);
       const sweep = sweepAt(life);
       if (due.last_active === null && sweep !== null && now >= sweep) {
         // The tombstone: a lease after the purge and the last begin since, nothing older can
@@ -170,6 +180,22 @@ export class SessionDO extends DurableObject<Env> {
     const at = next === null ? null : alarmDue(next, state.retentionSeconds, Date.now());
     if (at === null) await this.ctx.storage.deleteAlarm();
     else await this.ctx.storage.setAlarm(Math.max(at, Date.now() + 100));
+  }
+
+  /**
+   * The session ended: its length goes to the tenant's learning, once. Best effort (a lost length
+   * only slows the horizon's learning): a failed addition is logged, not retried.
+   */
+  async #ended(ref: SessionRef, idle: boolean): Promise<void> {
+    const calls = await this.#state.end(ref, { idle });
+    if (calls === null) return;
+    try {
+      await durableTenants(this.env.TENANTS).add(ref.tenant, { ended: [calls] });
+    } catch (cause) {
+      console.error(
+        `[edge-offload] the session length's learning write failed: ${describeCause(cause)}`,
+      );
+    }
   }
 
   #index(): KvIndex {

@@ -14,7 +14,9 @@
  *   seq): a seq is issued once, and what a turn's finish brings (the proxy's note, the provider's
  *   usage, the calibration it teaches) is in the same transaction as the line, or in its own;
  * - the session's statistics (offloads and recalls per tool) and calibration are its own, kept as
- *   they happen; the tenant's aggregate is another port's (TenantLearning).
+ *   they happen; the tenant's aggregate is another port's (TenantLearning);
+ * - the row marks when the session's length was counted for the tenant (`ended_at`,
+ *   session-lengths.ts): `end` counts a session once, `ended` lists those idle long enough.
  *
  * Tables are created by the first write only: reading a session nobody wrote leaves nothing behind.
  */
@@ -59,6 +61,7 @@ import {
   reportData,
   type SessionReportData,
 } from "./report.ts";
+import { SESSION_END_MS } from "./session-lengths.ts";
 import { type Dialect, SQLITE, type SqlPort, SqlTables, type SqlTx } from "./sql.ts";
 import {
   activityResolution,
@@ -126,7 +129,7 @@ export function sessionSchema(prefix = "eo_", dialect: Dialect = SQLITE): string
        last_begin BIGINT, last_seq BIGINT NOT NULL DEFAULT 0,
        created_at BIGINT, last_active BIGINT NOT NULL DEFAULT 0, calls BIGINT NOT NULL DEFAULT 0,
        recall_declared BIGINT NOT NULL DEFAULT 0, config TEXT NOT NULL DEFAULT '{}',
-       last_indexed BIGINT, last_turn TEXT, calibration TEXT NOT NULL DEFAULT '{}'`,
+       last_indexed BIGINT, last_turn TEXT, calibration TEXT NOT NULL DEFAULT '{}', ended_at BIGINT`,
       "",
     ),
     table(
@@ -165,10 +168,12 @@ interface Row {
   last_indexed: number | null;
   last_turn: string | null;
   calibration: string;
+  /** When the session's length was counted (session-lengths.ts), null before. */
+  ended_at: number | null;
 }
 
 const ROW_COLUMNS =
-  "epoch, purging_since, tombstone_at, last_begin, last_seq, created_at, last_active, calls, recall_declared, config, last_indexed, last_turn, calibration";
+  "epoch, purging_since, tombstone_at, last_begin, last_seq, created_at, last_active, calls, recall_declared, config, last_indexed, last_turn, calibration, ended_at";
 
 const num = (v: unknown): number => Number(v);
 const numOrNull = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
@@ -190,12 +195,16 @@ function rowOf(r: Record<string, unknown>): Row {
     last_indexed: numOrNull(r.last_indexed),
     last_turn: r.last_turn === null || r.last_turn === undefined ? null : String(r.last_turn),
     calibration: String(r.calibration),
+    ended_at: numOrNull(r.ended_at),
   };
 }
 
 /** A row with a live session. */
 type LiveRow = Row & { created_at: number };
 const live = (row: Row | null): row is LiveRow => row !== null && row.created_at !== null;
+/** A live session with calls whose length is still to be counted when it ends. */
+const counts = (row: Row | null): row is LiveRow =>
+  live(row) && row.calls > 0 && row.ended_at === null;
 
 /** `?, ?, …` for a chunk. */
 const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
@@ -214,6 +223,8 @@ export interface AlarmState {
   last_active: number | null;
   /** Bodies noted for deletion and not yet deleted, and the oldest deletion still remembered. */
   orphans: { pending: number; oldest_deleted: number | null };
+  /** When the live session ends if it stays idle (its length not counted yet), else null. */
+  end_at: number | null;
 }
 
 /** When the alarm must fire next for what `state` holds, null when nothing is due. */
@@ -221,6 +232,7 @@ export function alarmDue(state: AlarmState, retentionSeconds: number, now: numbe
   const { life } = state;
   return earliest(
     state.last_active === null ? null : expiresAt(state.last_active, retentionSeconds),
+    state.end_at,
     life.purging_since === null ? null : life.purging_since + PURGE_GRACE_MS,
     state.last_active === null ? sweepAt(life) : null,
     state.orphans.pending > 0 ? now + ORPHAN_DELAY_MS : null,
@@ -890,7 +902,7 @@ export class SqlSessionState implements SessionState {
       await tx.all(
         `UPDATE ${t.sessions} SET epoch = ?, purging_since = ?, tombstone_at = NULL, last_begin = NULL,
            created_at = NULL, last_active = 0, calls = 0, recall_declared = 0, config = '{}',
-           last_indexed = NULL, last_turn = NULL, calibration = '{}'
+           last_indexed = NULL, last_turn = NULL, calibration = '{}', ended_at = NULL
          WHERE ${KEY}`,
         life.epoch,
         life.purging_since,
@@ -916,6 +928,43 @@ export class SqlSessionState implements SessionState {
         ref.session,
       );
     });
+  }
+
+  async end(ref: SessionRef, options: { idle?: boolean } = {}): Promise<number | null> {
+    if (!(await this.#tables.ready(false))) return null;
+    return this.#sql.transaction(async (tx) => {
+      const now = this.#now();
+      const row = await this.#row(tx, ref, true);
+      if (!counts(row) || (options.idle === true && now - row.last_active < SESSION_END_MS))
+        return null;
+      await tx.all(
+        `UPDATE ${this.#t.sessions} SET ended_at = ? WHERE ${KEY}`,
+        now,
+        ref.tenant,
+        ref.session,
+      );
+      return row.calls;
+    });
+  }
+
+  /**
+   * Sessions idle for SESSION_END_MS whose length is not counted yet: what a host that holds many
+   * sessions ends on its own schedule (`ComposedStore.endSession`), at most `limit`.
+   */
+  async ended(limit = 100): Promise<SessionRef[]> {
+    if (!(await this.#tables.ready(false))) return [];
+    const idleSince = this.#now() - SESSION_END_MS;
+    return this.#sql.transaction(async (tx) =>
+      (
+        await tx.all<{ tenant: string; session: string }>(
+          `SELECT tenant, session FROM ${this.#t.sessions}
+           WHERE created_at IS NOT NULL AND calls > 0 AND ended_at IS NULL AND last_active <= ?
+           ORDER BY tenant, session LIMIT ?`,
+          idleSince,
+          limit,
+        )
+      ).map((r) => ({ tenant: r.tenant, session: r.session })),
+    );
   }
 
   /** The sessions this database holds a row of (a SessionDO: its one), at most `limit`. */
@@ -948,6 +997,7 @@ export class SqlSessionState implements SessionState {
         life: row.life,
         last_active: live(row) ? row.last_active : null,
         orphans: { pending: num(o?.pending ?? 0), oldest_deleted: numOrNull(o?.oldest) },
+        end_at: counts(row) ? row.last_active + SESSION_END_MS : null,
       };
     });
   }

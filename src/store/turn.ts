@@ -1,6 +1,7 @@
 /**
  * A composed store's turn (the core's `Turn`): what the session's begin answered, with the
- * tenant's learning as cached, and the turn's writes under its lease.
+ * tenant's learning as cached (its tools' statistics, calibration, ended sessions' lengths), and
+ * the turn's writes under its lease.
  *
  * - `read`: records of ids the begin did not look up, in runs under the call budget (a request read
  *   after the begin, attachment ids, the rest of a begin that hit its budget).
@@ -16,6 +17,7 @@
  */
 import type { TurnUsage } from "../core/billing.ts";
 import { type Calibration, calibrationReady } from "../core/calibration.ts";
+import type { SessionLengths } from "../core/horizon.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type {
   CommitResult,
@@ -73,6 +75,7 @@ export class StoreTurn implements Turn {
   readonly calibrations: Readonly<Record<string, Calibration>>;
   readonly gap_seconds: number | null;
   readonly idle_seconds: number | null;
+  readonly session_lengths?: SessionLengths;
   readonly extractions: ExtractionCache | undefined;
   readonly notes: Problem[];
   readonly #p: TurnParts;
@@ -114,6 +117,7 @@ export class StoreTurn implements Turn {
     this.calibrations = calibrationsFor(start.calibrations, tenant.calibrations);
     this.gap_seconds = start.gap_seconds;
     this.idle_seconds = start.idle_seconds;
+    if (tenant.session_lengths !== undefined) this.session_lengths = tenant.session_lengths;
     this.extractions = parts.extractions;
     this.notes = notes;
   }

@@ -10,8 +10,8 @@ import {
   type Calibration,
   type CalibrationSample,
   calibrate,
-  calibratedTokens,
   calibrationReady,
+  claimedTokens,
 } from "../core/calibration.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { ProxyTurnNote, TurnEstimate, TurnLog } from "../core/types.ts";
@@ -99,7 +99,7 @@ export function learnUsage(
   return {
     calibrations: { ...calibrations, [sample.model]: cal },
     usage: calibrationReady(cal)
-      ? { ...usage, removed_calibrated: calibratedTokens(cal, estimate.removed) }
+      ? { ...usage, removed_calibrated: claimedTokens(cal, estimate.removed) }
       : usage,
   };
 }

@@ -22,6 +22,7 @@ import { SqlLedger } from "../../src/store/sql-ledger.ts";
 import { SqlSessionState } from "../../src/store/sql-session.ts";
 import { SqlTenantLearning } from "../../src/store/sql-tenant.ts";
 import { memoryBucket } from "../support/bucket.ts";
+import { clocked, clockHooks } from "../support/records.ts";
 import { uniquePrefix } from "../support/servers.ts";
 import { need, settle } from "./need.ts";
 
@@ -44,10 +45,14 @@ async function port() {
 }
 
 describe.skipIf(server.url === undefined)("Postgres", () => {
-  runSessionStateContract("SqlSessionState (Postgres)", async () => {
-    const p = await port();
-    return new SqlSessionState(p.sql, p);
-  });
+  runSessionStateContract(
+    "SqlSessionState (Postgres)",
+    async () => {
+      const p = await port();
+      return clocked((now) => new SqlSessionState(p.sql, { ...p, now }));
+    },
+    clockHooks,
+  );
   runTenantLearningContract("SqlTenantLearning (Postgres)", async () => {
     const p = await port();
     return new SqlTenantLearning(p.sql, p);

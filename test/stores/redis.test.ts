@@ -13,7 +13,16 @@ import { runTenantLearningContract } from "../../src/contract/tenant-learning.co
 import { RedisIndex, RedisLedger, RedisStore, RedisTenantLearning } from "../../src/store/redis.ts";
 import { sessionKeys } from "../../src/store/redis-port.ts";
 import { RedisSessionState } from "../../src/store/redis-state.ts";
-import { bodyMeta, commitTurn, freshRef, putBody, record, turnLog } from "../support/records.ts";
+import {
+  bodyMeta,
+  clocked,
+  clockHooks,
+  commitTurn,
+  freshRef,
+  putBody,
+  record,
+  turnLog,
+} from "../support/records.ts";
 import { uniquePrefix } from "../support/servers.ts";
 import { need, settle } from "./need.ts";
 
@@ -32,7 +41,8 @@ const prefix = () => uniquePrefix("r").replaceAll("_", ":");
 describe.skipIf(server.url === undefined)("Redis", () => {
   runSessionStateContract(
     "RedisSessionState",
-    () => new RedisSessionState(redis, { prefix: prefix() }),
+    () => clocked((now) => new RedisSessionState(redis, { prefix: prefix(), now })),
+    clockHooks,
   );
   runTenantLearningContract(
     "RedisTenantLearning",

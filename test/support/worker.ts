@@ -24,6 +24,8 @@ export async function startProxyWorker(input: {
   provider: string;
   vars?: Record<string, string>;
   secrets: Record<string, string>;
+  /** A directory for the local state (DOs, R2, KV): a restart on it finds what the last run wrote. */
+  persist?: string;
 }): Promise<LocalWorker> {
   if (process.env.EDGE_OFFLOAD_TARGET === "serve") {
     const dir = mkdtempSync(join(tmpdir(), "edge-offload-serve-"));
@@ -59,7 +61,7 @@ export async function startProxyWorker(input: {
     dev: {
       server: { hostname: "127.0.0.1", port: 0 },
       inspector: false,
-      persist: false,
+      persist: input.persist ?? false,
       watch: false,
       logLevel: "none",
     },

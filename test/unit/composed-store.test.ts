@@ -13,11 +13,15 @@ import { MemoryLedger } from "../../src/store/memory-ledger.ts";
 import { MemorySessionState } from "../../src/store/memory-state.ts";
 import type { BodyLedgerPort, IndexPort, TenantLearning } from "../../src/store/ports.ts";
 import { TenantCache } from "../../src/store/tenant-cache.ts";
-import { commitTurn, putBody, startOf, turnLog } from "../support/records.ts";
+import { clocked, clockHooks, commitTurn, putBody, startOf, turnLog } from "../support/records.ts";
 
 const quiet = () => {};
 
-runSessionStateContract("MemorySessionState", () => new MemorySessionState());
+runSessionStateContract(
+  "MemorySessionState",
+  () => clocked((now) => new MemorySessionState({ now })),
+  clockHooks,
+);
 runTenantLearningContract("MemoryTenantLearning", () => new MemoryTenantLearning());
 runLedgerContract("MemoryLedger", () => new MemoryLedger());
 runIndexContract("MemoryIndex", () => new MemoryIndex());

@@ -40,6 +40,7 @@ describe("package", { timeout: 60_000 }, () => {
         "./agents",
         "./ai-sdk",
         "./contract",
+        "./eval",
         "./fetch",
         "./hono",
         "./postgres",
@@ -97,6 +98,7 @@ describe("package", { timeout: 60_000 }, () => {
         postgres: kinds(await import("edge-offload/postgres"), ["PostgresStore", "postgresSql"]),
         redis: kinds(await import("edge-offload/redis"), ["RedisStore", "RedisSessionState"]),
         contract: kinds(await import("edge-offload/contract"), ["runStoreContract", "runSessionStateContract"]),
+        eval: kinds(await import("edge-offload/eval"), ["evaluate", "planEval", "fileLog", "renderTable"]),
       }));`);
     expect(out).toEqual({
       fetch: { offloadFetch: "function", dialectOf: "function" },
@@ -108,6 +110,12 @@ describe("package", { timeout: 60_000 }, () => {
       postgres: { PostgresStore: "function", postgresSql: "function" },
       redis: { RedisStore: "function", RedisSessionState: "function" },
       contract: { runStoreContract: "function", runSessionStateContract: "function" },
+      eval: {
+        evaluate: "function",
+        planEval: "function",
+        fileLog: "function",
+        renderTable: "function",
+      },
     });
   });
 

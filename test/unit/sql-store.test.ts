@@ -19,7 +19,15 @@ import { CHUNK_CHARS, SqlLedger } from "../../src/store/sql-ledger.ts";
 import { SqlSessionState } from "../../src/store/sql-session.ts";
 import { SqlTenantLearning } from "../../src/store/sql-tenant.ts";
 import { nodeSqliteStorage } from "../support/node-sqlite-storage.ts";
-import { bodyMeta, commitTurn, putBody, record, turnLog } from "../support/records.ts";
+import {
+  bodyMeta,
+  clocked,
+  clockHooks,
+  commitTurn,
+  putBody,
+  record,
+  turnLog,
+} from "../support/records.ts";
 
 /** An in-memory R2 bucket, with what it was asked. */
 function bucket() {
@@ -40,10 +48,15 @@ function bucket() {
 /** A fresh node:sqlite database as the port. */
 const sqlite = () => syncSqliteSql(new DatabaseSync(":memory:"));
 
-runSessionStateContract("SqlSessionState (node:sqlite)", () => new SqlSessionState(sqlite()));
+runSessionStateContract(
+  "SqlSessionState (node:sqlite)",
+  () => clocked((now) => new SqlSessionState(sqlite(), { now })),
+  clockHooks,
+);
 runSessionStateContract(
   "SqlSessionState (a Durable Object's storage over node:sqlite)",
-  () => new SqlSessionState(durableSql(nodeSqliteStorage())),
+  () => clocked((now) => new SqlSessionState(durableSql(nodeSqliteStorage()), { now })),
+  clockHooks,
 );
 runTenantLearningContract("SqlTenantLearning (node:sqlite)", () => new SqlTenantLearning(sqlite()));
 runLedgerContract("SqlLedger (node:sqlite)", () => new SqlLedger(sqlite()));

@@ -49,9 +49,9 @@ describe("SqliteStore", () => {
     }
     now += 30_000;
     await commitTurn(store, fresh, { records: [], recall_declared: false, log: turnLog(2) });
-    expect(await store.sweep()).toEqual({ purged: 0, orphans: 0 });
+    expect(await store.sweep()).toMatchObject({ purged: 0, orphans: 0 });
     now += 31_000;
-    expect(await store.sweep()).toEqual({ purged: 1, orphans: 0 });
+    expect(await store.sweep()).toMatchObject({ purged: 1, orphans: 0 });
     expect(await store.describeSession(old)).toBeNull();
     expect(await store.getBody(old, MEM("a"))).toBeNull();
     expect(await store.statBody(old, MEM("a"))).toBeNull();

@@ -1,8 +1,10 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas/session.ts";
+import { durableTenants } from "../../src/store/durable.ts";
 import { indexBodyKey, indexSessionKey, ledgerPrefix } from "../../src/store/keys.ts";
 import { TURN_LEASE_MS } from "../../src/store/lifecycle.ts";
+import { SESSION_END_MS } from "../../src/store/session-lengths.ts";
 import { sessionObjectName } from "../../src/store/state.ts";
 import {
   call,
@@ -206,6 +208,43 @@ describe("DELETE /v1/sessions/:id", () => {
     expect(memIdIn(await again.text())).toBe(mem);
     const view = SessionResponseSchema.parse(await (await call(`/v1/sessions/${session}`)).json());
     expect(view.totals.calls).toBe(1);
+  });
+});
+
+describe("a session's end", () => {
+  /** Sessions of `calls` calls that acme's learning counts. */
+  const ended = async (calls: number) =>
+    (await durableTenants(env.TENANTS).read("acme")).session_lengths?.counts.find(
+      ([n]) => n === calls,
+    )?.[1] ?? 0;
+
+  it("an alarm counts a session idle for an hour into the tenant's lengths, once, and keeps the session", async () => {
+    const session = sid("end");
+    // Three calls: the first two are twoTurns', a third on the same conversation.
+    await twoTurns(session);
+    await call(compactPath(session), {
+      body: nextTurn(nextTurn(conversation(), 3), 4),
+      config: ON,
+    });
+    const stub = stubOf("acme", session);
+    const before = await ended(3);
+    // Not idle for an hour yet: nothing counted, the alarm stays armed.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ended(3)).toBe(before);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec(
+        "UPDATE eo_sessions SET last_active = last_active - ?",
+        SESSION_END_MS,
+      );
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ended(3)).toBe(before + 1);
+    // Counted once; the session is still there, and its retention's alarm armed.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ended(3)).toBe(before + 1);
+    expect((await call(`/v1/sessions/${session}`)).status).toBe(200);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
   });
 });
 

@@ -157,6 +157,7 @@ describe("fault injection", () => {
         setConfig: fail,
         destroy: fail,
         purged: fail,
+        end: fail,
       };
     };
     const app = appWith({}, down);

@@ -168,5 +168,6 @@ export function bound(port: SessionState): SessionState {
     setConfig: (...a) => port.setConfig(...a),
     destroy: (...a) => port.destroy(...a),
     purged: (...a) => port.purged(...a),
+    end: (...a) => port.end(...a),
   };
 }

@@ -16,6 +16,7 @@ export function turnOver(turn: Turn, replaced: Partial<Turn>): Turn {
     calibrations: turn.calibrations,
     gap_seconds: turn.gap_seconds,
     idle_seconds: turn.idle_seconds,
+    ...(turn.session_lengths === undefined ? {} : { session_lengths: turn.session_lengths }),
     read: (ids) => turn.read(ids),
     putBody: (body, meta) => turn.putBody(body, meta),
     getBody: (memId) => turn.getBody(memId),
