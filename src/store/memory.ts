@@ -86,7 +86,7 @@ export class MemoryStore extends ComposedStore {
         put: async (ref, body, meta) => {
           const before = await sizeIn(ledger, ref, meta.mem_id);
           await ledger.put(ref, body, meta);
-          await this!.#added(ref, body.length * 2 - before);
+          await this.#added(ref, body.length * 2 - before);
         },
         get: (ref, id) => ledger.get(ref, id),
         head: (ref, id) => ledger.head(ref, id),
@@ -95,7 +95,7 @@ export class MemoryStore extends ComposedStore {
           let freed = 0;
           for (const id of ids) freed += await sizeIn(ledger, ref, id);
           await ledger.delete(ref, ids);
-          this!.#freed(ref, freed);
+          this.#freed(ref, freed);
         },
       },
       index: new MemoryIndex(),
