@@ -71,13 +71,14 @@ export type Op = [
 ];
 
 /**
- * KEYS: the session's keys in KEY_ORDER. ARGV: the expected version ("0": no row yet), the time to
- * live in seconds (0: none), then each op as its length, command, key number, arguments.
+ * KEYS: the session's keys in KEY_ORDER, then the list of sessions by activity. ARGV: the expected
+ * version ("0": no row yet), the time to live in seconds (0: none), the session's new activity ("":
+ * unchanged) and its member in that list, then each op as its length, command, key number, arguments.
  */
 const CAS = `
 local v = redis.call('HGET', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then return 0 end
-local i = 3
+local i = 5
 while i <= #ARGV do
   local n = tonumber(ARGV[i])
   local args = {}
@@ -88,31 +89,43 @@ end
 redis.call('HINCRBY', KEYS[1], 'v', 1)
 local ttl = tonumber(ARGV[2])
 if ttl > 0 then
-  for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ttl) end
+  for k = 1, #KEYS - 1 do redis.call('EXPIRE', KEYS[k], ttl) end
 end
+if ARGV[3] ~= '' then redis.call('ZADD', KEYS[#KEYS], ARGV[3], ARGV[4]) end
 return 1
 `;
 
 /** Arguments per op at most (Lua's stack takes a few thousand); longer ops are cut by the caller. */
 export const OP_ARGS = 1000;
 
-/** Sends `ops` if the session's version is still `version`; false when another writer came first. */
+/**
+ * Sends `ops` if the session's version is still `version`; false when another writer came first. A
+ * write that moves the session's activity (`last_active` on its row) also files it, in the same
+ * script, in `activeKey`: the list by activity the sweep reads for sessions that ended.
+ */
 export async function casWrite(
   redis: RedisClient,
   keys: SessionKeys,
   version: string,
   ttlSeconds: number,
   ops: readonly Op[],
+  activeKey: string,
 ): Promise<boolean> {
-  const argv: (string | number)[] = [version, ttlSeconds];
+  let active = "";
+  for (const [command, key, ...args] of ops) {
+    const at = command === "HSET" && key === "row" ? args.indexOf("last_active") : -1;
+    if (at >= 0 && at % 2 === 0) active = String(args[at + 1]);
+  }
+  const argv: (string | number)[] = [version, ttlSeconds, active, JSON.stringify(keys.ref)];
   for (const [command, key, ...args] of ops) {
     argv.push(args.length + 2, command, KEY_ORDER.indexOf(key) + 1, ...args);
   }
   const out = await redis.call(
     "EVAL",
     CAS,
-    KEY_ORDER.length,
+    KEY_ORDER.length + 1,
     ...KEY_ORDER.map((k) => keys[k]),
+    activeKey,
     ...argv,
   );
   return Number(out) === 1;

@@ -219,21 +219,9 @@ export class RedisSessionState implements SessionState {
     return `${this.#prefix}active`;
   }
 
-  /**
-   * The writes, if the session's version is still the row's; a write that moves the session's
-   * activity also files it in the sweep's list (after: a lost entry only delays its end's count).
-   */
-  async #write(k: SessionKeys, row: Row, ops: Op[]): Promise<boolean> {
-    if (!(await casWrite(this.#redis, k, row.v, this.retentionSeconds, ops))) return false;
-    for (const [command, key, ...args] of ops) {
-      const at = command === "HSET" && key === "row" ? args.indexOf("last_active") : -1;
-      if (at >= 0 && at % 2 === 0) {
-        const member = JSON.stringify(k.ref);
-        await this.#redis.call("ZADD", this.#active, Number(args[at + 1]), member);
-        break;
-      }
-    }
-    return true;
+  /** The writes, if the session's version is still the row's (the sweep's list kept with them). */
+  #write(k: SessionKeys, row: Row, ops: Op[]): Promise<boolean> {
+    return casWrite(this.#redis, k, row.v, this.retentionSeconds, ops, this.#active);
   }
 
   /** The row's writes once the session is written: live (if it was not), active now. */
