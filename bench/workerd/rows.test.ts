@@ -204,6 +204,7 @@ it("round trips and rows written per turn kind", async () => {
     "setConfig",
     "destroy",
     "purged",
+    "end",
     "describe",
     "report",
   ]);

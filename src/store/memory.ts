@@ -71,6 +71,7 @@ const keyOf = (ref: SessionRef) => `${ref.tenant}/${ref.session}`;
  * const out = await compact({ request, session: "chat-42", store, config });
  */
 export class MemoryStore extends ComposedStore {
+  readonly #sessions: MemorySessionState;
   readonly #uses = new Map<string, Use>();
   readonly #drops = new Map<string, Cause>();
   readonly #now: () => number;
@@ -80,8 +81,9 @@ export class MemoryStore extends ComposedStore {
   constructor(options: MemoryStoreOptions = {}) {
     const now = options.now ?? Date.now;
     const ledger = new MemoryLedger();
+    const sessions = new MemorySessionState({ now });
     super({
-      sessions: new MemorySessionState({ now }),
+      sessions,
       ledger: {
         put: async (ref, body, meta) => {
           const before = await sizeIn(ledger, ref, meta.mem_id);
@@ -111,6 +113,18 @@ export class MemoryStore extends ComposedStore {
       maxBodyBytes: options.maxBodyBytes ?? MEMORY_DEFAULTS.maxBodyBytes,
       idleMs: (options.idleSeconds ?? MEMORY_DEFAULTS.idleSeconds) * 1000,
     };
+    this.#sessions = sessions;
+  }
+
+  /**
+   * Ends the sessions idle for an hour (session-lengths.ts): their lengths go to the tenant's
+   * learning, once each, for the learned horizon. A long-running process calls it on its own
+   * schedule (a deleted session is counted by `deleteSession` itself); returns how many ended.
+   */
+  async endIdleSessions(limit = 100): Promise<number> {
+    const refs = await this.#sessions.ended(limit);
+    for (const ref of refs) await this.endSession(ref);
+    return refs.length;
   }
 
   /** Sessions and body bytes held now. */

@@ -7,9 +7,10 @@
  *
  * The alarm serves retention (an idle session is purged OFFLOAD_RETENTION_SECONDS after its last
  * activity; 0 keeps sessions until deleted), the session's end (idle for an hour, or purged: its
- * length goes to the tenant's learning, once, session-lengths.ts), a purge whose caller never confirmed it, the
- * tombstone's sweep (once no turn that began before the purge can write, the object's storage is
- * emptied) and the bodies a refused commit wrote. Every write re-arms it for what is due first.
+ * length goes to the tenant's learning, once, session-lengths.ts), a purge whose caller never
+ * confirmed it, the tombstone's sweep (once no turn that began before the purge can write, the
+ * object's storage is emptied) and the bodies a refused commit wrote. Every write re-arms it for
+ * what is due first.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { OffloadConfigPatch } from "../config.ts";

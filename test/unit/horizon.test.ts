@@ -128,6 +128,7 @@ describe("the learned horizon in the transform", () => {
     const out = await compact({ request, session: "h", store, config: ON });
     const gate = out.decisions.find((d) => d.tool_use_id === "big")!.gate!;
     // call 3 of sessions that all ran 30 calls: 27 more, with the prior's weight
+    // Eight sessions of 30 calls ("h" made one: it never reached call 3, so it does not count here).
     expect(gate.inputs.horizon).toBeCloseTo((8 * 27 + W * 5) / (8 + W), 10);
     expect(gate.reason).toContain("over 19.7 turns");
   });
@@ -157,11 +158,13 @@ describe("the learned horizon in the transform", () => {
     // The four deleted have ended; the other four are not idle for an hour yet.
     const fresh = await compact({ request, session: "h", store, config: ON });
     now += SESSION_END_MS;
-    for (let i = 0; i < 4; i++)
-      await store.endSession({ tenant: "default", session: `ended-${i}` });
+    // ended-0..3 and "h" (one call) are idle for an hour now; the deleted ones were counted.
+    expect(await store.endIdleSessions()).toBe(5);
     await store.endSession({ tenant: "default", session: "ended-0" }); // once
+    expect(await store.endIdleSessions()).toBe(0);
     const out = await compact({ request, session: "h2", store, config: ON });
     const gate = out.decisions.find((d) => d.tool_use_id === "big")!.gate!;
+    // Eight sessions of 30 calls ("h" made one: it never reached call 3, so it does not count here).
     expect(gate.inputs.horizon).toBeCloseTo((8 * 27 + W * 5) / (8 + W), 10);
     expect(fresh.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBeCloseTo(
       (4 * 27 + W * 5) / (4 + W),

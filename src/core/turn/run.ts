@@ -2,8 +2,8 @@
  * One turn, step by step: read the session's sticky decisions (the turn's start has most of them),
  * replay them and take the first decisions (decide.ts, replay.ts), decide the attachments, commit
  * (first writer wins), then render the edits, declare the recall tool, place the cache anchor
- * (anchor.ts) and count what was done (report.ts). A failure to read or save the session's state is a problem of the turn, never a lost
- * result: the request goes out as sent.
+ * (anchor.ts) and count what was done (report.ts). A failure to read or save the session's state is
+ * a problem of the turn, never a lost result: the request goes out as sent.
  */
 import { AttachmentTurn } from "../attachments/turn.ts";
 import type { Calibration } from "../calibration.ts";
