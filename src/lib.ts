@@ -18,6 +18,7 @@ import type { OffloadConfigLike } from "./config.ts";
 import type { CompactOutput, CompactInput as TurnInput } from "./core/compact.ts";
 import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
 import { guardedCompact } from "./secret-guard.ts";
+import { deadlineOf, withDeadline } from "./store/deadline.ts";
 
 export interface CompactInput<
   R extends string | object,
@@ -25,6 +26,12 @@ export interface CompactInput<
 > extends TurnInput<R, C> {
   /** OCR and the extractor for the attachment policy, when `extractor` is not given. */
   attachments?: AttachmentOptions | undefined;
+  /**
+   * How long one store call may take (ms, default 5,000; Infinity: no bound): a store that does not
+   * answer in time fails that call as a `storage_error` (the request then passes through, or the
+   * result stays full), reported in `report.errors`.
+   */
+  storeTimeoutMs?: number | undefined;
 }
 
 /**
@@ -47,8 +54,13 @@ export interface CompactInput<
 export function compact<R extends string | object, C extends OffloadConfigLike = OffloadConfigLike>(
   input: CompactInput<R, C>,
 ): Promise<CompactOutput<R>> {
-  const { attachments, ...turn } = input;
-  return guarded<R, C>({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
+  const { attachments, storeTimeoutMs, ...turn } = input;
+  const ms = deadlineOf(storeTimeoutMs, "storeTimeoutMs");
+  return guarded<R, C>({
+    ...turn,
+    ...(turn.store === undefined ? {} : { store: withDeadline(turn.store, ms) }),
+    extractor: turn.extractor ?? attachmentExtractor(attachments),
+  });
 }
 
 /** Warns once per process about the development secret on a shared store (secret-guard.ts). */

@@ -205,6 +205,11 @@ export interface RecallStore {
   getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;
   /** Counts a successful recall (a recall of an offloaded result teaches the adaptive gate). */
   noteRecall(ref: SessionRef, memId: string): Promise<void>;
+  /**
+   * Why a body is not there when the store knows (a bounded store dropped its session): the model's
+   * answer names the cause rather than calling the mem_id unknown. Null when it does not know.
+   */
+  whyMissing?(ref: SessionRef, memId: string): Promise<string | null>;
 }
 
 /**

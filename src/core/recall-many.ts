@@ -67,6 +67,9 @@ function oneCallStore(store: RecallStore): RecallStore {
       counted = true;
       await store.noteRecall(ref, memId);
     },
+    ...(store.whyMissing === undefined
+      ? {}
+      : { whyMissing: (ref, memId) => store.whyMissing!(ref, memId) }),
   };
 }
 

@@ -94,6 +94,11 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
     throw new OffloadError("storage_error", "the ledger could not be read", { cause });
   }
   if (stored === null) {
+    const why = await input.store.whyMissing?.(ref, memId).catch(() => null);
+    if (typeof why === "string")
+      return mistake(
+        `${echo(memId, 64)} is no longer stored: ${why}. Work from what the conversation still shows, or run the tool again.`,
+      );
     return mistake(
       `No offloaded result has mem_id ${echo(memId, 64)} in this conversation. Use a mem_id exactly as shown in a stub.`,
     );

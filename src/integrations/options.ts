@@ -13,6 +13,7 @@ import { isOffloadError, OffloadError, type OffloadErrorType } from "../errors.t
 import type { Summary } from "../http/summary.ts";
 import type { ProxyStore } from "../proxy/port.ts";
 import { DEFAULT_MAX_HOPS } from "../proxy/upstream.ts";
+import { deadlineOf, withDeadline } from "../store/deadline.ts";
 
 /**
  * A store the integrations can use: any store of the core's port (a turn per call, recalls read
@@ -67,6 +68,12 @@ export interface InProcessOptions<C> {
   onProblem?: (problem: OffloadProblem, session: SessionRef | null) => void;
   /** Operator lines (no bodies, no keys); default `console.warn`. */
   log?: (line: string) => void;
+  /**
+   * How long one store call may take (ms, default 5,000; Infinity: no bound). A store that does not
+   * answer in time costs the call that much once: the request goes out full, with a `storage_error`
+   * problem.
+   */
+  storeTimeoutMs?: number;
 }
 
 export interface Settings<C> {
@@ -106,7 +113,7 @@ export function settingsOf<C>(options: InProcessOptions<C>): Settings<C> {
   const log = options.log ?? ((line: string) => console.warn(line));
   const { onReport, onProblem } = options;
   return {
-    store: options.store,
+    store: withDeadline(options.store, deadlineOf(options.storeTimeoutMs, "storeTimeoutMs")),
     session: options.session,
     config: (sessionLayer) =>
       isEmpty(sessionLayer) ? resolved : resolveConfig(layer, sessionLayer),

@@ -9,4 +9,4 @@ import type { OffloadStore } from "../core/ports.ts";
 export type { ProxyMemo, RecallParams, RememberedCall } from "../core/types.ts";
 
 /** A turn begun (its start carries the config layer and the memos), recalls read and counted. */
-export type ProxyStore = Pick<OffloadStore, "beginTurn" | "getBody" | "noteRecall">;
+export type ProxyStore = Pick<OffloadStore, "beginTurn" | "getBody" | "noteRecall" | "whyMissing">;

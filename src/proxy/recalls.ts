@@ -19,7 +19,13 @@ export interface RecallResult {
 
 /** A store that reads bodies but does not count: a remembered answer replayed on a later turn is not a new recall. */
 function uncounted(store: RecallStore): RecallStore {
-  return { getBody: (ref, memId) => store.getBody(ref, memId), noteRecall: async () => {} };
+  return {
+    getBody: (ref, memId) => store.getBody(ref, memId),
+    noteRecall: async () => {},
+    ...(store.whyMissing === undefined
+      ? {}
+      : { whyMissing: (ref, memId) => store.whyMissing!(ref, memId) }),
+  };
 }
 
 function parseArguments(text: string): Record<string, unknown> | null {

@@ -46,5 +46,6 @@ function early(store: RecallStore, ref: SessionRef, memId: string): RecallStore 
         ? read
         : store.getBody(r, m),
     noteRecall: (r, m) => store.noteRecall(r, m),
+    ...(store.whyMissing === undefined ? {} : { whyMissing: (r, m) => store.whyMissing!(r, m) }),
   };
 }

@@ -50,6 +50,11 @@ export function withTimeout<T>(run: () => Promise<T>, ms: number): Promise<T> {
   });
 }
 
+/** Resolves on the event loop's next turn (what "off the path" waits for at most). */
+export function nextTick(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0));
+}
+
 /** A cause as an operator's log line may show it: its name and the start of its message. */
 export function describeCause(cause: unknown): string {
   return cause instanceof Error ? `${cause.name}: ${cause.message.slice(0, 200)}` : "unknown error";
@@ -124,7 +129,12 @@ export class BackendCalls {
     }
   }
 
-  /** Best effort, after the answer where the runtime can keep work alive (else now). */
+  /**
+   * Best effort, off the turn's path: after the answer where the runtime can keep work alive
+   * (`defer`); else started now and waited for only until the next tick of the event loop, so a
+   * backend that fails at once is noted, and one that is slow or hangs costs the turn nothing (its
+   * failure is logged when it comes).
+   */
   async later(
     what: string,
     run: () => Promise<unknown>,
@@ -132,7 +142,30 @@ export class BackendCalls {
     notes?: Problem[],
     memId?: string,
   ): Promise<void> {
-    if (this.defer === undefined) return this.soft(what, run, backend, notes, memId);
-    this.defer(() => this.soft(what, run, backend, undefined, memId));
+    if (this.defer !== undefined) {
+      this.defer(() => this.soft(what, run, backend, undefined, memId));
+      return;
+    }
+    const late: Problem[] = [];
+    let waited = true;
+    const work = this.soft(what, run, backend, late, memId).then(() => {
+      if (waited) notes?.push(...late);
+    });
+    this.track(work);
+    await Promise.race([work, nextTick()]);
+    waited = false;
+  }
+
+  readonly #pending = new Set<Promise<unknown>>();
+
+  /** Best-effort work still running (`settled` waits for it). */
+  track(work: Promise<unknown>): void {
+    const running = work.finally(() => this.#pending.delete(running));
+    this.#pending.add(running);
+  }
+
+  /** Resolves once the best-effort work started so far (not handed to `defer`) is done. */
+  async settled(): Promise<void> {
+    while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
   }
 }

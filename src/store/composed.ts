@@ -21,7 +21,13 @@ import type { CachedExtraction, ExtractionCache, Turn, TurnAsk } from "../core/p
 import type { Problem } from "../core/problems.ts";
 import type { SessionRef, StoredBody } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
-import { BackendCalls, type CallOptions, describeCause, withTimeout } from "./backend-calls.ts";
+import {
+  BackendCalls,
+  type CallOptions,
+  describeCause,
+  nextTick,
+  withTimeout,
+} from "./backend-calls.ts";
 import type {
   BodyInfo,
   BodyLedgerPort,
@@ -110,15 +116,27 @@ export class ComposedStore implements ServiceStore {
         void this.#calls.later("reading the tenant's learning", () => refresh, "tenants");
       return value;
     }
+    // Read directly (a port in the process), but never waited for beyond the next tick: a port
+    // that is slow or hangs leaves the turn to learn from its session alone.
     let value = EMPTY_AGGREGATE;
-    await this.#calls.soft(
-      "reading the tenant's learning",
-      async () => {
-        value = await port.read(tenant);
-      },
-      "tenants",
-      notes,
-    );
+    let waited = true;
+    const late: Problem[] = [];
+    const read = this.#calls
+      .soft(
+        "reading the tenant's learning",
+        async () => {
+          const got = await port.read(tenant);
+          if (waited) value = got;
+        },
+        "tenants",
+        late,
+      )
+      .then(() => {
+        if (waited) notes.push(...late);
+      });
+    this.#calls.track(read);
+    await Promise.race([read, nextTick()]);
+    waited = false;
     return value;
   }
 
@@ -132,6 +150,14 @@ export class ComposedStore implements ServiceStore {
       "tenants",
       notes,
     );
+  }
+
+  /**
+   * Resolves once the best-effort work of earlier calls (index entries, the tenant's learning),
+   * which no turn waits for, is done: before a process exits, or a test reads it back.
+   */
+  settled(): Promise<void> {
+    return this.#calls.settled();
   }
 
   async getBody(ref: SessionRef, memId: string): Promise<StoredBody | null> {

@@ -1,6 +1,6 @@
 /**
  * What a store is made of, each part a port with an in-memory twin and a contract suite in
- * test/contract, and what the routes need of a store:
+ * src/contract, and what the routes need of a store:
  * - `SessionState`: the session's authority (sticky records, turn log with usage, config, the
  *   session's own statistics and calibration, the proxy's memos, the lifecycle). One SQL class
  *   (sql-session.ts) serves every SQL host (the SessionDO, a Cloudflare Agent's SQLite, node:sqlite,

@@ -89,15 +89,23 @@ export class SqlLedger implements BodyLedgerPort {
     if (inBucket) await bucket.put(ledgerKey(ref, meta.mem_id), JSON.stringify(body));
     const parts = inBucket ? [] : pieces(body, CHUNK_CHARS);
     await this.#sql.transaction(async (tx) => {
-      await this.#forget(tx, ref, [meta.mem_id]);
+      // The row first, written over when it exists: it locks the mem_id, so two processes putting
+      // the same body (two turns of one session) write one after the other, never a key twice.
       await tx.all(
-        `INSERT INTO ${this.#p}bodies (tenant, session, mem_id, meta, place, chunks) VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ${this.#p}bodies (tenant, session, mem_id, meta, place, chunks) VALUES (?, ?, ?, ?, ?, ?)
+         ON CONFLICT (tenant, session, mem_id) DO UPDATE SET meta = excluded.meta, place = excluded.place, chunks = excluded.chunks`,
         ref.tenant,
         ref.session,
         meta.mem_id,
         JSON.stringify(meta),
         inBucket ? "bucket" : "sql",
         parts.length,
+      );
+      await tx.all(
+        `DELETE FROM ${this.#p}body_chunks WHERE ${KEY} AND mem_id = ?`,
+        ref.tenant,
+        ref.session,
+        meta.mem_id,
       );
       for (const [n, piece] of parts.entries())
         await tx.all(

@@ -1042,6 +1042,26 @@ export class SqlSessionState implements SessionState {
   }
 
   /**
+   * Sessions with bodies noted for deletion, or with deletions older than a lease still remembered:
+   * what a host that holds many sessions hands to `pendingOrphans` / `orphansDeleted` (at most
+   * `limit`).
+   */
+  async orphaned(limit = 100): Promise<SessionRef[]> {
+    if (!(await this.#tables.ready(false))) return [];
+    const now = this.#now();
+    return this.#sql.transaction(async (tx) =>
+      (
+        await tx.all<{ tenant: string; session: string }>(
+          `SELECT DISTINCT tenant, session FROM ${this.#t.orphans}
+           WHERE deleted_at IS NULL OR deleted_at < ? ORDER BY tenant, session LIMIT ?`,
+          now - TURN_LEASE_MS,
+          limit,
+        )
+      ).map((r) => ({ tenant: r.tenant, session: r.session })),
+    );
+  }
+
+  /**
    * Sessions whose retention has run out (idle since `now − retention`), or whose purge was never
    * confirmed: what a host that holds many sessions purges on its own schedule (at most `limit`).
    */

@@ -116,6 +116,13 @@ export class SqlTenantLearning implements TenantLearning {
           whole(d.recalls),
         );
       for (const s of samples) {
+        // The row exists before it is read locked: two first samples of a model, from two
+        // processes, are then learned one after the other rather than one over the other.
+        await tx.all(
+          `INSERT INTO ${p}tenant_calibration (tenant, model, state) VALUES (?, ?, '') ON CONFLICT (tenant, model) DO NOTHING`,
+          tenant,
+          s.model,
+        );
         const row = (
           await tx.all<{ state: string }>(
             `SELECT state FROM ${p}tenant_calibration WHERE tenant = ? AND model = ?${this.#dialect.lock}`,
@@ -124,7 +131,7 @@ export class SqlTenantLearning implements TenantLearning {
           )
         )[0];
         const next = calibrate(
-          row === undefined ? null : (JSON.parse(row.state) as Calibration),
+          row === undefined || row.state === "" ? null : (JSON.parse(row.state) as Calibration),
           s.estimate,
           s.measured,
         );

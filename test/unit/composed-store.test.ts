@@ -1,4 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { runExtractionCacheContract } from "../../src/contract/extraction-cache.contract.ts";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryStore, MemoryTenantLearning } from "../../src/store/memory.ts";
 import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
@@ -7,12 +13,6 @@ import { MemoryLedger } from "../../src/store/memory-ledger.ts";
 import { MemorySessionState } from "../../src/store/memory-state.ts";
 import type { BodyLedgerPort, IndexPort, TenantLearning } from "../../src/store/ports.ts";
 import { TenantCache } from "../../src/store/tenant-cache.ts";
-import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { clocked, clockHooks, commitTurn, putBody, startOf, turnLog } from "../support/records.ts";
 
 const quiet = () => {};

@@ -6,6 +6,11 @@
  */
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import { AgentStore } from "../../src/store/agent.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { durableSql, syncSqliteSql } from "../../src/store/sql.ts";
@@ -13,11 +18,6 @@ import { SqlIndex } from "../../src/store/sql-index.ts";
 import { CHUNK_CHARS, SqlLedger } from "../../src/store/sql-ledger.ts";
 import { SqlSessionState } from "../../src/store/sql-session.ts";
 import { SqlTenantLearning } from "../../src/store/sql-tenant.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { nodeSqliteStorage } from "../support/node-sqlite-storage.ts";
 import {
   bodyMeta,

@@ -2,18 +2,18 @@
 // workerd.
 import { env, runInDurableObject } from "cloudflare:test";
 import { defaultStore } from "../../src/app.ts";
+import { runExtractionCacheContract } from "../../src/contract/extraction-cache.contract.ts";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import { settingsOf } from "../../src/http/context.ts";
 import { durableSessionState, durableTenants } from "../../src/store/durable.ts";
 import { KvIndex } from "../../src/store/kv.ts";
 import { R2Ledger } from "../../src/store/r2.ts";
 import { R2ExtractionCache } from "../../src/store/r2-extractions.ts";
 import { sessionObjectName } from "../../src/store/state.ts";
-import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantLearningContract } from "../contract/tenant-learning.contract.ts";
 import { settleTenantLearning } from "./settle.ts";
 
 runSessionStateContract("SessionDO (SQLite)", () => durableSessionState(env.SESSIONS), {

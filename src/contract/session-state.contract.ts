@@ -5,20 +5,14 @@
  * and a destroy that forgets everything and names the mem_ids it held.
  */
 import { describe, expect, it } from "vitest";
-import type { TurnUsage } from "../../src/core/billing.ts";
-import { CALIBRATION_MIN_TURNS } from "../../src/core/calibration.ts";
-import type { TurnAsk } from "../../src/core/ports.ts";
-import type {
-  GateResult,
-  ProxyMemo,
-  SessionRef,
-  TurnDecision,
-  TurnLog,
-} from "../../src/core/types.ts";
-import type { SessionCommit, SessionState, TurnLease } from "../../src/store/ports.ts";
-import { LAST_DECISIONS_LIMIT } from "../../src/store/report.ts";
-import { SESSION_END_MS } from "../../src/store/session-lengths.ts";
-import { freshRef, record, turnLog } from "../support/records.ts";
+import type { TurnUsage } from "../core/billing.ts";
+import { CALIBRATION_MIN_TURNS } from "../core/calibration.ts";
+import type { TurnAsk } from "../core/ports.ts";
+import type { GateResult, ProxyMemo, SessionRef, TurnDecision, TurnLog } from "../core/types.ts";
+import type { SessionCommit, SessionState, TurnLease } from "../store/ports.ts";
+import { LAST_DECISIONS_LIMIT } from "../store/report.ts";
+import { SESSION_END_MS } from "../store/session-lengths.ts";
+import { freshRef, record, turnLog } from "./records.ts";
 
 const ref = (tenant = "t1"): SessionRef => freshRef("state", tenant);
 
@@ -77,6 +71,10 @@ export interface SessionStateHooks {
   idle(s: SessionState, r: SessionRef, ms: number): Promise<void>;
 }
 
+/**
+ * The session state's contract (`SessionState`: first writer wins, leases, seqs never reused, usage, memos,
+ * the lifecycle), as vitest cases: a fresh session state per case from `make`.
+ */
 export function runSessionStateContract(
   name: string,
   make: () => SessionState | Promise<SessionState>,

@@ -1,8 +1,8 @@
 /** Contract of the body ledger (R2 and its in-memory twin): exact bytes, metadata, scoping, listing, deletion. */
 import { describe, expect, it } from "vitest";
-import type { BodyMeta, SessionRef } from "../../src/core/types.ts";
-import type { BodyLedgerPort } from "../../src/store/ports.ts";
-import { bodyMeta, freshRef } from "../support/records.ts";
+import type { BodyMeta, SessionRef } from "../core/types.ts";
+import type { BodyLedgerPort } from "../store/ports.ts";
+import { bodyMeta, freshRef } from "./records.ts";
 
 const ref = (tenant = "t1"): SessionRef => freshRef("ledger", tenant);
 
@@ -11,6 +11,7 @@ const MEM = (c: string) => `trm_${c.repeat(24)}`;
 const meta = (memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta =>
   bodyMeta(memId, { kind: "json", outline: "JSON object: 2 keys", turn: 3, ...overrides });
 
+/** The body ledger's contract (`BodyLedgerPort`), as vitest cases: a fresh ledger per case from `make`. */
 export function runLedgerContract(
   name: string,
   make: () => BodyLedgerPort | Promise<BodyLedgerPort>,

@@ -4,9 +4,9 @@
  * Agent's). Each case gets a fresh store from the factory and uses its own session ids.
  */
 import { describe, expect, it } from "vitest";
-import type { OffloadStore, Turn, TurnCommit } from "../../src/core/ports.ts";
-import type { SessionRef, TurnLog } from "../../src/core/types.ts";
-import { bodyMeta, freshRef, putBody, record, startOf, turnLog } from "../support/records.ts";
+import type { OffloadStore, Turn, TurnCommit } from "../core/ports.ts";
+import type { SessionRef, TurnLog } from "../core/types.ts";
+import { bodyMeta, freshRef, putBody, record, startOf, turnLog } from "./records.ts";
 
 const ref = (tenant = "t1"): SessionRef => freshRef("contract", tenant);
 
@@ -51,6 +51,10 @@ export interface StoreContractOptions {
   settle?: (refs: readonly SessionRef[]) => Promise<void>;
 }
 
+/**
+ * The store's contract (the core's `OffloadStore` and its `Turn`), as vitest cases: a fresh store per case
+ * from `make`; `settle` for a store whose tenant-wide learning travels in the background.
+ */
 export function runStoreContract(
   name: string,
   make: () => OffloadStore | Promise<OffloadStore>,

@@ -1,6 +1,6 @@
 /** Contract of the extraction cache (R2 and its in-memory twin): exact round trips, tenant scoping, copies, overwrite. */
 import { describe, expect, it } from "vitest";
-import type { CachedExtraction, ExtractionCache } from "../../src/core/ports.ts";
+import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
 
 let n = 0;
 function key(): string {
@@ -22,6 +22,7 @@ const failed: CachedExtraction = {
   },
 };
 
+/** The extraction cache's contract (the core's `ExtractionCache`), as vitest cases: a fresh cache per case from `make`. */
 export function runExtractionCacheContract(
   name: string,
   make: () => ExtractionCache | Promise<ExtractionCache>,

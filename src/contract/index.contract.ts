@@ -4,10 +4,10 @@
  * running the store contract over a lagging index (test/unit/edge-store.test.ts).
  */
 import { describe, expect, it } from "vitest";
-import type { BodyMeta, SessionRef } from "../../src/core/types.ts";
-import { ledgerKey } from "../../src/store/keys.ts";
-import type { IndexPort } from "../../src/store/ports.ts";
-import { bodyMeta, freshRef } from "../support/records.ts";
+import type { BodyMeta, SessionRef } from "../core/types.ts";
+import { ledgerKey } from "../store/keys.ts";
+import type { IndexPort } from "../store/ports.ts";
+import { bodyMeta, freshRef } from "./records.ts";
 
 const ref = (tenant = "t1"): SessionRef => freshRef("index", tenant);
 
@@ -25,6 +25,7 @@ const meta = (memId: string, overrides: Partial<BodyMeta> = {}): BodyMeta =>
     ...overrides,
   });
 
+/** The lookup index's contract (`IndexPort`), as vitest cases: a fresh index per case from `make`. */
 export function runIndexContract(name: string, make: () => IndexPort | Promise<IndexPort>): void {
   describe(`index contract: ${name}`, () => {
     it("holds mem_id → location and metadata, scoped", async () => {

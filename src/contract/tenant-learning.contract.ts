@@ -5,9 +5,9 @@
  * addition applied once.
  */
 import { describe, expect, it } from "vitest";
-import { CALIBRATION_MIN_TURNS, calibrate, ratioOf } from "../../src/core/calibration.ts";
-import type { TenantLearning } from "../../src/store/ports.ts";
-import { ENDED_PER_ADD, LENGTHS_WINDOW, RESCALE_AFTER } from "../../src/store/session-lengths.ts";
+import { CALIBRATION_MIN_TURNS, calibrate, ratioOf } from "../core/calibration.ts";
+import type { TenantLearning } from "../store/ports.ts";
+import { ENDED_PER_ADD, LENGTHS_WINDOW, RESCALE_AFTER } from "../store/session-lengths.ts";
 
 /** What n sessions weigh together, the latest weighing 1 and each earlier one e^(-1/W) less. */
 const fading = (n: number) =>
@@ -16,6 +16,7 @@ const fading = (n: number) =>
 let n = 0;
 const tenant = () => `learning-${Date.now().toString(36)}-${++n}`;
 
+/** The tenant's learning's contract (`TenantLearning`), as vitest cases: a fresh port per case from `make`. */
 export function runTenantLearningContract(
   name: string,
   make: () => TenantLearning | Promise<TenantLearning>,
