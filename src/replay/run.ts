@@ -177,9 +177,11 @@ export async function replay(
     }
   }
   const none = perPolicy.get("none");
-  const policies: PolicyTotals[] = opts.policies.map((p) =>
-    totals(p.name, perPolicy.get(p.name)!, none),
-  );
+  const policies: PolicyTotals[] = opts.policies.map((p) => {
+    const t = totals(p.name, perPolicy.get(p.name)!, none);
+    const rules = p.toolRules?.();
+    return rules === undefined || rules.length === 0 ? t : { ...t, tool_rules: rules };
+  });
   return { model: opts.model, client: opts.client, sessions: sessions.length, policies };
 }
 
