@@ -12,7 +12,13 @@ import type { AttachmentExtractor } from "../core/ports.ts";
 import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError, type OffloadError } from "../errors.ts";
-import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
+import {
+  passThroughSummary,
+  proxyPart,
+  type Summary,
+  summaryHeader,
+  summaryOf,
+} from "../http/summary.ts";
 import type { Dialect } from "./dialect.ts";
 import { dryRunStore } from "./dry-run-store.ts";
 import { clientHeaders } from "./headers.ts";
@@ -91,7 +97,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     const res = sent.response;
     const out = clientHeaders(res.headers);
     const stream = (res.headers.get("content-type") ?? "").includes("text/event-stream");
-    out.set("x-offload-summary", summaryHeader({ ...summary, proxy: { stream, spliced: 0 } }));
+    out.set("x-offload-summary", summaryHeader({ ...summary, proxy: proxyPart(stream, 0) }));
     return new Response(res.body, { status: res.status, headers: out });
   };
   const unavailable = (e: OffloadError) =>
@@ -172,7 +178,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     },
     summary: {
       ...summaryOf(out.report, out.changed, store.notes),
-      proxy: { stream: false, spliced: spliced.spliced },
+      proxy: proxyPart(false, spliced.spliced),
     },
     model: out.report.priced_as ?? out.report.model,
     estimate: out.report.estimate,

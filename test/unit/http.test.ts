@@ -9,6 +9,7 @@ import { heldDefer } from "../../src/http/defer.ts";
 import {
   MAX_SUMMARY_HEADER_CHARS,
   passThroughSummary,
+  proxyPart,
   summaryHeader,
   summaryOf,
 } from "../../src/http/summary.ts";
@@ -186,6 +187,14 @@ describe("x-offload-summary is bounded", () => {
     });
     const report = {
       ...emptyReport("anthropic", true, true),
+      tool_rules: Array.from({ length: 32 }, (_, i) => ({
+        tool: `${"*".repeat(256)}${i}`,
+        says: long,
+        results: 1,
+        kept: 1,
+        compacted: 0,
+        offloaded: 0,
+      })),
       model: long,
       priced_as: "☕".repeat(300),
       attachments: {
@@ -220,7 +229,13 @@ describe("x-offload-summary is bounded", () => {
       ...summaryOf(report, true, [
         { code: "index_error", mem_id: "trm_".padEnd(100_000, "0"), message: long },
       ]),
-      proxy: { stream: true, spliced: 3, hops: 4, recalls: 4, ending: "failed" as const, memos: 1 },
+      proxy: {
+        ...proxyPart(true, 3),
+        hops: 4,
+        recalls: 4,
+        ending: "failed" as const,
+        memos: 1,
+      },
     };
     const header = summaryHeader(summary);
     expect(header.length).toBeLessThanOrEqual(MAX_SUMMARY_HEADER_CHARS);
@@ -232,6 +247,8 @@ describe("x-offload-summary is bounded", () => {
     expect(parsed.attachments.failed).toBe(30);
     expect(parsed.attachments.failures.length).toBeGreaterThan(0);
     expect(parsed.proxy.ending).toBe("failed");
+    expect(parsed.tool_rules.length).toBeLessThanOrEqual(8);
+    for (const r of parsed.tool_rules) expect(r.tool.length).toBeLessThanOrEqual(65);
     for (const e of parsed.errors) expect(JSON.stringify(e).length).toBeLessThan(1000);
   });
 
