@@ -12,6 +12,8 @@ export default defineConfig({
         bindings: {
           OFFLOAD_API_KEYS: "bench:loopback-bench-key-0001",
           OFFLOAD_SECRET: "loopback-bench-secret-0123456789",
+          // The engine's defaults, no deployment layer (wrangler.toml ships shadow mode).
+          OFFLOAD_DEFAULT_CONFIG: "{}",
         },
       },
     }),

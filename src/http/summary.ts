@@ -225,7 +225,7 @@ function noteOf(report: CompactReport): string | null {
   if (!report.enabled)
     return "off: tool_result_compaction_enabled is false for this session, the request passed through unread";
   if (!report.shadow) return null;
-  const usd = report.saved_usd.toFixed(report.saved_usd >= 0.01 ? 2 : 4);
+  const usd = report.saved_usd.toFixed(4);
   return `shadow: would save $${usd} on this call (${report.saved_tokens} tokens); one line to go live: ${GO_LIVE} in the session's config, the deployment's or x-offload-config`;
 }
 

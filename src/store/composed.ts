@@ -29,6 +29,7 @@ import type {
   TurnCommit,
 } from "../core/ports.ts";
 import type { IndexProblem, StatsProblem } from "../core/problems.ts";
+import { checkRef } from "../core/session.ts";
 import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
 import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
@@ -175,6 +176,7 @@ export class ComposedStore implements ServiceStore {
   }
 
   async describeSession(ref: SessionRef): Promise<SessionDetail | null> {
+    checkRef(ref);
     return this.#guard("reading the session state", () => this.#sessions.describe(ref));
   }
 
@@ -191,6 +193,7 @@ export class ComposedStore implements ServiceStore {
    * a missing body).
    */
   async deleteSession(ref: SessionRef): Promise<void> {
+    checkRef(ref);
     const named = await this.#guard("deleting the session state", () =>
       this.#sessions.destroy(ref),
     );
@@ -227,10 +230,12 @@ export class ComposedStore implements ServiceStore {
   }
 
   async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
+    checkRef(ref);
     return this.#guard("reading the session config", () => this.#sessions.getConfig(ref));
   }
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    checkRef(ref);
     await this.#guard("saving the session config", () => this.#sessions.setConfig(ref, patch));
   }
 

@@ -62,7 +62,11 @@ export async function startDevServer(
       "--persist-to",
       state,
       "--show-interactive-dev-session=false",
-      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+      // No deployment layer unless the caller gives one (wrangler.toml ships shadow mode for every session).
+      ...Object.entries({ OFFLOAD_DEFAULT_CONFIG: "{}", ...vars }).flatMap(([k, v]) => [
+        "--var",
+        `${k}:${v}`,
+      ]),
     ],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
     base: `http://127.0.0.1:${port}`,

@@ -49,7 +49,7 @@ export function edgeOffload(
       rules.endSession();
       const session = {
         tenant: "replay",
-        id: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128),
+        session: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128),
       };
       const memIds = new Map<string, string>();
       let recallDeclared = false;
