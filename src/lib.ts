@@ -6,15 +6,16 @@
  * - The turn: `compact` a provider request, `recall` a slice of what was offloaded, `sessionReport`
  *   what a session saved, over a store (`MemoryStore` in the process, `AgentStore` in a Cloudflare
  *   Agent's own Durable Object).
- * - In process, the proxy's whole behaviour: `offloadFetch` (a fetch for the official SDKs) and
- *   `offloadMiddleware` (the AI SDK).
+ * - In process, the proxy's whole behaviour: `offloadFetch`, a fetch for the official SDKs (the AI SDK's
+ *   `offloadMiddleware` is on `edge-offload/ai-sdk`: its types are the optional `ai` peer's, and the
+ *   root's must compile without it).
  * - The config (one schema, its defaults, per-tool rules) and the one error type.
  *
  * The rest is on subpaths: `edge-offload/extract` (attachments and OCR), `edge-offload/toolkit` and
  * `edge-offload/hono` (tools that bound their own output), `edge-offload/pricing` (the gate, the
  * price table, token estimates, stubs), `edge-offload/store` (the ports a store of one's own
  * implements), `edge-offload/replay` and `edge-offload/eval` (measuring), and `edge-offload/fetch`,
- * `edge-offload/ai-sdk`, `edge-offload/agents` (each integration alone).
+ * `edge-offload/ai-sdk` (`offloadMiddleware`), `edge-offload/agents` (each integration alone).
  */
 import type { OffloadConfigLike } from "./config.ts";
 import type { CompactOutput, CompactInput as TurnInput } from "./core/compact.ts";
@@ -108,9 +109,6 @@ export type { ErrorBody, ErrorIssue, OffloadErrorType } from "./errors.ts";
 export { isOffloadError, OffloadError } from "./errors.ts";
 export type { AttachmentOptions } from "./extract/attachment-extractor.ts";
 export type { ProxySummary, Summary } from "./http/summary.ts";
-export type { OffloadMiddlewareOptions } from "./integrations/ai-sdk.ts";
-export { offloadMiddleware } from "./integrations/ai-sdk.ts";
-export type { ModelCall } from "./integrations/ai-sdk-turn.ts";
 export type { OffloadFetchOptions } from "./integrations/fetch.ts";
 export { offloadFetch } from "./integrations/fetch.ts";
 export type {

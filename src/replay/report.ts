@@ -5,6 +5,10 @@ function money(x: number): string {
   return `$${x.toFixed(2)}`;
 }
 
+/**
+ * The replay as the CLI prints it: one row per policy (total, ratio to none, tokens, cache-read share, recall
+ * hops, lost references, worst session), then each tool rule's counts.
+ */
 export function renderTable(report: ReplayReport, label = ""): string {
   const head = [
     "policy",

@@ -157,6 +157,10 @@ async function replaySession(
   return result;
 }
 
+/**
+ * Replays every session call by call under each policy, pricing each call with the model's rates and a
+ * prompt-cache simulation, and counting the references each policy lost or had to recall.
+ */
 export async function replay(
   sessions: readonly ReplaySession[],
   opts: ReplayOptions,

@@ -35,7 +35,19 @@ beforeAll(() => {
 describe("package", { timeout: 60_000 }, () => {
   it("builds every entry of `exports` to its declared types and module files", () => {
     expect(entries.map(([name]) => name).sort()).toEqual(
-      [".", "./agents", "./ai-sdk", "./eval", "./fetch", "./hono"].sort(),
+      [
+        ".",
+        "./agents",
+        "./ai-sdk",
+        "./eval",
+        "./extract",
+        "./fetch",
+        "./hono",
+        "./pricing",
+        "./replay",
+        "./store",
+        "./toolkit",
+      ].sort(),
     );
     for (const [name, entry] of entries) {
       for (const file of [entry.types, entry.import, entry.require]) {
@@ -47,7 +59,8 @@ describe("package", { timeout: 60_000 }, () => {
 
   it("plain Node imports the public API by name", () => {
     const out = node(`
-      import { compact, recall, offloadGate, recallToolDefinition, MemoryStore, OffloadConfigSchema } from "edge-offload";
+      import { compact, recall, recallToolDefinition, MemoryStore, OffloadConfigSchema } from "edge-offload";
+      import { offloadGate } from "edge-offload/pricing";
       const store = new MemoryStore();
       const body = "x".repeat(70000);
       const request = JSON.stringify({ model: "claude-opus-4-5", messages: [
@@ -82,6 +95,12 @@ describe("package", { timeout: 60_000 }, () => {
         agents: kinds(await import("edge-offload/agents"), ["AgentStore", "offloadMiddleware"]),
         hono: kinds(await import("edge-offload/hono"), ["toolRoutes", "queryArguments"]),
         eval: kinds(await import("edge-offload/eval"), ["evaluate", "planEval", "fileLog", "renderTable"]),
+        extract: kinds(await import("edge-offload/extract"), ["extractText", "tesseractEngine"]),
+        toolkit: kinds(await import("edge-offload/toolkit"), ["definePagedTool", "previewOf"]),
+        pricing: kinds(await import("edge-offload/pricing"), ["offloadGate", "resolveModel"]),
+        store: kinds(await import("edge-offload/store"), ["sessionRef"]),
+        replay: kinds(await import("edge-offload/replay"), ["replay", "parseSessions", "renderTable"]),
+        root: Object.keys(await import("edge-offload")).length,
       }));`);
     expect(out).toEqual({
       fetch: { offloadFetch: "function", dialectOf: "function" },
@@ -94,6 +113,13 @@ describe("package", { timeout: 60_000 }, () => {
         fileLog: "function",
         renderTable: "function",
       },
+      extract: { extractText: "function", tesseractEngine: "function" },
+      toolkit: { definePagedTool: "function", previewOf: "function" },
+      pricing: { offloadGate: "function", resolveModel: "function" },
+      store: { sessionRef: "function" },
+      replay: { replay: "function", parseSessions: "function", renderTable: "function" },
+      // The root reads like an API: the core, the stores, config, errors, the integrations (was 76).
+      root: 19,
     });
   });
 
