@@ -13,6 +13,7 @@ import {
   summaryHeader,
   summaryOf,
 } from "../../src/http/summary.ts";
+import { withProxy } from "../../src/proxy/loop-outcome.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
@@ -383,5 +384,54 @@ describe("x-offload-summary is bounded", () => {
     expect(doc!.media_type).toBeUndefined();
     expect(doc!.title).toBeUndefined();
     expect(image).toMatchObject({ source_type: "invalid", media_type: "image/png" });
+  });
+});
+
+describe("x-offload-summary has one shape", () => {
+  const keys = (o: object) => Object.keys(o).sort();
+
+  it("the same members on every path: pass-through, a decided turn, shadow, proxied, with its hops", async () => {
+    const store = new MemoryStore();
+    const request = JSON.stringify({
+      model: "claude-opus-4-5",
+      messages: [
+        { role: "user", content: "go" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "dump", input: {} }] },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "t1", content: "x".repeat(70_000) }],
+        },
+        { role: "assistant", content: [{ type: "tool_use", id: "t2", name: "dump", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t2", content: "ok" }] },
+      ],
+    });
+    const on = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+    const live = await compact({ format: "anthropic", request, session: "a", store, config: on });
+    const shadow = await compact({
+      format: "anthropic",
+      request,
+      session: "b",
+      store,
+      config: { ...on, tool_result_offload_shadow: true },
+    });
+    const off = passThroughSummary("anthropic");
+    const decided = summaryOf(live.report, live.changed, []);
+    const shadowed = summaryOf(shadow.report, shadow.changed, []);
+    expect(keys(decided)).toEqual(keys(off));
+    expect(keys(shadowed)).toEqual(keys(off));
+    expect(off).toMatchObject({ seq: null, proxy: null, attachments: null, tool_rules: [] });
+    expect(off.note).toContain("off: tool_result_compaction_enabled is false");
+    expect(decided.note).toBeNull();
+    expect(shadowed.note).toMatch(/^shadow: would save \$\d+\.\d{4} on this call/);
+    // The proxy's part: every member present, null until known.
+    const before = proxyPart(true, 0);
+    const after = withProxy(
+      { ...decided, proxy: proxyPart(false, 0) },
+      { hops: 1, recalls: 1, ending: "done", memos: [], usages: [] },
+      false,
+    ).proxy!;
+    expect(keys(after)).toEqual(keys(before));
+    expect(before).toMatchObject({ hops: null, recalls: null, ending: null, usd: null });
+    expect(after).toMatchObject({ hops: 1, recalls: 1, ending: "done", usd: null });
   });
 });

@@ -84,26 +84,23 @@ export function describeRule(rule: ToolRule): string {
   return `${quoted(rule.tool)}${sets.length === 0 ? " (defaults)" : `: ${sets.join(", ")}`}`;
 }
 
+/** Each rule field that overrides a config field, and the field it overrides. */
+const OVERRIDES = {
+  compaction_size_chars: "tool_result_compaction_size_chars",
+  large_offload_threshold_chars: "tool_result_large_offload_threshold_chars",
+  keep_last_n: "tool_result_compaction_keep_last_n",
+  offload_recall_probability: "tool_result_offload_recall_probability",
+  first_delivery: "tool_result_first_delivery",
+} as const satisfies Partial<Record<keyof ToolRule, keyof OffloadConfig>>;
+
 /** The config a rule gives its tool's results: the turn's config with the rule's overrides. */
 function ruledConfig(config: OffloadConfig, rule: ToolRule): OffloadConfig {
-  return {
-    ...config,
-    ...(rule.compaction_size_chars === undefined
-      ? {}
-      : { tool_result_compaction_size_chars: rule.compaction_size_chars }),
-    ...(rule.large_offload_threshold_chars === undefined
-      ? {}
-      : { tool_result_large_offload_threshold_chars: rule.large_offload_threshold_chars }),
-    ...(rule.keep_last_n === undefined
-      ? {}
-      : { tool_result_compaction_keep_last_n: rule.keep_last_n }),
-    ...(rule.offload_recall_probability === undefined
-      ? {}
-      : { tool_result_offload_recall_probability: rule.offload_recall_probability }),
-    ...(rule.first_delivery === undefined
-      ? {}
-      : { tool_result_first_delivery: rule.first_delivery }),
-  };
+  const out: Record<string, unknown> = { ...config };
+  for (const [from, to] of Object.entries(OVERRIDES)) {
+    const value = rule[from as keyof typeof OVERRIDES];
+    if (value !== undefined) out[to] = value;
+  }
+  return out as OffloadConfig;
 }
 
 /** What a turn learns of its rules once: each tool name's policy, each result's rank in its hot window. */
