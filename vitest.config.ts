@@ -29,7 +29,7 @@ const SOURCES = Object.entries({
   "edge-offload/toolkit": "toolkit/entry",
   "edge-offload/hono": "toolkit/hono",
   "edge-offload/pricing": "pricing",
-  "edge-offload/store": "store/entry",
+  "edge-offload/store": "store-kit",
   "edge-offload/replay": "replay/entry",
   "edge-offload/fetch": "integrations/fetch",
   "edge-offload/ai-sdk": "integrations/ai-sdk",

@@ -8,7 +8,7 @@ import { type Calibration, calibrationErrors, calibrationReady } from "./core/ca
 import { type SessionInput, sessionRef } from "./core/session.ts";
 import { OffloadError } from "./errors.ts";
 import { GO_LIVE } from "./http/summary.ts";
-import { type BilledTotals, billedSession, type TurnBilled } from "./session/billing-report.ts";
+import { type BilledTotals, billedSession, type TurnBilled } from "./store/billing-report.ts";
 import type { LoggedTurn, ServiceStore, SessionReportData } from "./store/ports.ts";
 
 /** What `sessionReport` needs of a store: `MemoryStore`, `AgentStore` and the Worker's store have it. */

@@ -1,2 +1,2 @@
 // `require("edge-offload/store")`: see load.cjs.
-module.exports = require("./load.cjs")(require, "../store/entry.js", "edge-offload/store");
+module.exports = require("./load.cjs")(require, "../store-kit.js", "edge-offload/store");

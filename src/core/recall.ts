@@ -6,7 +6,7 @@
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { boundedStringify } from "./json/stringify.ts";
-import type { OffloadStore } from "./ports.ts";
+import type { RecallStore } from "./ports.ts";
 import { echo, mistake, type RecallAnswer } from "./recall-answer.ts";
 import { byJsonPath } from "./recall-json-path.ts";
 import { byQuery } from "./recall-query.ts";
@@ -28,7 +28,7 @@ export interface RecallArguments {
 }
 
 export interface RecallInput extends RecallArguments {
-  store: OffloadStore;
+  store: RecallStore;
   session: SessionInput;
   /** Which arguments are enabled (the session's tool_result_recall_mode). */
   mode?: RecallMode;

@@ -15,12 +15,10 @@ import type { ProxyStore } from "../proxy/port.ts";
 import { DEFAULT_MAX_HOPS } from "../proxy/upstream.ts";
 
 /**
- * A store the integrations can use: one instance per call (`forCall()`), so calls running at once
- * keep their own notes. `MemoryStore`, the Worker's composed store and `AgentStore` all qualify.
+ * A store the integrations can use: any store of the core's port (a turn per call, recalls read
+ * and counted). `MemoryStore`, the Worker's composed store and `AgentStore` all qualify.
  */
-export interface InProcessStore {
-  forCall(): ProxyStore;
-}
+export type InProcessStore = ProxyStore;
 
 /** The session of a call: fixed, or read from the call (a header, a field the app sets). */
 export type SessionOf<C> = SessionInput | ((call: C) => SessionInput | Promise<SessionInput>);
@@ -87,8 +85,8 @@ const MAX_HOPS_LIMIT = 16;
 
 /** Checks the options once; what is wrong with them is the app's setup, so it throws here. */
 export function settingsOf<C>(options: InProcessOptions<C>): Settings<C> {
-  if (typeof options.store?.forCall !== "function")
-    throw new OffloadError("invalid_argument", "store must be a store with forCall()", {
+  if (typeof options.store?.beginTurn !== "function")
+    throw new OffloadError("invalid_argument", "store must be a store with beginTurn()", {
       path: "store",
     });
   if (typeof options.secret !== "string" || options.secret.length < 16)

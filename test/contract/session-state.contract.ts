@@ -1,18 +1,28 @@
 /**
- * Contract of the session-state port (the SessionDO and its in-memory twin): first writer wins, counters,
- * config, scoping, and that destroy forgets everything and names the mem_ids it held.
+ * Contract of the session state (`SessionState`: the SQL class on node:sqlite, the SessionDO that hosts it,
+ * the in-memory twin): first writer wins, the lease, turn lines with a seq never issued twice, usage kept
+ * once and learned into the session's calibration, the session's own statistics, memos, config, scoping,
+ * and a destroy that forgets everything and names the mem_ids it held.
  */
 import { describe, expect, it } from "vitest";
 import type { TurnUsage } from "../../src/core/billing.ts";
-import type { GateResult, SessionRef, TurnDecision, TurnLog } from "../../src/core/types.ts";
-import type { ProxyMemo } from "../../src/proxy/port.ts";
-import { LAST_DECISIONS_LIMIT } from "../../src/session/report.ts";
-import type { SessionStatePort } from "../../src/store/ports.ts";
+import { CALIBRATION_MIN_TURNS } from "../../src/core/calibration.ts";
+import type { TurnAsk } from "../../src/core/ports.ts";
+import type {
+  GateResult,
+  ProxyMemo,
+  SessionRef,
+  TurnDecision,
+  TurnLog,
+} from "../../src/core/types.ts";
+import type { SessionCommit, SessionState, TurnLease } from "../../src/store/ports.ts";
+import { LAST_DECISIONS_LIMIT } from "../../src/store/report.ts";
+import { SESSION_END_MS } from "../../src/store/session-lengths.ts";
 import { freshRef, record, turnLog } from "../support/records.ts";
 
 const ref = (tenant = "t1"): SessionRef => freshRef("state", tenant);
 
-/** A turn that kept its one result. */
+/** A turn that kept its one result, with an estimate the calibration can learn from. */
 function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
   return turnLog(turn, {
     results: 1,
@@ -20,6 +30,14 @@ function log(turn: number, over: Partial<TurnLog> = {}): TurnLog {
     new_decisions: 1,
     tokens_before: 10,
     tokens_after: 10,
+    estimate: {
+      sent: { request: 1000 },
+      removed: {},
+      cached_share: 0,
+      ttl: "5m",
+      calibrated: false,
+      model: "claude-sonnet-4-6",
+    },
     ...over,
   });
 }
@@ -41,73 +59,150 @@ function decision(id: string, over: Partial<TurnDecision> = {}): TurnDecision {
   };
 }
 
+const usage = (output: number, input = 10): TurnUsage => ({
+  source: "client",
+  model: null,
+  calls: 1,
+  tokens: { input, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output },
+  first: { input, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output },
+  answer_output: output,
+});
+
 const MEM = (c: string) => `trm_${c.repeat(24)}`;
+
+const ASK: TurnAsk = { ids: [], names: [] };
+
+export interface SessionStateHooks {
+  /** Makes the session look idle for `ms` more (its last activity moved back, or the clock on). */
+  idle(s: SessionState, r: SessionRef, ms: number): Promise<void>;
+}
 
 export function runSessionStateContract(
   name: string,
-  make: () => SessionStatePort | Promise<SessionStatePort>,
+  make: () => SessionState | Promise<SessionState>,
+  hooks: SessionStateHooks,
 ): void {
   describe(`session-state contract: ${name}`, () => {
+    /** A turn's lease, as its begin gives it. */
+    const lease = async (s: SessionState, r: SessionRef): Promise<TurnLease> =>
+      (await s.begin(r, ASK)).lease!;
+    /** A whole turn's commit under a fresh lease. */
+    const commit = async (
+      s: SessionState,
+      r: SessionRef,
+      c: Partial<Omit<SessionCommit, "lease">> & { log: TurnLog },
+    ) => s.commit(r, { records: [], recall_declared: false, ...c, lease: await lease(s, r) });
+
     it("reads an unknown session as empty, without creating it", async () => {
       const s = await make();
       const r = ref();
-      expect(await s.load(r, ["a"])).toMatchObject({
+      const start = await s.begin(r, { ids: ["a"], names: ["bash"], anchors: ["x"] });
+      expect(start).toMatchObject({
+        config: {},
         records: [],
+        answered: 1,
         recall_declared: false,
+        memos: [],
         session_tool_stats: {},
+        calibrations: {},
         gap_seconds: null,
+        idle_seconds: null,
       });
+      expect(start.lease).toEqual({ epoch: 0, at: expect.any(Number) });
       expect(await s.getConfig(r)).toEqual({});
       expect(await s.describe(r)).toBeNull();
+      expect(await s.report(r)).toBeNull();
+      expect(await s.records(r, ["a"])).toEqual({ records: [], answered: 1 });
     });
 
     it("keeps the first record per id, within one commit and across commits", async () => {
       const s = await make();
       const r = ref();
-      const first = await s.commit(r, {
+      const first = await commit(s, r, {
         records: [record("a", { rendered: "one" }), record("a", { rendered: "two" })],
-        recall_declared: false,
         log: log(1),
       });
       expect(first.records.map((x) => x.rendered)).toEqual(["one", "one"]);
-      const second = await s.commit(r, {
+      const second = await commit(s, r, {
         records: [record("a", { rendered: "three" }), record("b")],
-        recall_declared: false,
         log: log(2),
       });
       expect(second.records.map((x) => [x.tool_use_id, x.rendered])).toEqual([
         ["a", "one"],
         ["b", "[stub]"],
       ]);
-      expect((await s.load(r, ["a", "b", "c"])).records.map((x) => x.tool_use_id).sort()).toEqual([
-        "a",
-        "b",
-      ]);
+      const start = await s.begin(r, { ids: ["a", "b", "c"], names: [] });
+      expect(start.records.map((x) => x.tool_use_id).sort()).toEqual(["a", "b"]);
     });
 
-    it("loads any number of ids (more than SQLite's bound-parameter cap)", async () => {
+    it("gives each line a seq never issued before in the session, across a destroy too", async () => {
+      const s = await make();
+      const r = ref();
+      const seqs: number[] = [];
+      for (let t = 1; t <= 3; t++) seqs.push((await commit(s, r, { log: log(t) })).seq);
+      await s.destroy(r);
+      await s.purged(r);
+      seqs.push((await commit(s, r, { log: log(1) })).seq);
+      for (let i = 1; i < seqs.length; i++) expect(seqs[i]).toBeGreaterThan(seqs[i - 1]!);
+    });
+
+    it("reads any number of ids (more than SQLite's bound-parameter cap)", async () => {
       const s = await make();
       const r = ref();
       const many = Array.from({ length: 250 }, (_, i) =>
         record(`id-${i}`, { mem_id: null, action: "kept", rendered: null }),
       );
-      await s.commit(r, { records: many, recall_declared: false, log: log(1) });
-      const got = await s.load(
-        r,
-        many.map((m) => m.tool_use_id),
-      );
-      expect(got.records).toHaveLength(250);
+      await commit(s, r, { records: many, log: log(1) });
+      const ids = many.map((m) => m.tool_use_id);
+      const start = await s.begin(r, { ids, names: [] });
+      expect(start.records).toHaveLength(250);
+      expect(start.answered).toBe(250);
+      expect((await s.records(r, [...ids, "nope"])).records).toHaveLength(250);
+    });
+
+    it("refuses a commit under a lease a destroy overtook, and notes its bodies for deletion", async () => {
+      const s = await make();
+      const r = ref();
+      await commit(s, r, { records: [record("a", { mem_id: MEM("a") })], log: log(1) });
+      const old = await lease(s, r);
+      expect(await s.destroy(r)).toEqual([MEM("a")]);
+      // While the purge runs, a turn gets no lease.
+      expect((await s.begin(r, ASK)).lease).toBeNull();
+      const refused = await s.commit(r, {
+        records: [record("b", { mem_id: MEM("b") })],
+        recall_declared: true,
+        log: log(2),
+        lease: old,
+      });
+      expect(refused).toMatchObject({ records: [], refused: "deleted" });
+      expect(
+        await s.addRecords(r, { records: [record("c", { mem_id: MEM("c") })], lease: old }),
+      ).toMatchObject({ records: [], refused: "deleted" });
+      await s.purged(r);
+      expect(await s.describe(r)).toBeNull();
+      // The refused turn's body is noted: a record naming it does not stand until it is deleted.
+      const fresh = await commit(s, r, {
+        records: [record("d", { mem_id: MEM("b") }), record("e", { mem_id: MEM("e") })],
+        log: log(1),
+      });
+      expect(fresh.records.map((x) => x.tool_use_id)).toEqual(["e"]);
+      // A lease from a begin that ran too long is refused as expired.
+      const now = await lease(s, r);
+      expect(
+        await s.commit(r, {
+          records: [],
+          recall_declared: false,
+          log: log(2),
+          lease: { ...now, at: now.at - 6 * 60 * 1000 },
+        }),
+      ).toMatchObject({ refused: "expired" });
     });
 
     it("asks for the index entry on the first commit only (then about daily)", async () => {
       const s = await make();
       const r = ref();
-      expect(
-        (await s.commit(r, { records: [], recall_declared: false, log: log(1) })).index_due,
-      ).toBe(true);
-      expect(
-        (await s.commit(r, { records: [], recall_declared: false, log: log(2) })).index_due,
-      ).toBe(false);
+      expect((await commit(s, r, { log: log(1) })).index_due).toBe(true);
+      expect((await commit(s, r, { log: log(2) })).index_due).toBe(false);
     });
 
     it("stores and replaces the session's config layer", async () => {
@@ -121,36 +216,20 @@ export function runSessionStateContract(
         tool_result_compaction_enabled: true,
         tool_result_recall_mode: "window",
       });
+      expect((await s.begin(r, ASK)).config).toEqual({
+        tool_result_compaction_enabled: true,
+        tool_result_recall_mode: "window",
+      });
       await s.setConfig(r, {});
       expect(await s.getConfig(r)).toEqual({});
     });
 
-    it("counts recalls per mem_id and describes the session", async () => {
-      const s = await make();
-      const r = ref();
-      await s.commit(r, {
-        records: [record("a", { mem_id: MEM("a") })],
-        recall_declared: true,
-        log: log(1),
-      });
-      await s.noteRecall(r, MEM("a"));
-      await s.noteRecall(r, MEM("a"));
-      await s.noteRecall(r, MEM("b"));
-      const d = (await s.describe(r))!;
-      expect(d.recalls).toBe(3);
-      expect(d.recalls_by_mem_id).toEqual({ [MEM("a")]: 2, [MEM("b")]: 1 });
-      expect(d.calls).toBe(1);
-      expect(d.recall_declared).toBe(true);
-      expect(d.turns).toEqual([{ ...log(1), at: expect.any(Number), recalls: 3 }]);
-      expect(d.last_active).toBeGreaterThanOrEqual(d.created_at);
-    });
-
-    it("counts offloads per tool on commit, names a recalled mem_id's tool, and measures turn gaps", async () => {
+    it("counts recalls per mem_id and per tool, and measures turn gaps", async () => {
       const s = await make();
       const r = ref();
       const off = (id: string, tool: string, mem: string) =>
         record(id, { tool_name: tool, action: "offloaded", mem_id: MEM(mem) });
-      const c1 = await s.commit(r, {
+      const c1 = await commit(s, r, {
         records: [
           off("a", "bash", "a"),
           off("b", "bash", "b"),
@@ -161,31 +240,35 @@ export function runSessionStateContract(
         log: log(1),
       });
       expect(c1.offloads).toEqual({ bash: 2, read: 1 });
-      const c2 = await s.commit(r, {
-        records: [off("a", "bash", "a")],
-        recall_declared: true,
-        log: log(2),
-      });
+      const c2 = await commit(s, r, { records: [off("a", "bash", "a")], log: log(2) });
       expect(c2.offloads).toEqual({});
       expect(await s.noteRecall(r, MEM("a"))).toBe("bash");
       expect(await s.noteRecall(r, MEM("z"))).toBeNull();
-      const loaded = await s.load(r, ["a"], ["bash", "read", "nope"]);
-      expect(loaded.session_tool_stats).toEqual({
+      const start = await s.begin(r, { ids: ["a"], names: ["bash", "read", "nope"] });
+      expect(start.session_tool_stats).toEqual({
         bash: { offloaded: 2, recalls: 1 },
         read: { offloaded: 1, recalls: 0 },
       });
-      expect(loaded.gap_seconds).toBeGreaterThanOrEqual(0);
-      expect((await s.describe(r))?.tool_stats).toEqual({
+      expect(start.gap_seconds).toBeGreaterThanOrEqual(0);
+      expect(start.idle_seconds).toBeGreaterThanOrEqual(0);
+      const d = (await s.describe(r))!;
+      expect(d.tool_stats).toEqual({
         bash: { offloaded: 2, recalls: 1 },
         read: { offloaded: 1, recalls: 0 },
       });
+      expect(d.recalls).toBe(2);
+      expect(d.recalls_by_mem_id).toEqual({ [MEM("a")]: 1, [MEM("z")]: 1 });
+      expect(d.calls).toBe(2);
+      expect(d.recall_declared).toBe(true);
+      // Recalls count on the latest logged turn.
+      expect(d.turns.map((t) => (t as { recalls?: number }).recalls)).toEqual([0, 2]);
+      expect(d.last_active).toBeGreaterThanOrEqual(d.created_at);
     });
 
     it("reports per turn: commit time, the recalls that followed, live and shadow savings apart, gate verdicts", async () => {
       const s = await make();
       const r = ref();
-      expect(await s.report(r)).toBeNull();
-      await s.commit(r, {
+      await commit(s, r, {
         records: [
           record("a", { mem_id: MEM("a") }),
           record("k", { action: "kept", mem_id: null, rendered: null }),
@@ -195,7 +278,7 @@ export function runSessionStateContract(
       });
       await s.noteRecall(r, MEM("a"));
       await s.noteRecall(r, MEM("a"));
-      await s.commit(r, {
+      await commit(s, r, {
         records: [record("b", { mem_id: MEM("b") })],
         recall_declared: true,
         log: log(2, {
@@ -224,7 +307,7 @@ export function runSessionStateContract(
         [2, true, 1, 1, 2],
       ]);
       expect(rep.turns[1]!.at).toBeGreaterThanOrEqual(rep.turns[0]!.at);
-      expect(rep.totals).toEqual({
+      expect(rep.totals).toMatchObject({
         turns_logged: 2,
         shadow_turns: 1,
         tokens_before: 300,
@@ -235,8 +318,6 @@ export function runSessionStateContract(
         would_save_usd: 0.02,
         gate_fired: 2,
         gate_declined: 2,
-        // No usage was measured on these turns: nothing billed yet.
-        billed: expect.objectContaining({ turns_measured: 0, usd: 0, saved_usd: 0 }),
       });
       expect(rep.records).toEqual({ kept: 1, compacted: 0, offloaded: 2, offloaded_recalled: 1 });
       expect(rep.latest).toEqual({ turn: 2, at: rep.turns[1]!.at, shadow: true });
@@ -260,15 +341,8 @@ export function runSessionStateContract(
         reason: "net +$0.12",
         model: "claude-opus-4-5",
       } as GateResult;
-      await s.commit(r, {
-        records: [],
-        recall_declared: false,
-        log: log(1),
-        decisions: [decision("a", { gate })],
-      });
-      await s.commit(r, {
-        records: [],
-        recall_declared: false,
+      await commit(s, r, { log: log(1), decisions: [decision("a", { gate })] });
+      await commit(s, r, {
         log: log(2, { shadow: true }),
         decisions: [
           decision("a", { sticky: true, gate }),
@@ -282,58 +356,48 @@ export function runSessionStateContract(
         decision("a", { sticky: true, gate }),
         decision("b", { action: "kept", mem_id: null, tier: "hot" }),
       ]);
-      // A commit without decisions leaves them; a huge turn keeps the last LAST_DECISIONS_LIMIT.
-      await s.commit(r, { records: [], recall_declared: false, log: log(3) });
+      // A commit without decisions leaves them; the caller sends at most the last ones, and the total.
+      await commit(s, r, { log: log(3) });
       expect((await s.report(r))!.last_turn?.turn).toBe(2);
-      const many = Array.from({ length: LAST_DECISIONS_LIMIT + 5 }, (_, i) => decision(`m${i}`));
-      await s.commit(r, { records: [], recall_declared: false, log: log(4), decisions: many });
+      const many = Array.from({ length: LAST_DECISIONS_LIMIT }, (_, i) => decision(`m${i}`));
+      await commit(s, r, {
+        log: log(4),
+        decisions: many,
+        decisions_total: LAST_DECISIONS_LIMIT + 5,
+      });
       const big = (await s.report(r))!.last_turn!;
       expect(big.decisions_total).toBe(LAST_DECISIONS_LIMIT + 5);
-      expect(big.decisions.map((d) => d.tool_use_id)).toEqual(
-        many.slice(5).map((d) => d.tool_use_id),
-      );
+      expect(big.decisions.map((d) => d.tool_use_id)).toEqual(many.map((d) => d.tool_use_id));
     });
 
     it("keeps a turn's measured usage once: by seq or turn, idempotent, first report stands", async () => {
       const s = await make();
       const r = ref();
-      const usage = (output: number): TurnUsage => ({
-        source: "client",
-        model: null,
-        calls: 1,
-        tokens: { input: 10, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output },
-        first: { input: 10, cache_read: 20, cache_write_5m: 5, cache_write_1h: 0, output },
-        answer_output: output,
-      });
       expect(await s.recordUsage(r, { seq: 1 }, usage(1))).toBeNull();
-      const one = await s.commit(r, { records: [], recall_declared: false, log: log(1) });
-      const two = await s.commit(r, { records: [], recall_declared: false, log: log(2) });
-      expect(await s.recordUsage(r, { seq: two.turn_seq + 5 }, usage(1))).toEqual({
+      const one = await commit(s, r, { log: log(1) });
+      const two = await commit(s, r, { log: log(2) });
+      expect(await s.recordUsage(r, { seq: two.seq + 5 }, usage(1))).toEqual({
         status: "unknown_turn",
       });
       expect(await s.recordUsage(r, { turn: 9 }, usage(1))).toEqual({ status: "unknown_turn" });
       expect(await s.recordUsage(r, { turn: 1 }, usage(7))).toMatchObject({
         status: "recorded",
-        seq: one.turn_seq,
+        seq: one.seq,
       });
-      expect(await s.recordUsage(r, { seq: one.turn_seq }, usage(7))).toMatchObject({
+      expect(await s.recordUsage(r, { seq: one.seq }, usage(7))).toMatchObject({
         status: "unchanged",
       });
-      expect(await s.recordUsage(r, { seq: one.turn_seq }, usage(8))).toEqual({
+      expect(await s.recordUsage(r, { seq: one.seq }, usage(8))).toEqual({
         status: "conflict",
-        seq: one.turn_seq,
+        seq: one.seq,
       });
       // The proxy's usage goes on its own line, and does not overwrite one already there.
-      await s.finishProxyTurn(r, {
-        turn_seq: two.turn_seq,
-        note: { hops: 0, recalls: 0, exhausted: false },
-        memos: [],
+      await s.finish(r, two.seq, {
+        proxy: { hops: 0, recalls: 0, exhausted: false },
         usage: { ...usage(3), source: "proxy" },
       });
-      await s.finishProxyTurn(r, {
-        turn_seq: one.turn_seq,
-        note: { hops: 1, recalls: 1, exhausted: false },
-        memos: [],
+      await s.finish(r, one.seq, {
+        proxy: { hops: 1, recalls: 1, exhausted: false },
         usage: usage(99),
       });
       const turns = (await s.report(r))!.turns;
@@ -346,20 +410,45 @@ export function runSessionStateContract(
       ).toBeNull();
     });
 
-    it("reads the proxy state of an unknown session as empty, without creating it", async () => {
+    it("writes a line with what its finish brings in one commit, and learns the session's calibration", async () => {
       const s = await make();
       const r = ref();
-      expect(await s.proxyState(r)).toEqual({ config: {}, memos: [] });
-      expect(await s.describe(r)).toBeNull();
+      const lines: number[] = [];
+      for (let t = 1; t <= CALIBRATION_MIN_TURNS + 1; t++) {
+        const done = await commit(s, r, {
+          log: log(t),
+          finish: { proxy: { hops: 0, recalls: 0, exhausted: false }, usage: usage(5, 1300) },
+        });
+        lines.push(done.seq);
+      }
+      const turns = (await s.report(r))!.turns;
+      expect(turns).toHaveLength(CALIBRATION_MIN_TURNS + 1);
+      expect(turns.every((t) => t.usage?.first.input === 1300 && t.proxy?.hops === 0)).toBe(true);
+      // Once ready, the line keeps the removed tokens at the calibration it refined.
+      expect(turns.at(-1)!.usage!.removed_calibrated).toBe(0);
+      const cal = (await s.begin(r, ASK)).calibrations["claude-sonnet-4-6"]!;
+      expect(cal.turns).toBe(CALIBRATION_MIN_TURNS + 1);
+      expect(cal.ratios.request).toBeGreaterThan(1.2);
+      // Usage a client posts teaches it too (once).
+      const more = await commit(s, r, { log: log(99) });
+      await s.recordUsage(r, { seq: more.seq }, usage(5, 1300));
+      await s.recordUsage(r, { seq: more.seq }, usage(5, 1300));
+      expect((await s.begin(r, ASK)).calibrations["claude-sonnet-4-6"]!.turns).toBe(
+        CALIBRATION_MIN_TURNS + 2,
+      );
     });
 
-    it("notes a proxied call's hops on its own turn line and keeps its memos in order", async () => {
+    it("notes a finished turn's hops on its own line and keeps its memos; a begin answers those anchored on its request", async () => {
       const s = await make();
       const r = ref();
       await s.setConfig(r, { tool_result_compaction_enabled: true });
-      const first = await s.commit(r, { records: [], recall_declared: true, log: log(1) });
-      const second = await s.commit(r, { records: [], recall_declared: true, log: log(2) });
-      expect(second.turn_seq).toBeGreaterThan(first.turn_seq);
+      const first = await commit(s, r, {
+        records: [record("r-a", { mem_id: null, action: "kept", rendered: null })],
+        recall_declared: true,
+        log: log(1),
+      });
+      const second = await commit(s, r, { recall_declared: true, log: log(2) });
+      expect(second.seq).toBeGreaterThan(first.seq);
       const memo = (anchor: string): ProxyMemo => ({
         kind: "recall",
         format: "anthropic",
@@ -367,46 +456,53 @@ export function runSessionStateContract(
         calls: [{ id: `r-${anchor}`, arguments: '{"mem_id":"trm_x"}' }],
         params: { mode: "both", max_chars: 50000, window: 300 },
       });
-      await s.finishProxyTurn(r, {
-        turn_seq: first.turn_seq,
-        note: { hops: 2, recalls: 2, exhausted: false },
+      const alias: ProxyMemo = {
+        kind: "alias",
+        format: "openai-responses",
+        from: "resp_1",
+        to: "resp_2",
+        calls: [],
+        params: { mode: "both", max_chars: 50000, window: 300 },
+      };
+      await s.finish(r, first.seq, {
+        proxy: { hops: 2, recalls: 2, exhausted: false },
         memos: [memo("a")],
       });
-      await s.finishProxyTurn(r, {
-        turn_seq: null,
-        note: { hops: 0, recalls: 1, exhausted: false },
-        memos: [memo("b"), memo("c")],
+      await s.finish(r, null, {
+        proxy: { hops: 0, recalls: 1, exhausted: false },
+        memos: [memo("b"), memo("c"), alias],
       });
       const d = (await s.describe(r))!;
       expect(d.turns).toMatchObject([
-        { ...log(1), proxy: { hops: 2, recalls: 2, exhausted: false } },
-        log(2),
+        { turn: 1, proxy: { hops: 2, recalls: 2, exhausted: false } },
+        { turn: 2 },
       ]);
       expect(d.turns[1]).not.toHaveProperty("proxy");
-      const state = await s.proxyState(r);
-      expect(state.config).toEqual({ tool_result_compaction_enabled: true });
-      expect(state.memos.map((m) => (m.kind === "recall" ? m.anchors[0] : m.from))).toEqual([
-        "a",
-        "b",
-        "c",
-      ]);
-      expect(state.memos[0]).toEqual(memo("a"));
+      const start = await s.begin(r, { ids: [], names: [], anchors: ["c", "a", "resp_1", "zz"] });
+      expect(start.config).toEqual({ tool_result_compaction_enabled: true });
+      expect(start.memos).toEqual([memo("a"), memo("c"), alias]);
+      // With the records of the memos' recall calls.
+      expect(start.records.map((x) => x.tool_use_id)).toEqual(["r-a"]);
+      expect((await s.begin(r, ASK)).memos).toEqual([]);
       // Another scope sees none of it; destroy forgets it.
-      expect((await s.proxyState({ tenant: "other", session: r.session })).memos).toEqual([]);
+      expect(
+        (await s.begin({ tenant: "other", session: r.session }, { ...ASK, anchors: ["a"] })).memos,
+      ).toEqual([]);
       await s.destroy(r);
-      expect(await s.proxyState(r)).toEqual({ config: {}, memos: [] });
+      await s.purged(r);
+      expect((await s.begin(r, { ...ASK, anchors: ["a"] })).memos).toEqual([]);
     });
 
     it("scopes by tenant and session", async () => {
       const s = await make();
       const mine = ref("tenant-a");
-      await s.commit(mine, { records: [record("x")], recall_declared: true, log: log(1) });
+      await commit(s, mine, { records: [record("x")], recall_declared: true, log: log(1) });
       await s.setConfig(mine, { tool_result_compaction_enabled: true });
       for (const other of [
         { tenant: "tenant-b", session: mine.session },
         { tenant: "tenant-a", session: `${mine.session}-2` },
       ]) {
-        expect((await s.load(other, ["x"])).records).toEqual([]);
+        expect((await s.begin(other, { ids: ["x"], names: [] })).records).toEqual([]);
         expect(await s.getConfig(other)).toEqual({});
         expect(await s.describe(other)).toBeNull();
         expect(await s.report(other)).toBeNull();
@@ -417,7 +513,7 @@ export function runSessionStateContract(
       const s = await make();
       const r = ref();
       const keep = ref();
-      await s.commit(r, {
+      await commit(s, r, {
         records: [
           record("a", { mem_id: MEM("a") }),
           record("b", { mem_id: null, action: "kept", rendered: null }),
@@ -426,21 +522,54 @@ export function runSessionStateContract(
         recall_declared: true,
         log: log(1),
       });
-      await s.commit(keep, { records: [record("a")], recall_declared: false, log: log(1) });
+      await commit(s, keep, { records: [record("a")], log: log(1) });
       expect(await s.destroy(r)).toEqual([MEM("a")]);
+      await s.purged(r);
       expect(await s.describe(r)).toBeNull();
       expect(await s.report(r)).toBeNull();
-      expect((await s.load(r, ["a"])).records).toEqual([]);
+      expect((await s.begin(r, { ids: ["a"], names: [] })).records).toEqual([]);
       expect(await s.getConfig(r)).toEqual({});
       expect(await s.describe(keep)).not.toBeNull();
       expect(await s.destroy(ref())).toEqual([]);
       // A destroyed session starts afresh.
-      await s.commit(r, {
-        records: [record("a", { rendered: "new" })],
-        recall_declared: false,
-        log: log(1),
-      });
-      expect((await s.load(r, ["a"])).records[0]?.rendered).toBe("new");
+      await commit(s, r, { records: [record("a", { rendered: "new" })], log: log(1) });
+      expect((await s.begin(r, { ids: ["a"], names: [] })).records[0]?.rendered).toBe("new");
+    });
+
+    it("counts a session's length once, when it ends: idle for an hour, or deleted", async () => {
+      const s = await make();
+      const r = ref();
+      expect(await s.end(r)).toBeNull(); // unknown
+      await s.setConfig(r, { tool_result_offload_enabled: true });
+      expect(await s.end(r)).toBeNull(); // live, but no call yet
+      for (let t = 1; t <= 3; t++)
+        await commit(s, r, { log: log(t, t === 2 ? { shadow: true } : {}) });
+      // Active: not ended. Idle for just under an hour: still not.
+      expect(await s.end(r, { idle: true })).toBeNull();
+      await hooks.idle(s, r, SESSION_END_MS - 60_000);
+      expect(await s.end(r, { idle: true })).toBeNull();
+      await hooks.idle(s, r, 60_000);
+      expect(await s.end(r, { idle: true })).toBe(3); // shadow turns count
+      expect(await s.end(r, { idle: true })).toBeNull(); // once
+      // A session that comes back is not counted again, nor when it is then deleted.
+      await commit(s, r, { log: log(4) });
+      expect(await s.end(r)).toBeNull();
+      expect((await s.describe(r))!.calls).toBe(4);
+      // Deleted: counted at once, whatever its activity; after the delete it is another session.
+      const d = ref();
+      await commit(s, d, { log: log(1) });
+      await commit(s, d, { log: log(2) });
+      expect(await s.end(d)).toBe(2);
+      await s.destroy(d);
+      await s.purged(d);
+      expect(await s.end(d)).toBeNull();
+      await commit(s, d, { log: log(1) });
+      expect(await s.end(d)).toBe(1);
+      // Concurrent ends of one session: one of them counts it.
+      const c = ref();
+      await commit(s, c, { log: log(1) });
+      const ends = await Promise.all([s.end(c), s.end(c), s.end(c)]);
+      expect(ends.filter((x) => x !== null)).toEqual([1]);
     });
   });
 }

@@ -1,4 +1,6 @@
-// Sessions, records, body metadata and turn log lines for the storage tests: every field set, any overridden.
+// Sessions, records, body metadata and turn log lines for the storage tests: every field set, any overridden;
+// and a turn's writes and reads as one call, for a test that needs a body stored or a session read.
+import type { OffloadStore, Turn } from "../../src/core/ports.ts";
 import type { BodyMeta, ResultRecord, SessionRef, TurnLog } from "../../src/core/types.ts";
 
 let sessions = 0;
@@ -65,3 +67,58 @@ export function turnLog(turn: number, over: Partial<TurnLog> = {}): TurnLog {
     ...over,
   };
 }
+
+/** A turn's start for these ids (and tool names), as a turn begun now would see it. */
+export function startOf(
+  store: Pick<OffloadStore, "beginTurn">,
+  ref: SessionRef,
+  ids: readonly string[] = [],
+  names: readonly string[] = [],
+): Promise<Turn> {
+  return store.beginTurn(ref, { ids, names });
+}
+
+/** A body stored as a turn of the session stores it. */
+export async function putBody(
+  store: Pick<OffloadStore, "beginTurn">,
+  ref: SessionRef,
+  body: string,
+  meta: BodyMeta,
+): Promise<void> {
+  await (await startOf(store, ref)).putBody(body, meta);
+}
+
+/** One turn's commit and finish (its line written, whatever the commit), as a turn begun now. */
+export async function commitTurn(
+  store: Pick<OffloadStore, "beginTurn">,
+  ref: SessionRef,
+  commit: Parameters<Turn["commit"]>[0],
+): Promise<{ records: ReadonlyMap<string, ResultRecord>; seq: number | null }> {
+  const turn = await startOf(
+    store,
+    ref,
+    commit.records.map((r) => r.tool_use_id),
+  );
+  const { records } = await turn.commit(commit);
+  await turn.finish();
+  return { records, seq: turn.seq };
+}
+
+const clocks = new WeakMap<object, { skew: number }>();
+
+/** A store part made with a clock of its own, which runs with Date.now and `clockHooks` moves on. */
+export function clocked<T extends object>(make: (now: () => number) => T): T {
+  const clock = { skew: 0 };
+  const made = make(() => Date.now() + clock.skew);
+  clocks.set(made, clock);
+  return made;
+}
+
+/** The session-state contract's hooks for a state made by `clocked`: idle time is the clock's. */
+export const clockHooks = {
+  idle: async (state: object, _ref: SessionRef, ms: number): Promise<void> => {
+    const clock = clocks.get(state);
+    if (clock === undefined) throw new Error("not a clocked state");
+    clock.skew += ms;
+  },
+};

@@ -98,7 +98,7 @@ describe("package", { timeout: 60_000 }, () => {
         extract: kinds(await import("edge-offload/extract"), ["extractText", "tesseractEngine"]),
         toolkit: kinds(await import("edge-offload/toolkit"), ["definePagedTool", "previewOf"]),
         pricing: kinds(await import("edge-offload/pricing"), ["offloadGate", "resolveModel"]),
-        store: kinds(await import("edge-offload/store"), ["sessionRef"]),
+        store: kinds(await import("edge-offload/store"), ["ComposedStore", "SqlSessionState", "syncSqliteSql", "sessionRef"]),
         replay: kinds(await import("edge-offload/replay"), ["replay", "parseSessions", "renderTable"]),
         root: Object.keys(await import("edge-offload")).length,
       }));`);
@@ -107,6 +107,12 @@ describe("package", { timeout: 60_000 }, () => {
       aiSdk: { offloadMiddleware: "function" },
       agents: { AgentStore: "function", offloadMiddleware: "function" },
       hono: { toolRoutes: "function", queryArguments: "function" },
+      store: {
+        ComposedStore: "function",
+        SqlSessionState: "function",
+        syncSqliteSql: "function",
+        sessionRef: "function",
+      },
       eval: {
         evaluate: "function",
         planEval: "function",
@@ -116,7 +122,6 @@ describe("package", { timeout: 60_000 }, () => {
       extract: { extractText: "function", tesseractEngine: "function" },
       toolkit: { definePagedTool: "function", previewOf: "function" },
       pricing: { offloadGate: "function", resolveModel: "function" },
-      store: { sessionRef: "function" },
       replay: { replay: "function", parseSessions: "function", renderTable: "function" },
       // The root reads like an API: the core, the stores, config, errors, the integrations (was 76).
       root: 19,

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from "vitest";
 import { DEV_SECRET } from "../../src/core/memid.ts";
 import { compact, MemoryStore } from "../../src/lib.ts";
 import { devSecretProblem, guardedCompact } from "../../src/secret-guard.ts";
-import type { OffloadStore } from "../../src/store/entry.ts";
+import type { OffloadStore } from "../../src/store-kit.ts";
 import { conversation } from "../support/requests.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
@@ -23,9 +23,7 @@ const request = JSON.stringify(
 /** A store shared beyond the process, as far as compact can tell (it is not a MemoryStore). */
 class SharedStore implements OffloadStore {
   readonly inner = new MemoryStore();
-  load: OffloadStore["load"] = (...a) => this.inner.load(...a);
-  commit: OffloadStore["commit"] = (...a) => this.inner.commit(...a);
-  putBody: OffloadStore["putBody"] = (...a) => this.inner.putBody(...a);
+  beginTurn: OffloadStore["beginTurn"] = (...a) => this.inner.beginTurn(...a);
   getBody: OffloadStore["getBody"] = (...a) => this.inner.getBody(...a);
   noteRecall: OffloadStore["noteRecall"] = (...a) => this.inner.noteRecall(...a);
   describeSession: OffloadStore["describeSession"] = (...a) => this.inner.describeSession(...a);

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { compact, MemoryStore, OffloadError, recall, sessionReport } from "../../src/lib.ts";
-import type { SessionRef } from "../../src/store/entry.ts";
+import type { SessionRef } from "../../src/store-kit.ts";
 import { conversation, jsonBody } from "../support/requests.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };

@@ -13,11 +13,11 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { SummarySchema } from "../../src/routes/schemas/summary.ts";
-import { MemorySessionState } from "../../src/session/memory-state.ts";
-import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
+import { MemoryTenantLearning } from "../../src/store/memory.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
+import { MemorySessionState } from "../../src/store/memory-state.ts";
 import { anthropicMessage } from "../support/providers.ts";
 import { conversation, jsonBody, textBody } from "../support/requests.ts";
 
@@ -40,7 +40,7 @@ class Backends {
   readonly sessions = new MemorySessionState();
   readonly ledger = new MemoryLedger();
   readonly index = new MemoryIndex();
-  readonly tenants = new MemoryTenantStats();
+  readonly tenants = new MemoryTenantLearning();
   readonly calls: string[] = [];
   plan: { k: number; mode: Mode } | null = null;
   /** Operations that were left to land late. */

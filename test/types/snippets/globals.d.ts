@@ -9,7 +9,7 @@ import type Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import type { Attachment } from "../../../src/extract/entry.ts";
 import type { OffloadConfigLike } from "../../../src/lib.ts";
-import type { OffloadStore } from "../../../src/store/entry.ts";
+import type { OffloadStore } from "../../../src/store-kit.ts";
 import type { Tool } from "../../../src/toolkit/entry.ts";
 
 declare global {
