@@ -191,9 +191,15 @@ console.log(JSON.stringify({ refused, reason: out.decisions[0].reason, rules: ou
     const names = Object.keys(pkg.exports)
       .filter((k) => k !== "./package.json")
       .map((k) => `edge-offload${k.slice(1)}`)
-      // These load their optional peers ("ai", "hono"), which a core-only install lacks.
+      // These load their optional peers ("ai", "hono", "vitest"), which a core-only install lacks.
       .filter(
-        (n) => !["edge-offload/ai-sdk", "edge-offload/agents", "edge-offload/hono"].includes(n),
+        (n) =>
+          ![
+            "edge-offload/ai-sdk",
+            "edge-offload/agents",
+            "edge-offload/hono",
+            "edge-offload/contract",
+          ].includes(n),
       );
     const script = `
       const names = ${JSON.stringify(names)};

@@ -377,8 +377,9 @@ describe("OCR: hostile images in a child process, against plain images of the sa
         // a fixed part. A refusal costs a small multiple of its input at most.
         expect(x.peak_mb!, `${x.case} peak`).toBeLessThanOrEqual(budget);
         if (c.pixels !== undefined)
+          // The model bounds what the code allocates; the measured peak adds the collector's timing.
           expect(x.peak_mb! * MiB, `${x.case} peak`).toBeLessThanOrEqual(
-            OCR_PEAK_BYTES_PER_PIXEL * c.pixels + OCR_PEAK_FIXED_BYTES,
+            OCR_PEAK_BYTES_PER_PIXEL * c.pixels + OCR_PEAK_FIXED_BYTES + NOISE_MB * MiB,
           );
         if (QUICK.includes(x.case))
           expect(x.peak_mb!, `${x.case} peak`).toBeLessThanOrEqual(
