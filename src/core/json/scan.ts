@@ -319,7 +319,17 @@ export function stringLength(text: string, node: JsonString): number {
 }
 
 /**
- * The decoded value of a string node. Unescaped strings are a slice of the source (no JSON.parse).
+ * `value` as a string of its own. A slice of a long string may be a view on it (V8 makes one from 13
+ * chars), so a value cut from a request and kept past its turn (an id keying a session's records, a
+ * body in the ledger) would keep the whole request alive. Parsing makes a new string.
+ */
+export function ownedString(value: string): string {
+  return JSON.parse(JSON.stringify(value)) as string;
+}
+
+/**
+ * The decoded value of a string node. Unescaped strings are a slice of the source (no JSON.parse):
+ * `ownedString` before keeping one past the turn.
  */
 export function decodeString(text: string, node: JsonString): string {
   return node.escaped

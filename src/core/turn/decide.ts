@@ -8,7 +8,7 @@
 import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import { offloadGate } from "../gate.ts";
-import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
+import { decodeString, getMember, type JsonNode, ownedString } from "../json/scan.ts";
 import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
 import { type StructureIndex, structureOf } from "../structure.ts";
@@ -195,7 +195,8 @@ export async function decide(
     try {
       await ctx.store.putBody(
         ctx.ref,
-        m.text,
+        // The ledger keeps it: a slice of the request would keep the request.
+        ownedString(m.text),
         {
           mem_id: memId,
           tool_use_id: site.tool_use_id,
