@@ -45,6 +45,11 @@ function draw(key: string): number {
   return (h >>> 0) / 2 ** 32;
 }
 
+/** The gap (s) before call `i` of session `id` under a gap model (the same draw for every policy). */
+export function gapSeconds(model: GapModel, id: string, i: number): number {
+  return draw(`${id}#${i}`) < model.long_probability ? model.long_seconds : model.base_seconds;
+}
+
 /** The time (ms) of each call of the session, or null when neither timestamps nor a model give one. */
 export function callTimes(session: ReplaySession, model?: GapModel): number[] | null {
   if (session.times !== undefined && session.times.length === session.calls.length)
@@ -52,10 +57,7 @@ export function callTimes(session: ReplaySession, model?: GapModel): number[] | 
   if (model === undefined) return null;
   let at = REPLAY_EPOCH_MS;
   return session.calls.map((_, i) => {
-    if (i > 0) {
-      const long = draw(`${session.id}#${i}`) < model.long_probability;
-      at += 1000 * (long ? model.long_seconds : model.base_seconds);
-    }
+    if (i > 0) at += 1000 * gapSeconds(model, session.id, i);
     return at;
   });
 }
