@@ -11,6 +11,8 @@ const TEST_SECRETS = {
  * that the workerd tests must not inherit: they run as a deployment does.
  */
 const DEPLOYMENT_VARS = { OFFLOAD_DASHBOARD_URL_KEYS: "off" };
+/** English trained data, gzipped as @tesseract.js-data/eng ships it (what `npm run ocr:setup` uploads). */
+const OCR_MODEL_FILE = "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz";
 
 // Five projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
@@ -43,7 +45,11 @@ export default defineConfig({
         plugins: [
           cloudflareTest({
             wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { bindings: { ...TEST_SECRETS, ...DEPLOYMENT_VARS } },
+            miniflare: {
+              bindings: { ...TEST_SECRETS, ...DEPLOYMENT_VARS, OFFLOAD_OCR: "on" },
+              // The OCR model as a test-only binding: a test that reads images puts it in its LEDGER.
+              dataBlobBindings: { TEST_OCR_MODEL: OCR_MODEL_FILE },
+            },
           }),
         ],
         test: {

@@ -1,406 +1,360 @@
 /**
- * The agreement bench: does the replay's prediction hold for the bytes the proxy really sends, billed the way
- * the provider bills? A fixed sample of the swe and large corpus files is replayed call by call through the
- * real proxy (the Worker in workerd, wrangler's programmatic dev server) to the billing fake, with offload off
- * (`none`), with the product's defaults (`edge-offload`) and with everything on (`edge-offload+all`), for the
- * cached and the uncached client, the fake's clock moving 30 s per call. It prints:
- * - the fake's bill against the replay's prediction for the same sessions and config (target: within 3%), and
- *   the gap broken down step by step (bytes, cache rules one at a time, tokenizer);
- * - the savings the proxy claimed (`x-offload-summary` saved_usd summed over calls) against the difference
- *   between the off and on bills (target: within 5%), with what the claim leaves out.
- * `npm run bench -- agreement` (about 5 minutes); `--markdown` adds the README tables.
+ * The agreement bench: does the saving the reports claim match the bills? Each scenario is one kind of client
+ * (provider format, cache breakpoints, streaming, history kept, route) driving a fixed sample of corpus
+ * sessions (large, swe and api files) through the real Worker (workerd, wrangler's programmatic dev server) to
+ * a billing fake of its provider that applies that provider's documented cache rules to the bytes it receives
+ * (test/support/billing-fake.ts, its own prices and tokenizer, no code shared with src/). Every session runs
+ * three times: offload off (the true counterfactual), on with nothing to change, and on at the defaults.
+ *
+ * Targets (issue 26): the claimed billed saving (`billed.saved_usd`) within 5% of (bill off − bill on)
+ * wherever that saving exceeds 1% of the bill, exactly 0 where nothing changed, never of the wrong sign; the
+ * estimate (`saved_usd`) within 15% where the gate fired and usage was measured.
+ *
+ * `npm run bench -- agreement` (about 10 minutes); `--scenarios=a,b` runs some; `--sessions` prints every
+ * session's row; `--markdown` adds the docs tables. `npm run bench -- agreement-replay`: the replay's
+ * prediction against the bill (bench/agreement-replay.ts).
  */
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
-import { ratesFor, resolveModel, usd } from "../src/core/pricing.ts";
-import { CHARS_PER_TOKEN, type ContentKind, detectKind } from "../src/core/tokens.ts";
-import { textOfResult } from "../src/replay/blocks.ts";
-import { requestFor } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
-import type { Client, ReplaySession } from "../src/replay/types.ts";
-import { estimateCounter } from "../test/support/agreement/estimates.ts";
+import type { ReplaySession } from "../src/replay/types.ts";
+import type { Client } from "../test/support/agreement/clients.ts";
 import {
-  type AgreementFile,
-  type AgreementRow,
-  API_LEDGER,
-  LEDGERS,
-  runAgreement,
-} from "../test/support/agreement/run.ts";
-import { promptOf } from "../test/support/billing/anthropic-prompt.ts";
-import { type BillTokens, promptTokens } from "../test/support/billing/bill.ts";
-import { tokenizerCounter } from "../test/support/billing/counter.ts";
-import { countTokens } from "../test/support/billing/tokenizer.ts";
+  RUN_CONFIG,
+  type RunKind,
+  runScenario,
+  type Scenario,
+  type ScenarioRun,
+  type SessionRun,
+  startEnv,
+} from "../test/support/agreement/scenario.ts";
+import { BillingFake } from "../test/support/billing-fake.ts";
 import { corpusFile } from "./lib/corpus.ts";
+import { markdownTable, textTable } from "./lib/table.ts";
 
-const MODEL = "claude-sonnet-4-6";
-const POLICIES = ["none", "edge-offload", "edge-offload+all"];
-const CLIENTS: Client[] = ["cached", "uncached"];
-/** Every n-th session of each file, from the first: a fixed sample (5 swe sessions, 8 large ones). */
-const EVERY: Record<string, number> = { swe: 25, large: 5 };
-const GAP_SECONDS = 30;
+type File = "large" | "swe" | "api";
+/** The sample: fixed sessions of each file (large ones under 800K chars: every prompt fits 200K tokens). */
+const SAMPLE: Record<File, number[]> = { large: [0, 10, 20, 30], swe: [0], api: [0] };
+const MAX_CALLS = 24;
 
-function sample(name: "swe" | "large"): ReplaySession[] {
-  const all = parseSessions(gunzipSync(readFileSync(corpusFile(name))).toString("utf8"), name);
-  return all.filter((_, i) => i % EVERY[name]! === 0);
-}
-
-/** The columns that name a row. */
-const KEYS = ["file", "client", "config"];
-
-const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
-const money = (x: number) => `$${x.toFixed(3)}`;
-
-/** Dollars by rate for some tokens (Sonnet 4.6 has no long-context tier, so rates do not depend on size). */
-function dollars(t: BillTokens): Record<keyof BillTokens, number> {
-  const r = ratesFor(resolveModel(MODEL)!, promptTokens(t));
-  return {
-    input: usd(t.input, r.input),
-    cache_read: usd(t.cache_read, r.cache_read),
-    cache_write_5m: usd(t.cache_write_5m, r.cache_write_5m),
-    cache_write_1h: usd(t.cache_write_1h, r.cache_write_1h),
-    output: usd(t.output, r.output),
-  };
-}
-
-function table(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) =>
-    cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
-  return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
-}
-
-function markdown(head: string[], rows: string[][]): string {
-  return [
-    `| ${head.join(" | ")} |`,
-    `|${head.map((_, i) => (i < 3 ? "---" : "---:")).join("|")}|`,
-    ...rows.map((r) => `| ${r.join(" | ")} |`),
-  ].join("\n");
-}
-
-/** The bill against the prediction, and the steps between them as shares of the prediction. */
-function agreementTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
-  const names = Object.keys(LEDGERS);
-  const head = [
-    ...KEYS,
-    "calls (hops)",
-    "replay $",
-    "bill $",
-    "bill vs replay",
-    "bytes sent",
-    "replay sim → block model",
-    ...names.slice(1),
-    "tokenizer: prompt",
-    "tokenizer: output",
-  ];
-  const out = rows.map((r) => {
-    const base = r.replay.usd;
-    const steps: number[] = [r.sent.usd - base];
-    let prev = r.sent.usd;
-    for (const n of names) {
-      steps.push(r.ledgers[n]!.usd - prev);
-      prev = r.ledgers[n]!.usd;
-    }
-    const outDelta = dollars(r.fake.tokens).output - dollars(r.ledgers[API_LEDGER]!.tokens).output;
-    steps.push(r.fake.usd - prev - outDelta, outDelta);
-    return [
-      r.file,
-      r.client,
-      r.policy,
-      `${r.provider_calls} (${r.hops})`,
-      money(base),
-      money(r.fake.usd),
-      pct(r.fake.usd / base - 1),
-      ...steps.map((s) => pct(s / base)),
-    ];
+function sample(): { file: string; session: ReplaySession }[] {
+  return (Object.keys(SAMPLE) as File[]).flatMap((file) => {
+    const all = parseSessions(gunzipSync(readFileSync(corpusFile(file))).toString("utf8"), file);
+    return SAMPLE[file].map((i) => ({ file, session: all[i]! }));
   });
-  return { head, rows: out };
 }
 
-/** The short form: the bill against the prediction, the cache rules' share and the tokenizer's. */
-function summaryTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
-  const head = [...KEYS, "replay $", "billed $", "billed vs replay", "cache rules", "tokenizer"];
-  return {
-    head,
-    rows: rows.map((r) => {
-      const rules = r.ledgers[API_LEDGER]!.usd - r.sent.usd;
-      const tokenizer = r.fake.usd - r.ledgers[API_LEDGER]!.usd;
-      return [
-        r.file,
-        r.client,
-        r.policy,
-        r.replay.usd.toFixed(3),
-        r.fake.usd.toFixed(3),
-        pct(r.fake.usd / r.replay.usd - 1),
-        pct(rules / r.replay.usd),
-        pct(tokenizer / r.replay.usd),
-      ];
-    }),
-  };
-}
+const SONNET = "claude-sonnet-4-6";
+const GPT = "gpt-5.4";
+const GPT_WRITES = "gpt-5.6";
 
-/** Claimed savings against the bills' difference, and what the claim leaves out (in the last ledger). */
-function savingsTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
-  const head = [
-    ...KEYS,
-    "bill off − on $",
-    "claimed $",
-    "claimed vs bills",
-    "report est. $",
-    "est. vs bills",
-    "report billed $",
-    "billed vs bills",
-    "report bill vs bill",
-    "counterfactual vs bill off",
-    "replay's saving $",
-    "ledger saving $",
-    "Δ reads",
-    "Δ writes",
-    "Δ input",
-    "Δ output",
-    "hop calls $",
-  ];
-  const out: string[][] = [];
-  for (const r of rows) {
-    if (r.policy === "none") continue;
-    const off = rows.find((x) => x.file === r.file && x.client === r.client && x.policy === "none");
-    if (off === undefined) continue;
-    const actual = off.fake.usd - r.fake.usd;
-    const [a, b] = [
-      dollars(off.ledgers[API_LEDGER]!.tokens),
-      dollars(r.ledgers[API_LEDGER]!.tokens),
-    ];
-    const ledgerSaving = off.ledgers[API_LEDGER]!.usd - r.ledgers[API_LEDGER]!.usd;
-    const vs = (x: number) => (actual > 0 ? pct(x / actual - 1) : "—");
-    out.push([
-      r.file,
-      r.client,
-      r.policy,
-      money(actual),
-      money(r.claimed_saved_usd),
-      vs(r.claimed_saved_usd),
-      money(r.report.saved_usd),
-      vs(r.report.saved_usd),
-      money(r.report.billed_saved_usd),
-      vs(r.report.billed_saved_usd),
-      pct(r.report.billed_usd / r.fake.usd - 1),
-      pct(r.report.counterfactual_usd / off.fake.usd - 1),
-      money(off.replay.usd - r.replay.usd),
-      money(ledgerSaving),
-      money(a.cache_read - b.cache_read),
-      money(a.cache_write_5m + a.cache_write_1h - b.cache_write_5m - b.cache_write_1h),
-      money(a.input - b.input),
-      money(a.output - b.output),
-      money(r.hop_usd.ledger),
-    ]);
-  }
-  return { head, rows: out };
-}
-
-/**
- * The estimates' prompt-token error against the fake's counts, as the proxy's calibration saw it (the
- * tenant's, learned over the run's sessions in order): before calibration, and with the ratios known
- * before each turn once warm; and the ratios it ended with.
- */
-function calibrationTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
-  const head = [
-    ...KEYS,
-    "turns",
-    "error before",
-    "error after",
-    "bias before",
-    "bias after",
-    "ratios",
-  ];
-  const p = (x: number | null | undefined) => (x === null || x === undefined ? "—" : pct(x));
-  return {
-    head,
-    rows: rows
-      .filter((r) => r.calibration !== null)
-      .map((r) => {
-        const c = r.calibration!;
-        return [
-          r.file,
-          r.client,
-          r.policy,
-          String(c.turns),
-          p(c.error_raw),
-          p(c.error_calibrated),
-          p(c.bias_raw),
-          p(c.bias_calibrated),
-          Object.entries(c.ratios)
-            .sort((a, b) => a[0].localeCompare(b[0]))
-            .map(([k, v]) => `${k} ${v.toFixed(2)}`)
-            .join(", "),
-        ];
-      }),
-  };
-}
-
-/** Tokens the fake counted per token the replay estimated, on what was sent (prompt) and answered (output). */
-function tokenTable(rows: AgreementRow[]): { head: string[]; rows: string[][] } {
-  const head = [...KEYS, "prompt tokens: fake / estimate", "output: fake / estimate"];
-  return {
-    head,
-    rows: rows.map((r) => {
-      const est = r.ledgers[API_LEDGER]!.tokens;
-      return [
-        r.file,
-        r.client,
-        r.policy,
-        (promptTokens(r.fake.tokens) / promptTokens(est)).toFixed(3),
-        (r.fake.tokens.output / est.output).toFixed(3),
-      ];
-    }),
-  };
-}
-
-/** Chars per token of the sample's tool results by content kind: the estimate's table against the fake's tokenizer. */
-function kindTable(files: AgreementFile[]): { head: string[]; rows: string[][] } {
-  const by = new Map<string, { chars: number; fake: number }>();
-  for (const f of files)
-    for (const s of f.sessions)
-      for (const m of s.messages) {
-        if (typeof m.content === "string") continue;
-        for (const b of m.content) {
-          if (b.type !== "tool_result") continue;
-          const text = textOfResult(b.content);
-          const key = `${f.name}\u0000${detectKind(text)}`;
-          const e = by.get(key) ?? { chars: 0, fake: 0 };
-          e.chars += text.length;
-          e.fake += countTokens(text);
-          by.set(key, e);
-        }
-      }
-  const head = ["file", "kind", "chars", "estimate: chars/token", "fake: chars/token"];
-  const rows = [...by.entries()]
-    .filter(([, e]) => e.chars >= 10_000)
-    .sort((a, b) => b[1].chars - a[1].chars)
-    .map(([key, e]) => {
-      const [file, kind] = key.split("\u0000") as [string, ContentKind];
-      return [
-        file,
-        kind,
-        e.chars.toLocaleString("en-US"),
-        CHARS_PER_TOKEN[kind].toFixed(1),
-        (e.chars / e.fake).toFixed(2),
-      ];
-    });
-  return { head, rows };
-}
-
-/**
- * Where the token counts differ: the fake's tokens and the replay's estimates by part of the prompt (framing
- * and the tool-use system prompt included), each block weighted by the calls that send it (offload off).
- */
-function sectionTable(files: AgreementFile[]): { head: string[]; rows: string[][] } {
-  const rows: string[][] = [];
-  for (const f of files) {
-    const by = new Map<string, { fake: number; est: number }>();
-    for (const s of f.sessions) {
-      const last = s.calls[s.calls.length - 1]!;
-      const request = requestFor(s, last, MODEL, "uncached") as unknown as Record<string, unknown>;
-      const prompt = promptOf(request);
-      const fake = tokenizerCounter.prompt(prompt, request);
-      const est = estimateCounter.prompt(prompt, request);
-      prompt.blocks.forEach((b, i) => {
-        const at = Number(/^messages\[(\d+)\]/.exec(b.path)?.[1] ?? -1);
-        const weight = s.calls.filter((n) => n > at).length;
-        const part =
-          b.section === "messages" ? `${b.role} ${b.type === "text" ? "text" : b.type}` : b.section;
-        const e = by.get(part) ?? { fake: 0, est: 0 };
-        e.fake += fake[i]! * weight;
-        e.est += est[i]! * weight;
-        by.set(part, e);
-      });
-    }
-    const total = [...by.values()].reduce((n, e) => n + e.est, 0);
-    for (const [part, e] of [...by.entries()].sort((a, b) => b[1].est - a[1].est))
-      rows.push([
-        f.name,
-        part,
-        `${((e.est / total) * 100).toFixed(1)}%`,
-        (e.fake / e.est).toFixed(3),
-      ]);
-  }
-  return { head: ["file", "part of the prompt", "share (estimate)", "fake / estimate"], rows };
-}
-
-function print(
-  tables: readonly (readonly [string, { head: string[]; rows: string[][] }])[],
-  md: boolean,
-) {
-  for (const [title, t] of tables) console.log(`\n${title}\n${table(t.head, t.rows)}`);
-  if (md) for (const [title, t] of tables) console.log(`\n${title}\n\n${markdown(t.head, t.rows)}`);
-}
-
-export interface AgreementBenchOptions {
-  markdown?: boolean;
-  /** The token-count tables alone (no proxy run; a second or two). */
-  tokensOnly?: boolean;
-  /** Seconds between calls on the fake's clock (default 30): larger gaps let cache entries expire. */
-  gapSeconds?: number;
-  /** Some of the files and clients only. */
-  files?: ("swe" | "large")[];
-  clients?: Client[];
-}
-
-/** Options from the command line: `--markdown`, `--tokens`, `--gap=240`, `--files=large`, `--clients=cached`. */
-export function optionsFrom(argv: readonly string[]): AgreementBenchOptions {
-  const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
-  const gap = value("gap");
-  return {
-    markdown: argv.includes("--markdown"),
-    tokensOnly: argv.includes("--tokens"),
-    ...(gap === undefined ? {} : { gapSeconds: Number(gap) }),
-    ...(value("files") === undefined
-      ? {}
-      : { files: value("files")!.split(",") as ("swe" | "large")[] }),
-    ...(value("clients") === undefined
-      ? {}
-      : { clients: value("clients")!.split(",") as Client[] }),
-  };
-}
-
-export async function benchAgreement(opts: AgreementBenchOptions = {}): Promise<AgreementRow[]> {
-  const t0 = performance.now();
-  const gapSeconds = opts.gapSeconds ?? GAP_SECONDS;
-  const files: AgreementFile[] = (opts.files ?? ["swe", "large"]).map((name) => ({
+function scenarios(sessions: Scenario["sessions"]): Scenario[] {
+  const anthropic = (caching: Client["caching"], stream = false): Client => ({
+    format: "anthropic",
+    model: SONNET,
+    caching,
+    stream,
+  });
+  const openai = (format: Client["format"], stream = false, model = GPT): Client => ({
+    format,
+    model,
+    caching: "openai",
+    stream,
+    cacheKey: true,
+  });
+  const proxy = (name: string, about: string, client: Client, more: Partial<Scenario> = {}) => ({
     name,
-    sessions: sample(name),
-  }));
-  const tokenTables = [
-    ["Prompt tokens by part", sectionTable(files)],
-    ["Tool results by kind", kindTable(files)],
-  ] as const;
-  if (opts.tokensOnly) {
-    print(tokenTables, opts.markdown === true);
-    return [];
-  }
-  const rows = await runAgreement({
-    files,
-    policies: POLICIES,
-    clients: opts.clients ?? CLIENTS,
-    model: MODEL,
-    gapSeconds,
-    log: (l) => console.log(`  ${l}`),
+    about,
+    client,
+    route: "proxy" as const,
+    maxCalls: MAX_CALLS,
+    sessions,
+    ...more,
   });
-  const mismatches = rows.reduce((n, r) => n + r.usage_mismatches, 0);
-  const lost = rows.reduce((n, r) => n + r.lost, 0);
+  return [
+    proxy("anthropic-last", "Anthropic, breakpoint on the last block", anthropic("last-block")),
+    proxy("anthropic-last-stream", "the same, streamed", anthropic("last-block", true)),
+    proxy(
+      "anthropic-system",
+      "Anthropic, breakpoint on the system prompt only",
+      anthropic("system"),
+    ),
+    proxy("anthropic-none", "Anthropic, no breakpoint", anthropic("none")),
+    proxy("anthropic-auto", "Anthropic, automatic caching (top-level)", anthropic("auto")),
+    proxy("anthropic-1h", "Anthropic, last block, 1-hour TTL", anthropic("last-block-1h")),
+    proxy("anthropic-window", "Anthropic, last block, keeps its last 4 exchanges", {
+      ...anthropic("last-block"),
+      window: 4,
+    }),
+    proxy("chat", "OpenAI Chat (gpt-5.4), buffered", openai("openai-chat")),
+    proxy(
+      "chat-stream",
+      "OpenAI Chat, streamed without include_usage",
+      openai("openai-chat", true),
+    ),
+    proxy("chat-writes", "OpenAI Chat, gpt-5.6 (bills cache writes)", {
+      ...openai("openai-chat", false, GPT_WRITES),
+    }),
+    proxy("chat-window", "OpenAI Chat, keeps its last 4 exchanges", {
+      ...openai("openai-chat"),
+      window: 4,
+    }),
+    proxy(
+      "chat-ending",
+      "OpenAI Chat, sessions end 2 calls after the first stub",
+      openai("openai-chat"),
+      {
+        endAfterStub: 2,
+      },
+    ),
+    proxy("responses", "OpenAI Responses, buffered", openai("openai-responses")),
+    proxy("responses-stream", "OpenAI Responses, streamed", openai("openai-responses", true)),
+    {
+      name: "compact-missing",
+      about: "Anthropic via the compact route, the stub's turn usage never posted",
+      client: anthropic("last-block"),
+      route: "compact",
+      missingUsage: true,
+      maxCalls: MAX_CALLS,
+      sessions,
+    },
+    {
+      name: "compact-restart",
+      about: "Anthropic via the compact route, the Worker restarted halfway",
+      client: anthropic("last-block"),
+      route: "compact",
+      restart: true,
+      maxCalls: MAX_CALLS,
+      sessions,
+    },
+  ];
+}
+
+const money = (x: number) => `${x < 0 ? "−" : ""}$${Math.abs(x).toFixed(4)}`;
+const pct = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(1)}%`;
+
+interface Verdict {
+  /** Bill off − bill on, the claim, the estimate. */
+  truth: number;
+  claimed: number;
+  estimate: number;
+  bill: number;
+  /** The "nothing changed" run: its claim (must be exactly 0) and its bill against off. */
+  same_claim: number;
+  same_bill_gap: number;
+  /** The saving exceeds 1% of the bill: the 5% target applies. */
+  significant: boolean;
+  within5: boolean | null;
+  sign_ok: boolean;
+  estimate_within15: boolean | null;
+  unmeasured: number;
+  complete: boolean;
+  removed: number;
+  removed_measured: number;
+  model_turns: number;
+  model_error: number | null;
+  leaks: number;
+}
+
+function verdict(on: SessionRun[], off: SessionRun[], same: SessionRun[]): Verdict {
+  const sum = (xs: SessionRun[], f: (r: SessionRun) => number) => xs.reduce((n, r) => n + f(r), 0);
+  const truth = sum(off, (r) => r.bill) - sum(on, (r) => r.bill);
+  const claimed = sum(on, (r) => r.claim?.billed_saved_usd ?? 0);
+  const estimate = sum(on, (r) => r.claim?.saved_usd ?? 0);
+  const bill = sum(off, (r) => r.bill);
+  const significant = Math.abs(truth) > 0.01 * bill;
+  const fired = on.some((r) => (r.claim?.gate_fired ?? 0) > 0);
+  const measured = on.some((r) => (r.claim?.turns_measured ?? 0) > 0);
+  const turns = sum(on, (r) => r.claim?.model_check.turns ?? 0);
+  return {
+    truth,
+    claimed,
+    estimate,
+    bill,
+    same_claim: sum(same, (r) => Math.abs(r.claim?.billed_saved_usd ?? 0)),
+    same_bill_gap: sum(same, (r) => r.bill) - bill,
+    significant,
+    within5: significant ? Math.abs(claimed - truth) <= 0.05 * Math.abs(truth) : null,
+    sign_ok:
+      Math.abs(truth) < 1e-6
+        ? Math.abs(claimed) < 1e-6 || significant === false
+        : Math.sign(claimed) === Math.sign(truth) || claimed === 0,
+    estimate_within15:
+      fired && measured && significant
+        ? Math.abs(estimate - truth) <= 0.15 * Math.abs(truth)
+        : null,
+    unmeasured: sum(on, (r) => r.claim?.turns_unmeasured ?? 0),
+    complete: on.every((r) => r.claim === null || r.claim.complete),
+    removed: sum(on, (r) => r.claim?.removed.results ?? 0),
+    removed_measured: sum(on, (r) => r.claim?.removed.measured ?? 0),
+    model_turns: turns,
+    model_error:
+      turns === 0
+        ? null
+        : sum(
+            on,
+            (r) => (r.claim?.model_check.read_share_error ?? 0) * (r.claim?.model_check.turns ?? 0),
+          ) / turns,
+    leaks: sum(on, (r) => r.usage_leaks),
+  };
+}
+
+const HEAD = [
+  "scenario",
+  "calls",
+  "bill off",
+  "true saving",
+  "claimed",
+  "claimed vs true",
+  "estimate",
+  "est. vs true",
+  "nothing changed: claim",
+  "unmeasured turns",
+  "removed measured",
+  "cache model gap",
+  "verdict",
+];
+
+/** Usage a restart lost (compact-restart): the bench's known failure until issue 25 lands. */
+function restartLost(on: SessionRun[]): boolean {
+  return on.some(
+    (x) =>
+      x.restart !== undefined &&
+      (x.restart.retry !== "unchanged" ||
+        x.restart.duplicate_seq ||
+        x.restart.measured < x.restart.recorded),
+  );
+}
+
+function row(name: string, calls: number, v: Verdict, knownFailure = false): string[] {
+  const vs = (x: number) =>
+    Math.abs(v.truth) < 1e-9 ? (Math.abs(x) < 1e-9 ? "0 = 0" : "≠ 0") : pct(x / v.truth - 1);
+  const fails: string[] = [];
+  if (v.same_claim !== 0) fails.push("nothing-changed ≠ 0");
+  if (!v.sign_ok) fails.push("wrong sign");
+  if (v.within5 === false) fails.push("> 5%");
+  if (v.estimate_within15 === false) fails.push("estimate > 15%");
+  if (v.leaks > 0) fails.push("usage leaked to the stream");
+  return [
+    name,
+    String(calls),
+    money(v.bill),
+    money(v.truth),
+    money(v.claimed),
+    vs(v.claimed),
+    money(v.estimate),
+    vs(v.estimate),
+    v.same_claim === 0 ? "0 (exact)" : money(v.same_claim),
+    v.complete ? "0" : `${v.unmeasured} (flagged)`,
+    v.removed === 0 ? "—" : `${((v.removed_measured / v.removed) * 100).toFixed(0)}%`,
+    v.model_error === null ? "—" : `${(v.model_error * 100).toFixed(1)}% (${v.model_turns})`,
+    knownFailure
+      ? `known failure, pending issue 25: usage lost in a restart${fails.length === 0 ? "" : ` (${fails.join(", ")})`}`
+      : fails.length === 0
+        ? v.significant
+          ? "pass"
+          : "pass (saving < 1%)"
+        : fails.join(", "),
+  ];
+}
+
+export interface AgreementOptions {
+  scenarios?: string[];
+  sessions?: boolean;
+  markdown?: boolean;
+}
+
+export function optionsFrom(argv: readonly string[]): AgreementOptions {
+  const value = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
+  const list = value("scenarios");
+  return {
+    ...(list === undefined ? {} : { scenarios: list.split(",") }),
+    sessions: argv.includes("--sessions"),
+    markdown: argv.includes("--markdown"),
+  };
+}
+
+export async function benchAgreement(o: AgreementOptions = {}): Promise<ScenarioRun[]> {
+  const t0 = performance.now();
+  const all = scenarios(sample());
+  const chosen = o.scenarios === undefined ? all : all.filter((s) => o.scenarios!.includes(s.name));
+  const fake = new BillingFake();
+  await fake.start();
+  const runs = chosen.flatMap((s) =>
+    (Object.keys(RUN_CONFIG) as RunKind[]).map((k) => `${s.name}.${k}`),
+  );
+  const env = await startEnv(fake, runs);
+  const results: ScenarioRun[] = [];
+  try {
+    for (const s of chosen) {
+      const t = performance.now();
+      const r = await runScenario(env, s);
+      results.push(r);
+      const v = verdict(r.runs.on, r.runs.off, r.runs.same);
+      console.log(
+        `  ${s.name}: true ${money(v.truth)}, claimed ${money(v.claimed)}, estimate ${money(v.estimate)} (${((performance.now() - t) / 1000).toFixed(0)} s)`,
+      );
+    }
+  } finally {
+    await env.close();
+    await fake.stop();
+  }
+  const rows = results.map((r) =>
+    row(
+      r.scenario.name,
+      r.runs.on.reduce((n, x) => n + x.calls, 0),
+      verdict(r.runs.on, r.runs.off, r.runs.same),
+      restartLost(r.runs.on),
+    ),
+  );
+  // Session by session (the restart scenario apart): the same targets, one session at a time.
+  const each = results
+    .filter((r) => !restartLost(r.runs.on))
+    .flatMap((r) => r.runs.on.map((on, i) => verdict([on], [r.runs.off[i]!], [r.runs.same[i]!])));
+  const significant = each.filter((v) => v.significant);
+  const worst = significant.reduce(
+    (w, v) => (Math.abs(v.claimed / v.truth - 1) > Math.abs(w) ? v.claimed / v.truth - 1 : w),
+    0,
+  );
+  const calls = results.reduce(
+    (n, r) => n + r.runs.on.length + r.runs.off.length + r.runs.same.length,
+    0,
+  );
   console.log(
-    `\nagreement: ${rows.reduce((n, r) => n + r.provider_calls, 0)} provider calls through the proxy in ${((performance.now() - t0) / 1000).toFixed(0)} s; model ${MODEL}, ${gapSeconds} s between calls; ${mismatches} client answers whose usage differs from the fake's bill, ${lost} lost references`,
+    `\nagreement: ${results.length} scenarios × ${calls / Math.max(1, results.length) / 3} sessions × 3 runs (off, nothing changed, on) in ${((performance.now() - t0) / 1000).toFixed(0)} s; claims are the session reports' billed.saved_usd (claimed) and saved_usd (estimate)`,
   );
-  print(
-    [
-      ["The bill against the replay's prediction", summaryTable(rows)],
-      ["Step by step (shares of the prediction)", agreementTable(rows)],
-      ["Claimed savings against the bills", savingsTable(rows)],
-      ["Calibration (prompt tokens, estimate vs the fake's count)", calibrationTable(rows)],
-      ["Token counts", tokenTable(rows)],
-      ...tokenTables,
-    ],
-    opts.markdown === true,
+  console.log(`\n${textTable(HEAD, rows, 1)}`);
+  console.log(
+    `\nsession by session (${each.length}): nothing changed ⇒ exactly 0 in ${each.filter((v) => v.same_claim === 0).length}; of ${significant.length} with a saving over 1% of their bill, ${significant.filter((v) => v.within5).length} within 5% (worst ${pct(worst)}), wrong sign in ${each.filter((v) => !v.sign_ok).length}`,
   );
-  return rows;
+  for (const r of results) {
+    const restarts = r.runs.on.flatMap((x) => (x.restart === undefined ? [] : [x.restart]));
+    if (restarts.length === 0) continue;
+    const lost = restarts.filter(
+      (x) => x.retry !== "unchanged" || x.duplicate_seq || x.measured < x.recorded,
+    );
+    const refused = r.runs.on.flatMap((x) => x.usage_refused);
+    console.log(
+      `\n${r.scenario.name}: ${restarts.length} restarts; ${refused.length} later usage posts refused (${[...new Set(refused)].join(", ") || "none"}); retried usage answered ${[...new Set(restarts.map((x) => x.retry))].join(", ")}; seq issued twice in ${restarts.filter((x) => x.duplicate_seq).length}; usage recorded ${restarts.reduce((n, x) => n + x.recorded, 0)}, measured in the reports ${restarts.reduce((n, x) => n + x.measured, 0)}` +
+        (lost.length === 0
+          ? " — durable"
+          : " — EXPECTED KNOWN FAILURE, pending issue 25 (durable usage across a restart of the session object)"),
+    );
+  }
+  if (o.sessions)
+    for (const r of results) {
+      const srows = r.runs.on.map((on, i) =>
+        row(
+          `${r.scenario.name} ${on.file}/${on.session}`,
+          on.calls,
+          verdict([on], [r.runs.off[i]!], [r.runs.same[i]!]),
+          restartLost([on]),
+        ),
+      );
+      console.log(`\n${textTable(HEAD, srows, 1)}`);
+    }
+  if (o.markdown) console.log(`\n${markdownTable(HEAD, rows, 1)}`);
+  return results;
 }
 
 if (import.meta.url === `file://${process.argv[1]}`)

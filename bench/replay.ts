@@ -1,46 +1,69 @@
 /**
  * The project's main figure: the cost replay of the three corpus files, two models (Sonnet 4.6, Opus 4.5
- * prices), both client models, every policy. Prints one table per run and, with --markdown, the README table.
+ * prices), both client models, every policy. Prints one table per run and, with --markdown, the README
+ * tables: the main one, what each default switch is worth (the defaults with one switch off), the
+ * cold-cache runs (--gap), and realistic endings (sessions that stop soon after a stub lands) at Anthropic
+ * and OpenAI prices. `--only main|switches|cold|endings` runs one part.
  */
 
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
+import { earlyEndings } from "../src/replay/endings.ts";
 import { parseGapModel } from "../src/replay/gaps.ts";
 import { DEFAULT_POLICIES, policyByName } from "../src/replay/policies/index.ts";
 import { renderTable } from "../src/replay/report.ts";
 import { replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
-import type { Client, ReplayReport } from "../src/replay/types.ts";
+import type { Client, ReplayReport, ReplaySession } from "../src/replay/types.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 const FILES = ["swe", "api", "large"] as const;
 const MODELS = ["claude-sonnet-4-6", "claude-opus-4-5"];
 const CLIENTS: Client[] = ["cached", "uncached"];
+/** The defaults before this round's switches (first delivery off, no move, the fixed horizon). */
+export const PREVIOUS_DEFAULTS = "edge-offload/full-delivery/no-move/fixed-horizon";
+const MAIN_POLICIES = ["none", PREVIOUS_DEFAULTS, ...DEFAULT_POLICIES.filter((p) => p !== "none")];
+export type ReplayPart = "main" | "switches" | "cold" | "endings";
+
+function sessionsOf(file: string): ReplaySession[] {
+  return parseSessions(
+    gunzipSync(readFileSync(corpusFile(file as (typeof FILES)[number]))).toString("utf8"),
+    file,
+  );
+}
 
 export async function benchReplay(
-  opts: { markdown?: boolean; files?: readonly string[]; models?: string[] } = {},
+  opts: {
+    markdown?: boolean;
+    files?: readonly string[];
+    models?: string[];
+    only?: ReplayPart;
+  } = {},
 ): Promise<ReplayReport[]> {
+  const files = opts.files ?? FILES;
   const reports: (ReplayReport & { file: string })[] = [];
-  const t0 = performance.now();
-  for (const file of opts.files ?? FILES) {
-    const sessions = parseSessions(
-      gunzipSync(readFileSync(corpusFile(file as (typeof FILES)[number]))).toString("utf8"),
-      file,
-    );
-    for (const model of opts.models ?? MODELS) {
-      for (const client of CLIENTS) {
-        const policies = DEFAULT_POLICIES.map((n) => policyByName(n)!);
-        const report = await replay(sessions, { model, client, policies });
-        reports.push({ ...report, file });
-        console.log(`\n${renderTable(report, `${file}-sessions: `)}`);
+  const run = (part: ReplayPart) => opts.only === undefined || opts.only === part;
+  if (run("main")) {
+    const t0 = performance.now();
+    for (const file of files) {
+      const sessions = sessionsOf(file);
+      for (const model of opts.models ?? MODELS) {
+        for (const client of CLIENTS) {
+          const policies = MAIN_POLICIES.map((n) => policyByName(n)!);
+          const report = await replay(sessions, { model, client, policies });
+          reports.push({ ...report, file });
+          console.log(`\n${renderTable(report, `${file}-sessions: `)}`);
+        }
       }
     }
+    console.log(
+      `\nreplay: ${reports.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+    );
+    if (opts.markdown) console.log(`\n${markdown(reports)}\n\n${worstSessions(reports)}`);
   }
-  console.log(
-    `\nreplay: ${reports.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
-  );
-  if (opts.markdown) console.log(`\n${markdown(reports)}\n\n${worstSessions(reports)}`);
-  if (opts.markdown) await coldCache(opts.files ?? FILES);
+  if (opts.markdown && run("switches")) await switches(files);
+  if (opts.markdown && run("cold")) await coldCache(files);
+  if (opts.markdown && run("endings")) await endings(files);
   return reports;
 }
 
@@ -57,70 +80,117 @@ function markdown(reports: (ReplayReport & { file: string })[]): string {
   return [head, sep, ...rows].join("\n");
 }
 
-if (import.meta.url === `file://${process.argv[1]}`)
-  await benchReplay({ markdown: process.argv.includes("--markdown") });
-
-/** The worst single session per row (ratio to none), and the references each file holds, per kind. */
+/** The worst single session per row (ratio to none) with the count of sessions made dearer. */
 function worstSessions(reports: (ReplayReport & { file: string })[]): string {
   const policies = reports[0]!.policies.map((p) => p.policy).filter((p) => p !== "none");
   const head = `| corpus | model | client | references (corpus/quote/token) | ${policies.join(" | ")} |`;
   const sep = `|${" --- |".repeat(4 + policies.length)}`;
   const rows = reports.map((r) => {
     const k = r.policies[0]!.references_by_kind;
-    const cells = r.policies
-      .filter((p) => p.policy !== "none")
-      .map((p) => (p.worst_session_ratio === null ? "—" : p.worst_session_ratio.toFixed(3)));
+    const cells = r.policies.filter((p) => p.policy !== "none").map(worst);
     return `| ${r.file} | ${r.model.replace("claude-", "")} | ${r.client} | ${r.policies[0]!.references} (${k.corpus}/${k.quote}/${k.token}) | ${cells.join(" | ")} |`;
   });
   return [head, sep, ...rows].join("\n");
 }
 
-/** The gap model of the cold-cache runs: 20 s between calls, one gap in ten 15 minutes (the cache lapses). */
-export const COLD_GAP = "20,900@0.1";
-const COLD_POLICIES = [
-  "none",
-  "edge-offload",
-  "edge-offload/no-cold",
-  "edge-offload+all",
-  "edge-offload+all/no-cold",
-  "evict-20k",
-];
+/** Worst session ratio, and how many sessions were dearer than under none. */
+function worst(p: ReplayReport["policies"][number]): string {
+  if (p.worst_session_ratio === null) return "—";
+  return `${p.worst_session_ratio.toFixed(3)}${p.dearer_sessions > 0 ? ` (${p.dearer_sessions} dearer)` : ""}`;
+}
 
-/** The cold-cache moment: the same rows with and without it, under a gap model that lets caches lapse. */
-async function coldCache(files: readonly string[]): Promise<void> {
+/** One table of several runs: a row per (file, client[, model]), a cell per policy. */
+async function table(
+  title: string,
+  files: readonly string[],
+  runs: { model: string; client: Client; gap?: string }[],
+  policies: string[],
+  prepare: (sessions: ReplaySession[]) => ReplaySession[] = (s) => s,
+): Promise<void> {
   const t0 = performance.now();
   const rows: string[] = [];
   for (const file of files) {
-    const sessions = parseSessions(
-      gunzipSync(readFileSync(corpusFile(file as (typeof FILES)[number]))).toString("utf8"),
-      file,
-    );
-    for (const client of CLIENTS) {
+    const sessions = prepare(sessionsOf(file));
+    for (const r of runs) {
       const report = await replay(sessions, {
-        model: MODELS[0]!,
-        client,
-        policies: COLD_POLICIES.map((n) => policyByName(n)!),
-        gap: parseGapModel(COLD_GAP),
+        model: r.model,
+        client: r.client,
+        policies: policies.map((n) => policyByName(n)!),
+        ...(r.gap === undefined ? {} : { gap: parseGapModel(r.gap) }),
       });
-      console.log(`\n${renderTable(report, `${file}-sessions, --gap ${COLD_GAP}: `)}`);
+      console.log(`\n${renderTable(report, `${file}-sessions (${title}): `)}`);
       const none = report.policies[0]!;
       rows.push(
-        `| ${file} | ${client} | ${none.total_usd.toFixed(2)} | ${report.policies
+        `| ${file} | ${r.model.replace("claude-", "")} | ${r.client} | ${report.sessions} | ${none.total_usd.toFixed(2)} | ${report.policies
           .slice(1)
-          .map((p) => cell(p))
+          .map((p) => `${cell(p)}; worst ${worst(p)}`)
           .join(" | ")} |`,
       );
     }
   }
   console.log(
-    `\ncold cache (--gap ${COLD_GAP}, Sonnet 4.6): ${rows.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s\n`,
+    `\n${title}: ${rows.length} runs in ${((performance.now() - t0) / 1000).toFixed(0)} s\n`,
   );
-  console.log(`| corpus | client | none $ | ${COLD_POLICIES.slice(1).join(" | ")} |`);
-  console.log(`|${" --- |".repeat(2 + COLD_POLICIES.length)}`);
+  console.log(
+    `| corpus | prices | client | sessions | none $ | ${policies.slice(1).join(" | ")} |`,
+  );
+  console.log(`|${" --- |".repeat(4 + policies.length)}`);
   for (const r of rows) console.log(r);
+}
+
+/** What each default switch is worth: the defaults with one switch off (Sonnet 4.6, both clients). */
+async function switches(files: readonly string[]): Promise<void> {
+  await table(
+    "the defaults, one switch off",
+    files,
+    CLIENTS.map((client) => ({ model: MODELS[0]!, client })),
+    [
+      "none",
+      "edge-offload",
+      "edge-offload/no-move",
+      "edge-offload/fixed-horizon",
+      "edge-offload/no-margin",
+      "edge-offload/full-delivery",
+      "edge-offload/full-delivery/no-move",
+    ],
+  );
+}
+
+/** The gap model of the cold-cache runs: 20 s between calls, one gap in ten 15 minutes (the cache lapses). */
+export const COLD_GAP = "20,900@0.1";
+
+/** The cold-cache moment: the same rows with and without it, under a gap model that lets caches lapse. */
+async function coldCache(files: readonly string[]): Promise<void> {
+  await table(
+    `--gap ${COLD_GAP}`,
+    files,
+    CLIENTS.map((client) => ({ model: MODELS[0]!, client, gap: COLD_GAP })),
+    [
+      "none",
+      "edge-offload",
+      "edge-offload/no-cold",
+      "edge-offload+all",
+      "edge-offload+all/no-cold",
+      "evict-20k",
+    ],
+  );
+}
+
+/** An OpenAI model for the endings runs: its cache writes cost input (no surcharge), reads a tenth. */
+export const OPENAI_MODEL = "gpt-5.4";
+
+/** Realistic endings (endings.ts): how many sessions the defaults make dearer, at both providers' prices. */
+async function endings(files: readonly string[]): Promise<void> {
+  await table(
+    "--endings early",
+    files,
+    [MODELS[0]!, OPENAI_MODEL].flatMap((model) => CLIENTS.map((client) => ({ model, client }))),
+    ["none", "edge-offload", "edge-offload/fixed-horizon"],
+    earlyEndings,
+  );
 }
 
 /** A table cell: ratio to none, references lost, recall hops paid. */
 function cell(p: ReplayReport["policies"][number]): string {
-  return `${p.ratio_to_none!.toFixed(3)}${p.lost_references > 0 ? ` (${p.lost_references} lost)` : ""}${p.recall_hops > 0 ? ` [${p.recall_hops} hops]` : ""}`;
+  return `${p.ratio_to_none!.toFixed(3)}${p.lost_references > 0 ? ` (${p.lost_references} lost)` : ""}${p.recall_hops > 0 ? ` [${p.recall_hops}]` : ""}`;
 }

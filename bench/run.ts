@@ -5,12 +5,17 @@
 import { spawnSync } from "node:child_process";
 import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
+import {
+  benchAgreement as benchAgreementReplay,
+  optionsFrom as replayOptionsFrom,
+} from "./agreement-replay.ts";
+import { benchEval } from "./eval.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
 import { benchLatency, benchLatencyWorkerd } from "./latency.ts";
 import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
-import { benchReplay } from "./replay.ts";
+import { benchReplay, type ReplayPart } from "./replay.ts";
 import { benchScale } from "./scale-sim.ts";
 import { benchTransform } from "./transform.ts";
 
@@ -38,9 +43,21 @@ const benches: Record<string, () => Promise<unknown>> = {
   extract: () => script("extract.ts"),
   attachments: () => script("attachments.ts"),
   hardening: () => script("hardening.ts"),
-  replay: () => benchReplay({ markdown: true }),
+  ocr: () => script("ocr.ts"),
+  // OCR's hostile inputs in a 128 MB Node child and under wrangler dev (issue 24's table).
+  "ocr-hostile": () => script("ocr-hostile.ts"),
+  // `--only=main|switches|cold|endings`: one part of it.
+  replay: () => {
+    const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
+    return benchReplay({
+      markdown: true,
+      ...(only === undefined ? {} : { only: only as ReplayPart }),
+    });
+  },
   agreement: () => benchAgreement(optionsFrom(process.argv)),
+  "agreement-replay": () => benchAgreementReplay(replayOptionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),
+  eval: () => benchEval(),
   scale: async () => benchScale(),
   latency: async () => {
     await benchLatency();

@@ -291,14 +291,14 @@ if (process.argv.includes("--json"))
   };
   console.log(`\nCross-check with the replay (src/replay, its own cache simulation), Sonnet 4.6:`);
   console.log(
-    `${pad("session", 10)}${pad("client", 10)}${lpad("none", 11)}${lpad("edge-offload", 14)}${lpad("+first-delivery", 17)}${lpad("prompt tokens", 15)}`,
+    `${pad("session", 10)}${pad("client", 10)}${lpad("none", 11)}${lpad("full delivery", 14)}${lpad("edge-offload", 17)}${lpad("prompt tokens", 15)}`,
   );
   for (const client of ["cached", "uncached"] as const) {
     for (const [name, s] of Object.entries(sessions)) {
       const r = await replay([s], {
         model: "claude-sonnet-4-6",
         client,
-        policies: ["none", "edge-offload", "edge-offload+first-delivery"].map(
+        policies: ["none", "edge-offload/full-delivery", "edge-offload"].map(
           (n) => policyByName(n)!,
         ),
       });

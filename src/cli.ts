@@ -1,24 +1,23 @@
 #!/usr/bin/env node
 /**
  * `edge-offload` command line. `edge-offload replay <sessions.jsonl[.gz]>` prices a set of sessions under each
- * policy (see README "Measuring it"). Plain Node, no workerd.
+ * policy (see README "Measuring it"); `edge-offload eval` A/Bs the model's answers with offload off and on
+ * against the user's provider (cli-eval.ts). Plain Node, no workerd.
  *
  * Every failure a user can cause (a bad flag, a bad --config, a missing or unreadable file) is one line on
  * stderr and exit code 2; anything else is one line and exit code 1 (EDGE_OFFLOAD_DEBUG=1 adds the stack).
- * The replay's modules are imported only once the Node version is known to run them, so an old Node gets a
+ * The commands' modules are imported only once the Node version is known to run them, so an old Node gets a
  * sentence rather than a syntax error from deep inside a dependency.
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { gunzipSync } from "node:zlib";
+import { EVAL_HELP, evalCommand } from "./cli-eval.ts";
+import { configFromText, readSessionsFile, UsageError } from "./cli-input.ts";
 import { progressReporter } from "./cli-progress.ts";
 
 /** The oldest Node the library runs on (its JSONPath engine uses the RegExp `v` flag). */
 const MIN_NODE_MAJOR = 20;
 const PRUNE = "prune-messages";
-
-/** A problem with what the user asked for: one line, exit code 2. */
-class UsageError extends Error {}
 
 function packageVersion(): string {
   // The same relative path from src/cli.ts and from dist/cli.js.
@@ -29,8 +28,8 @@ function packageVersion(): string {
 }
 
 async function loadReplay() {
-  const [pricing, policies, custom, prune, report, run, sessions, config, gaps] = await Promise.all(
-    [
+  const [pricing, policies, custom, prune, report, run, sessions, config, gaps, endings] =
+    await Promise.all([
       import("./core/pricing.ts"),
       import("./replay/policies/index.ts"),
       import("./replay/policies/edge-offload.ts"),
@@ -40,8 +39,8 @@ async function loadReplay() {
       import("./replay/sessions.ts"),
       import("./config.ts"),
       import("./replay/gaps.ts"),
-    ],
-  );
+      import("./replay/endings.ts"),
+    ]);
   return {
     ...pricing,
     ...policies,
@@ -52,9 +51,18 @@ async function loadReplay() {
     ...sessions,
     ...config,
     ...gaps,
+    ...endings,
   };
 }
 type Replay = Awaited<ReturnType<typeof loadReplay>>;
+
+const COMMANDS = `edge-offload <command> [options]
+
+Commands:
+  replay    price your sessions under each context policy, offline (no provider call)
+  eval      A/B your model's answers with offload off and on, against your provider, with the cost
+  --version the package version
+`;
 
 function help(r: Replay): string {
   return `edge-offload replay <sessions.jsonl[.gz]> [options]
@@ -72,6 +80,8 @@ Options:
   --config JSON      an extra row "edge-offload+config" running compact with this config
   --gap BASE[,LONG@P] seconds between calls for sessions without timestamps: BASE, or LONG with
                      probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
+  --endings early    cut half of the sessions holding a result over 8,000 chars 1-3 calls after it
+                     arrives (sessions that stop soon after a stub lands; default: as recorded)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -81,46 +91,12 @@ Progress (on stderr, only when it is a terminal) counts session×policy runs and
 }
 
 function readSessions(r: Replay, file: string) {
-  let raw: Buffer;
-  try {
-    raw = readFileSync(file);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    const why =
-      code === "ENOENT"
-        ? "no such file"
-        : code === "EISDIR"
-          ? "it is a directory"
-          : code === "EACCES"
-            ? "permission denied"
-            : e instanceof Error
-              ? e.message
-              : String(e);
-    throw new UsageError(`cannot read ${file}: ${why}`);
-  }
-  try {
-    return r.parseSessions((file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8"), file);
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
+  return readSessionsFile(file, r.parseSessions);
 }
 
 /** The custom row's config, validated here so a typo is a usage error, not a failure mid-replay. */
 function customConfig(r: Replay, text: string): Record<string, unknown> {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw new UsageError(
-      `--config is not JSON (${e instanceof Error ? e.message : String(e)}); e.g. --config '{"tool_result_medium_tier":"cache_anchor"}'`,
-    );
-  }
-  try {
-    r.parseConfigPatch(value, "--config");
-  } catch (e) {
-    throw new UsageError(e instanceof Error ? e.message : String(e));
-  }
-  return value as Record<string, unknown>;
+  return configFromText(text, (value) => r.parseConfigPatch(value, "--config"));
 }
 
 function parseReplayArgs(args: string[]) {
@@ -133,6 +109,7 @@ function parseReplayArgs(args: string[]) {
       policies: { type: "string" },
       config: { type: "string" },
       gap: { type: "string" },
+      endings: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -196,7 +173,11 @@ async function replayCommand(rest: string[]): Promise<number> {
   } catch (e) {
     throw new UsageError(e instanceof Error ? e.message : String(e));
   }
-  const sessions = readSessions(r, file);
+  const endings = args.values.endings;
+  if (endings !== undefined && endings !== "early" && endings !== "recorded")
+    throw new UsageError("--endings must be early or recorded");
+  const recorded = readSessions(r, file);
+  const sessions = endings === "early" ? r.earlyEndings(recorded) : recorded;
   const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
   const report = await r.replay(sessions, {
     model,
@@ -226,10 +207,11 @@ export async function main(argv: string[]): Promise<number> {
     return 1;
   }
   if (command === undefined || command === "--help" || command === "-h" || command === "help") {
-    process.stdout.write(help(await loadReplay()));
+    process.stdout.write(`${COMMANDS}\n${help(await loadReplay())}\n${EVAL_HELP}`);
     return command === undefined ? 2 : 0;
   }
   try {
+    if (command === "eval") return await evalCommand(rest);
     if (command !== "replay")
       throw new UsageError(`unknown command ${JSON.stringify(command)} (try --help)`);
     return await replayCommand(rest);

@@ -42,7 +42,15 @@ const fields = {
     .positive()
     .max(10_000)
     .default(5)
-    .describe("Expected remaining turns over which a saving accrues."),
+    .describe(
+      "Expected remaining turns over which a saving accrues: the prior, where the store supplies no observed session lengths (or too few).",
+    ),
+  tool_result_offload_horizon_learned: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Learn the horizon from the tenant's observed session lengths when the store supplies them: the expected number of calls a session that has run this long still makes. false: always the configured horizon.",
+    ),
   tool_result_offload_recall_probability: z
     .number()
     .min(0)
@@ -88,6 +96,12 @@ const fields = {
     .describe(
       '"cache_anchor": add one advancing cache breakpoint (Anthropic) so what the model has read, medium results included, is billed at cache-read price.',
     ),
+  tool_result_breakpoint_move: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Never cache what is about to be stubbed: on the turn a result arrives that the gate prices to offload once settled, move the client's cache breakpoint (Anthropic) from after it to just before it, so the call writes only what the next call reads, and offload the result once settled. Priced: only where the move pays.",
+    ),
   tool_result_offload_adaptive: z
     .boolean()
     .default(false)
@@ -102,9 +116,9 @@ const fields = {
     ),
   tool_result_first_delivery: z
     .enum(["full", "gated"])
-    .default("full")
+    .default("gated")
     .describe(
-      '"gated": the gate may offload a large result on the turn it arrives (the model then sees only its stub).',
+      '"gated" (the default): the gate may offload a medium or large result on the turn it arrives, where its price says so (the model then sees only its structural stub); "full": every result is sent in full once.',
     ),
   tool_result_first_delivery_min_chars: z
     .int()
@@ -112,7 +126,15 @@ const fields = {
     .nullable()
     .default(null)
     .describe(
-      'With first delivery "gated": the smallest fresh result the gate weighs (null: the large threshold). Lower it to let the gate stub medium results on arrival; results at or below tool_result_compaction_size_chars are never stubbed.',
+      'With first delivery "gated": the smallest fresh result the gate weighs (null: every result over tool_result_compaction_size_chars, medium and large). Raise it to the large threshold to stub only large results on arrival; results at or below the size floor are never stubbed.',
+    ),
+  tool_result_first_delivery_recall_margin: z
+    .number()
+    .min(0)
+    .max(10)
+    .default(1)
+    .describe(
+      "Recall hops a first delivery must pay for beyond the expected ones: a result the model has not seen may be recalled many times (a file it is editing), and one such result must not make its session dearer.",
     ),
   tool_result_offload_shadow: z
     .boolean()
@@ -244,6 +266,15 @@ export const OffloadConfigPatchSchema = z.strictObject(
 export type OffloadConfigPatch = z.infer<typeof OffloadConfigPatchSchema>;
 
 export const DEFAULT_CONFIG: OffloadConfig = OffloadConfigSchema.parse({});
+
+/**
+ * The settings a deployment turns on (README, "Quick start"): compaction and offload, every other
+ * field at its default. What `edge-offload eval` tests unless told otherwise.
+ */
+export const RECOMMENDED_CONFIG: Readonly<OffloadConfigPatch> = Object.freeze({
+  tool_result_compaction_enabled: true,
+  tool_result_offload_enabled: true,
+});
 
 /**
  * Validate a config patch (aliases folded in), throwing an `invalid_config` OffloadError that names

@@ -5,7 +5,8 @@
  *
  * - The turn: `compact` a provider request, `recall` a slice of what was offloaded, over an
  *   `OffloadStore` (`MemoryStore` keeps everything in the process).
- * - The price of a decision: `offloadGate`, `resolveModel`, the price table, token estimates.
+ * - The price of a decision: `offloadGate`, `resolveModel`, the price table, token estimates, and
+ *   `expectedRemainingCalls` (the horizon a store's observed `session_lengths` give).
  * - Attachments: `extractText` and friends turn a file into text once; the typed errors all say
  *   "send it natively" (`fallback: "native"`).
  * - The tool-author kit: `defineTool`, `definePagedTool`, `paginate`, `previewOf` keep a tool's own
@@ -77,6 +78,8 @@ export type { CompactOutput } from "./core/compact.ts";
 export { splice } from "./core/compact.ts";
 export type { GateInput } from "./core/gate.ts";
 export { offloadGate, RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "./core/gate.ts";
+export type { SessionLengths } from "./core/horizon.ts";
+export { expectedRemainingCalls } from "./core/horizon.ts";
 export { MEM_ID_PATTERN } from "./core/memid.ts";
 export type {
   AttachmentExtractor,
@@ -156,10 +159,17 @@ export type {
   OcrModelSource,
   OcrOptions,
   OcrPixels,
+  OcrRaster,
   OcrRunLimits,
   OcrText,
 } from "./extract/ocr.ts";
-export { bucketModelSource, bytesModelSource, DEFAULT_OCR_MAX_PIXELS } from "./extract/ocr.ts";
+export {
+  bucketModelSource,
+  bytesModelSource,
+  DEFAULT_OCR_MAX_PIXELS,
+  OCR_PEAK_BUDGET_BYTES,
+  OCR_PEAK_BYTES_PER_PIXEL,
+} from "./extract/ocr.ts";
 export type { TesseractEngineOptions } from "./extract/ocr-tesseract.ts";
 export { tesseractEngine } from "./extract/ocr-tesseract.ts";
 export type {

@@ -3,6 +3,9 @@ import type { Env as ServiceEnv } from "../src/env.ts";
 
 declare global {
   namespace Cloudflare {
-    interface Env extends ServiceEnv {}
+    interface Env extends ServiceEnv {
+      /** The OCR model (gzipped trained data), a test-only binding (vitest.config.ts). */
+      TEST_OCR_MODEL: ArrayBuffer;
+    }
   }
 }

@@ -82,6 +82,10 @@ export function unpricedModel(model: string | null | undefined): string {
   return `${which} (no price): set the config's tool_result_pricing_model to a model in the price table (e.g. "claude-sonnet-4-6") to price it`;
 }
 
+function round1(x: number): number {
+  return Math.round(x * 10) / 10;
+}
+
 function round2(x: number): number {
   return Math.round(x * 100) / 100;
 }
@@ -199,7 +203,7 @@ export function offloadGate(input: GateInput): GateResult {
   ] as const;
   const biggest = costs.reduce((a, b) => (b[1] > a[1] ? b : a));
   const reason = fire
-    ? `saves $${net.toFixed(4)} over ${written ? `this and ${H} more` : H} turns (${input.cached_side ? (cold ? "cold cache" : "cached") : "uncached"} side, p=${round2(p)})`
+    ? `saves $${net.toFixed(4)} over ${written ? `this and ${round1(H)} more` : round1(H)} turns (${input.cached_side ? (cold ? "cold cache" : "cached") : "uncached"} side, p=${round2(p)})`
     : T <= S
       ? "the stub is not smaller than the result"
       : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;

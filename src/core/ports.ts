@@ -12,7 +12,9 @@
  * - `AttachmentExtractor`: turns an attachment into text; the core never loads an extraction engine
  *   itself.
  */
+
 import type { Calibration } from "./calibration.ts";
+import type { SessionLengths } from "./horizon.ts";
 import type {
   BodyMeta,
   ResultRecord,
@@ -56,6 +58,13 @@ export interface LoadedState {
    * first: past the provider's cache TTL, rewriting earlier bytes costs nothing extra.
    */
   idle_seconds?: number | null;
+  /**
+   * Optional: the tenant's observed session lengths (horizon.ts), from which the gate learns how many
+   * more calls a session that has run this long will make. Absent: the configured horizon (or the
+   * adaptive gate's estimate). A store supplies what it knows of ended sessions; it is a cache of the
+   * tenant's history, never read back to decide anything but the horizon.
+   */
+  session_lengths?: SessionLengths;
   /**
    * The store's hold on the session for this turn (opaque to the core): handed back with every
    * ledger write and the commit, so a store can refuse a turn that a delete overtook.

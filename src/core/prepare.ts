@@ -7,7 +7,7 @@
 import { isOffloadError, type OffloadError } from "../errors.ts";
 import type { FormatAdapter, RequestAnalysis } from "./formats/types.ts";
 import { type JsonNode, parseJsonSpans } from "./json/scan.ts";
-import { pressureId, warmId } from "./turn/context.ts";
+import { arrivalId, pressureId, settleId, warmId } from "./turn/context.ts";
 import type { Format } from "./types.ts";
 
 export interface PreparedRequest {
@@ -41,12 +41,15 @@ export function turnKeys(prepared: PreparedRequest): { ids: string[]; names: str
   const { analysis } = prepared;
   if ("invalid" in analysis) return { ids: [], names: [] };
   return {
-    // With each result's context-pressure and kept-while-warm records (pressure.ts, decide.ts), asked
-    // for whether or not they exist: the turn's load is then served from this one read.
+    // With each result's context-pressure, kept-while-warm and breakpoint-move records (pressure.ts,
+    // decide.ts, breakpoint.ts), and a fresh one's declined first delivery, asked for whether or not they
+    // exist: the turn's load is then served from this one read.
     ids: analysis.sites.flatMap((s) => [
       s.tool_use_id,
       pressureId(s.tool_use_id),
       warmId(s.tool_use_id),
+      settleId(s.tool_use_id),
+      ...(s.settled ? [] : [arrivalId(s.tool_use_id)]),
     ]),
     names: [...new Set(analysis.sites.map((s) => s.tool_name))],
   };

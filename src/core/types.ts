@@ -211,6 +211,20 @@ export interface TurnEstimate {
   calibrated: boolean;
   /** The price-table model the turn was priced as (its usage is priced so), null when unknown. */
   model: string | null;
+  /**
+   * The client's request and the one sent, sketched at a bounded set of unit boundaries
+   * (core/sketch.ts): what the billing counterfactual runs the provider's cache rules over.
+   */
+  sketch?: string;
+  /** The request's cache routing key (OpenAI's `prompt_cache_key`), hashed. */
+  cache_scope?: string;
+  /**
+   * Results sent in full for the first time on this turn (the newest, not yet answered), by call
+   * id: their estimated tokens. A later measured prompt's growth measures them.
+   */
+  fresh?: Record<string, number>;
+  /** Results this turn's request took out (offloaded or shortened), by call id: their estimates. */
+  cut?: Record<string, number>;
 }
 
 /** What the proxy adds to a turn's log line: the extra provider calls it made to answer recalls. */

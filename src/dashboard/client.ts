@@ -98,7 +98,7 @@ export const CLIENT_SCRIPT = String.raw`
     var box = clear(byId('totals'));
     append(box, [
       card('sessions', 'Sessions', int(rows.length), list.more ? 'first ' + int(rows.length) + ' shown' : null),
-      card('saved_usd', 'Dollars saved (estimate)', usd(sum(rows, function (r) { return r.saved_usd; })), int(sum(rows, function (r) { return r.saved_tokens; })) + ' tokens'),
+      card('saved_usd', estimateLabel(rows.every(function (r) { return billed(r).estimate_basis === 'modelled'; }) ? 'modelled' : 'tokens_removed'), usd(sum(rows, function (r) { return r.saved_usd; })), int(sum(rows, function (r) { return r.saved_tokens; })) + ' tokens'),
       billedCard(rows),
       card('would_save_usd', 'Would save (shadow)', usd(sum(rows, function (r) { return r.would_save_usd; })), int(sum(rows, function (r) { return r.would_save_tokens; })) + ' tokens'),
       card('recall_rate', 'Recall rate', pct(offloaded === 0 ? null : recalled / offloaded), int(recalled) + ' of ' + int(offloaded) + ' offloaded read back'),
@@ -108,7 +108,14 @@ export const CLIENT_SCRIPT = String.raw`
     note.textContent = 'Sessions are listed from the KV index, which may lag by about a minute' + (list.missing ? '; ' + int(list.missing) + ' listed session(s) no longer exist' : '') + '.';
   }
 
-  function billed(r) { return r.billed || { turns_measured: 0, usd: 0, hops_usd: 0, saved_usd: 0, prompt_tokens: 0, cache_read_tokens: 0 }; }
+  function billed(r) { return r.billed || { turns_measured: 0, turns_unmeasured: 0, usd: 0, hops_usd: 0, saved_usd: 0, prompt_tokens: 0, cache_read_tokens: 0 }; }
+
+  // The estimate is a saving once a measured turn grounds it; before, only a value of the tokens
+  // taken out (their position's rate), and labelled so.
+  function estimateLabel(basis) { return basis === 'tokens_removed' ? 'Tokens removed, at their rate (no usage measured)' : 'Dollars saved (estimate)'; }
+
+  // A billed saving with turns whose usage never came is incomplete: said, with their count.
+  function gaps(n) { return n ? ' (incomplete: ' + int(n) + ' turn' + (n === 1 ? '' : 's') + ' without usage, modelled)' : ''; }
 
   // What the provider billed (its usage x the price table), beside the estimate: the bill, the
   // saving against the clients' own requests, the recall hops' part, the measured cache-read share.
@@ -118,7 +125,7 @@ export const CLIENT_SCRIPT = String.raw`
     var prompt = sum(rows, function (r) { return billed(r).prompt_tokens; });
     var read = sum(rows, function (r) { return billed(r).cache_read_tokens; });
     return card('billed_usd', 'Billed saving', usd(sum(rows, function (r) { return billed(r).saved_usd; })),
-      'bill ' + usd(sum(rows, function (r) { return billed(r).usd; })) + ', hops ' + usd(sum(rows, function (r) { return billed(r).hops_usd; })) + ', cache read ' + pct(prompt === 0 ? null : read / prompt) + ', ' + int(measured) + ' turns measured');
+      'bill ' + usd(sum(rows, function (r) { return billed(r).usd; })) + ', hops ' + usd(sum(rows, function (r) { return billed(r).hops_usd; })) + ', cache read ' + pct(prompt === 0 ? null : read / prompt) + ', ' + int(measured) + ' turns measured' + gaps(sum(rows, function (r) { return billed(r).turns_unmeasured || 0; })));
   }
 
   function renderSessions(list) {
@@ -136,7 +143,7 @@ export const CLIENT_SCRIPT = String.raw`
         el('td', null, modeBadge(r.mode)),
         el('td', { class: 'num' }, int(r.turns_logged)),
         el('td', { class: 'num' }, usd(r.saved_usd)),
-        el('td', { class: 'num' }, billed(r).turns_measured ? usd(billed(r).saved_usd) : '-'),
+        el('td', { class: 'num', title: billed(r).turns_unmeasured ? gaps(billed(r).turns_unmeasured).trim() : null }, billed(r).turns_measured ? usd(billed(r).saved_usd) + (billed(r).turns_unmeasured ? ' *' : '') : '-'),
         el('td', { class: 'num' }, usd(r.would_save_usd)),
         el('td', { class: 'num' }, pct(r.recall_rate)),
         el('td', null, when(r.last_active)),
@@ -243,9 +250,9 @@ export const CLIENT_SCRIPT = String.raw`
       ]),
       chart(r.turns),
       el('dl', { class: 'stats' }, [
-        stat('saved_usd', 'Dollars saved (estimate)', usd(t.saved_usd) + ' (' + int(t.saved_tokens) + ' tokens)'),
+        stat('saved_usd', estimateLabel(billed(t).estimate_basis), usd(t.saved_usd) + ' (' + int(t.saved_tokens) + ' tokens)'),
         stat('billed_usd', 'Billed', billed(t).turns_measured ? usd(billed(t).usd) + ' (recall hops ' + usd(billed(t).hops_usd) + '; ' + int(billed(t).turns_measured) + ' turns measured)' : 'no measured usage yet'),
-        stat('billed_saved_usd', 'Billed saving', billed(t).turns_measured ? usd(billed(t).saved_usd) + ' against ' + usd(billed(t).counterfactual_usd) + ' unchanged' : '-'),
+        stat('billed_saved_usd', 'Billed saving', billed(t).turns_measured ? usd(billed(t).saved_usd) + ' against ' + usd(billed(t).counterfactual_usd) + ' unchanged' + gaps(billed(t).turns_unmeasured) : '-'),
         stat('cache_read_share', 'Cache-read share (measured)', pct(billed(t).cache_read_share)),
         stat('would_save_usd', 'Would save (shadow turns)', usd(t.would_save_usd) + ' (' + int(t.would_save_tokens) + ' tokens)'),
         stat('turns', 'Turns logged', int(t.turns_logged) + (t.shadow_turns ? ' (' + int(t.shadow_turns) + ' shadow)' : '')),

@@ -12,27 +12,38 @@
  *
  * One engine per isolate, reused across requests; recognising an image is one synchronous run (decode, load,
  * layout, estimate, recognise, clear) with no await inside, so concurrent requests never interleave in it.
- * WebAssembly memory never shrinks: after an image that grew it past `max_heap_bytes` the instance is dropped,
- * and the next image starts a new one (≈ 0.1 s to instantiate and load the model again).
+ *
+ * Memory is what an isolate runs out of first, so an image is decoded straight into the engine's own image
+ * buffer (tesseract-wasm's `Image`, which its loadImage would otherwise fill from a copy in JavaScript):
+ * the image is never whole outside WebAssembly. Tesseract then copies it once (SetImage keeps its own Pix)
+ * and works on a grey and a binary version: about 8 bytes a pixel at the peak, the figure the default pixel
+ * ceiling is derived from (ocr.ts). WebAssembly memory never shrinks: after an image that grew it past
+ * `max_heap_bytes` the instance is dropped, and the next image starts a new one (≈ 0.1 s to instantiate and
+ * load the model again), so an idle isolate holds the engine at its resting size, not at its largest image's.
  */
 /// <reference path="./tesseract-wasm.d.ts" />
 import type { OCREngine, TextItem } from "tesseract-wasm";
 import { ExtractionDependencyMissingError, ExtractionFailedError } from "./errors.ts";
-import type { RgbaImage } from "./image-decode.ts";
-import type { OcrEngine, OcrImage, OcrPixels, OcrRunLimits, OcrText } from "./ocr.ts";
+import {
+  DEFAULT_OCR_MAX_HEAP_BYTES,
+  type OcrEngine,
+  type OcrImage,
+  type OcrPixels,
+  type OcrRaster,
+  type OcrRunLimits,
+  type OcrText,
+} from "./ocr.ts";
+import { pixelsRaster } from "./raster.ts";
 import { DECODED_FORMATS, type DetectedFormat } from "./types.ts";
 
-/**
- * The image decoders (fast-png, jpeg-js, fflate: optional dependencies), loaded on the first image
- * so that importing the library does not need them.
- */
+/** The image decoders, evaluated on the first image rather than when a Worker starts. */
 let decoders: Promise<typeof import("./image-decode.ts")> | undefined;
 const loadDecoders = () => (decoders ??= import("./image-decode.ts"));
 
 export interface TesseractEngineOptions {
   /** The compiled `tesseract-core.wasm` of the tesseract-wasm package, or a loader of it (called once). */
   wasm: WebAssembly.Module | (() => Promise<WebAssembly.Module>);
-  /** Drop the instance after an image that left its memory larger than this (default 96 MiB). */
+  /** Drop the instance after an image that left its memory larger than this (default 48 MiB). */
   max_heap_bytes?: number;
 }
 
@@ -123,32 +134,50 @@ function heapBytes(engine: OCREngine): number {
   return lib?.HEAPU8?.length ?? 0;
 }
 
-/** An RGBA image in a buffer of its own (tesseract-wasm reads the whole underlying buffer). */
-function ownBuffer(image: RgbaImage): { data: Uint8ClampedArray; width: number; height: number } {
-  const data =
-    image.data.byteOffset === 0 && image.data.buffer.byteLength === image.data.byteLength
-      ? image.data
-      : image.data.slice();
-  return {
-    data: new Uint8ClampedArray(data.buffer, 0, data.byteLength),
-    width: image.width,
-    height: image.height,
+/** The parts of tesseract-wasm's OCREngine below its public API that loading an image in place needs. */
+interface EngineInternals {
+  _tesseractLib?: {
+    HEAPU8?: Uint8Array;
+    Image?: new (width: number, height: number) => { data(): Uint32Array; delete(): void };
   };
+  _engine?: { loadImage(image: unknown): { error?: unknown }; clearImage(): void };
+  _imageLoaded?: boolean;
 }
 
-function toRgba(pixels: OcrPixels): RgbaImage {
-  if (pixels.channels === 4) return pixels;
-  const n = pixels.width * pixels.height;
-  const out = new Uint8Array(n * 4);
-  const c = pixels.channels;
-  for (let i = 0; i < n; i++) {
-    const s = i * c;
-    out[4 * i] = pixels.data[s]!;
-    out[4 * i + 1] = pixels.data[c === 3 ? s + 1 : s]!;
-    out[4 * i + 2] = pixels.data[c === 3 ? s + 2 : s]!;
-    out[4 * i + 3] = 255;
+/**
+ * The raster decoded into tesseract-wasm's own image buffer, then loaded. Without those internals (another
+ * version of the package), through the public loadImage and a JavaScript copy (4 bytes a pixel more).
+ */
+function loadRaster(engine: OCREngine, raster: OcrRaster): void {
+  const inner = engine as unknown as EngineInternals;
+  const Image = inner._tesseractLib?.Image;
+  const native = inner._engine;
+  if (typeof Image !== "function" || native === undefined) {
+    const data = new Uint8Array(raster.width * raster.height * 4);
+    raster.paint(() => data);
+    engine.loadImage({
+      data: new Uint8ClampedArray(data.buffer),
+      width: raster.width,
+      height: raster.height,
+    } as Parameters<OCREngine["loadImage"]>[0]);
+    return;
   }
-  return { width: pixels.width, height: pixels.height, data: out };
+  // The previous image's memory first, as loadImage does: the new one may reuse it.
+  native.clearImage();
+  inner._imageLoaded = false;
+  const image = new Image(raster.width, raster.height);
+  try {
+    raster.paint(() => {
+      // Taken when the decoder is ready: nothing runs in WebAssembly before it has written, so the view stays
+      // valid (memory that grows detaches the views on the old buffer).
+      const words = image.data();
+      return new Uint8Array(words.buffer, words.byteOffset, words.byteLength);
+    });
+    if (native.loadImage(image).error) throw new Error("tesseract-wasm could not load the image");
+    inner._imageLoaded = true;
+  } finally {
+    image.delete();
+  }
 }
 
 /** Mean word confidence weighted by the words' lengths (0–1), or 0 when nothing was read. */
@@ -168,7 +197,7 @@ export type TesseractOcrEngine = OcrEngine & { heapBytes(): number };
 
 /** The OCR engine over tesseract-wasm. */
 export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEngine {
-  const maxHeap = options.max_heap_bytes ?? 96 * 1024 * 1024;
+  const maxHeap = options.max_heap_bytes ?? DEFAULT_OCR_MAX_HEAP_BYTES;
   let module: Promise<WebAssembly.Module> | undefined;
   let current: Promise<Loaded> | undefined;
 
@@ -193,13 +222,13 @@ export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEn
 
   const run = (
     loaded: Loaded,
-    image: RgbaImage,
+    raster: OcrRaster,
     format: DetectedFormat,
     limits: OcrRunLimits | undefined,
   ): OcrText => {
     const { engine } = loaded;
     try {
-      engine.loadImage(ownBuffer(image));
+      loadRaster(engine, raster);
       if (limits?.cpu_ms !== undefined) {
         const estimate = estimateRecognitionMs(engine.getBoundingBoxes("line"));
         if (estimate > limits.cpu_ms)
@@ -240,11 +269,12 @@ export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEn
     formats: DECODED_FORMATS,
     heapBytes: () => (last === undefined || last.dead ? 0 : heapBytes(last.engine)),
     async recognize(image: OcrImage, model: Uint8Array, limits?: OcrRunLimits): Promise<OcrText> {
-      const { decodeImage } = await loadDecoders();
+      const { imageRaster } = await loadDecoders();
+      // The header is checked before the engine is started: an image over the limits costs nothing.
+      const raster = imageRaster(image.bytes, image.format, limits?.max_pixels ?? Infinity);
       const loaded = await ready(model);
       // From here on everything is synchronous: no other request can touch the engine until it is done.
-      const rgba = decodeImage(image.bytes, image.format, limits?.max_pixels ?? Infinity);
-      return run(loaded, rgba, image.format, limits);
+      return run(loaded, raster, image.format, limits);
     },
     async recognizePixels(
       pixels: OcrPixels,
@@ -252,7 +282,15 @@ export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEn
       limits?: OcrRunLimits,
     ): Promise<OcrText> {
       const loaded = await ready(model);
-      return run(loaded, toRgba(pixels), "pdf", limits);
+      return run(loaded, pixelsRaster(pixels), "pdf", limits);
+    },
+    async recognizeRaster(
+      raster: OcrRaster,
+      model: Uint8Array,
+      limits?: OcrRunLimits,
+    ): Promise<OcrText> {
+      const loaded = await ready(model);
+      return run(loaded, raster, "pdf", limits);
     },
   };
 }

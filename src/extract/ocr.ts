@@ -22,6 +22,20 @@ export interface OcrPixels {
   data: Uint8Array;
 }
 
+/**
+ * An image whose header was read and checked against the limits, its pixels not decoded yet: `paint`
+ * decodes them as 8-bit RGBA (row by row, transparency flattened onto white) into the buffer that
+ * `target()` returns (at least 4 × width × height bytes). It calls `target` once, when it is ready to write:
+ * a decoder that needs a working set first (a progressive JPEG's coefficients) has shrunk it by then, so an
+ * engine that hands out its own memory (tesseract-wasm's image buffer) never holds the image twice.
+ * Throws an AttachmentError (`corrupt`, `too_large`) when the data is not what the header promised.
+ */
+export interface OcrRaster {
+  width: number;
+  height: number;
+  paint(target: () => Uint8Array): void;
+}
+
 /** What an engine read: the text and, when it knows, its confidence (0–1). */
 export interface OcrText {
   text: string;
@@ -52,6 +66,15 @@ export interface OcrEngine {
     model: Uint8Array,
     limits?: OcrRunLimits,
   ): Promise<string | OcrText>;
+  /**
+   * Text of an image decoded straight into the engine's memory (a scanned PDF page's image, read by
+   * edge-offload's own decoders): preferred to recognizePixels, which needs the pixels in a buffer first.
+   */
+  recognizeRaster?(
+    raster: OcrRaster,
+    model: Uint8Array,
+    limits?: OcrRunLimits,
+  ): Promise<string | OcrText>;
 }
 
 export interface OcrModelSource {
@@ -76,8 +99,39 @@ export interface OcrOptions {
   min_confidence?: number | undefined;
 }
 
-/** 8 megapixels: an A4 page at 300 dpi, or a 4K screenshot; its RGBA alone is 32 MB of a 128 MB isolate. */
-export const DEFAULT_OCR_MAX_PIXELS = 8_400_000;
+const MiB = 1024 * 1024;
+
+/**
+ * The memory one OCR may take at its peak, above an idle engine: half of a Worker isolate's 128 MB, so the
+ * engine at rest (its model and code), the request's own bytes and another request in flight fit beside it.
+ */
+export const OCR_PEAK_BUDGET_BYTES = 64 * MiB;
+/**
+ * Peak bytes per pixel of one OCR, for every format, bit depth and layout read here (measured by the
+ * budgets suite, test/unit/work-budgets.test.ts): the engine's image buffer, decoded into in place (4), and
+ * Tesseract's own copy of it (4), its grey and binary versions reusing the first.
+ */
+export const OCR_PEAK_BYTES_PER_PIXEL = 8;
+/**
+ * The part of the peak that does not grow with the image: Tesseract's working set for a page's layout and
+ * text (a few MB on a dense page), a decoder's rows and inflation slices, with room to spare.
+ */
+export const OCR_PEAK_FIXED_BYTES = 8 * MiB;
+/**
+ * The largest image OCR reads by default, derived from the budget: (64 MiB − 8 MiB) / 8 bytes, rounded
+ * down: 7.3 megapixels. A 1080p or 1440p screenshot (2.1, 3.7 MP) or an A4 page at 270 dpi (7.1 MP) is
+ * read; a 4K screenshot (8.3 MP), an A4 page at 300 dpi (8.7 MP) or a phone's 12 MP photo is over it and
+ * sent natively. A deployment may raise it (OFFLOAD_OCR_LIMITS) knowing each megapixel costs 8 MB more.
+ */
+export const DEFAULT_OCR_MAX_PIXELS =
+  Math.floor((OCR_PEAK_BUDGET_BYTES - OCR_PEAK_FIXED_BYTES) / OCR_PEAK_BYTES_PER_PIXEL / 100_000) *
+  100_000;
+/**
+ * An engine whose memory grew past this is dropped after its image (WebAssembly memory never shrinks): an
+ * idle isolate then holds the engine at about its resting size (≈ 28 MiB with the English model), not at its
+ * largest image's.
+ */
+export const DEFAULT_OCR_MAX_HEAP_BYTES = 48 * MiB;
 export const DEFAULT_OCR_LANGUAGE = "eng";
 export const DEFAULT_OCR_MAX_PAGES = 10;
 export const DEFAULT_OCR_MIN_CONFIDENCE = 0.6;

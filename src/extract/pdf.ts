@@ -70,9 +70,11 @@ export async function extractPdf(
   bytes: Uint8Array,
   options: ResolvedExtractOptions,
 ): Promise<ExtractResult> {
-  const { getDocument, OPS } = await loadPdfJs();
+  const { getDocument, OPS, AnnotationMode } = await loadPdfJs();
   // With OCR on, pages without a text layer are read from their images (pdf-ocr.ts).
-  const ocr = PdfOcr.usable(options.ocr) ? new PdfOcr(options.ocr, OPS) : undefined;
+  const ocr = PdfOcr.usable(options.ocr)
+    ? new PdfOcr(options.ocr, { ...OPS, annotationsDisabled: AnnotationMode.DISABLE }, bytes)
+    : undefined;
   // pdf.js transfers (detaches) the buffer it is given: hand it a copy so the caller's bytes stay intact. A
   // plain Uint8Array: pdf.js refuses a Node Buffer, and a Buffer's slice() is a view, not a copy.
   const task = getDocument({
@@ -86,7 +88,8 @@ export async function extractPdf(
     useSystemFonts: false,
     stopAtErrors: false,
     verbosity: 0,
-    // Images are only decoded for OCR: none larger than it reads.
+    // Images are decoded by pdf.js only for OCR, and only for encodings read nowhere else: none larger than
+    // OCR reads.
     ...(ocr === undefined ? {} : { maxImageSize: ocrRunLimits(options.ocr!).max_pixels }),
   } as Parameters<PdfJs["getDocument"]>[0]);
   try {
@@ -133,7 +136,7 @@ export async function extractPdf(
       throw new ExtractionFailedError(
         "pdf",
         "empty",
-        `no text layer in the ${read === total ? "" : `first ${read} of ${total} `}page${read === 1 ? "" : "s"} read (a scanned PDF?)`,
+        `no text layer in the ${read === total ? "" : `first ${read} of ${total} `}page${read === 1 ? "" : "s"} read (a scanned PDF?)${ocr?.unreadNote() ?? ""}`,
       );
     }
     return {

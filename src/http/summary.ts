@@ -3,6 +3,8 @@
  * carries it) with the turn's counts, token estimates, the estimated saving and what went wrong, e.g. a
  * ledger write that failed (the result then stayed full).
  */
+
+import type { OcrStatus } from "../core/attachments/types.ts";
 import { FIELD_LIMITS } from "../core/formats/shape.ts";
 import type { ExtractionProblem, Problem } from "../core/problems.ts";
 import { type CompactReport, emptyReport } from "../core/turn/report.ts";
@@ -85,15 +87,38 @@ export interface AttachmentSummary {
   saved_usd: number;
   /** Why blocks stayed native after a failed extraction (at most 8), each with its `path`. */
   failures: ExtractionProblem[];
+  /**
+   * With `attachment_ocr` on: images read by OCR this turn, those decided without its text, and why
+   * for each of these (at most 8, with their `path`).
+   */
+  ocr?: { read: number; not_read: number; notes: OcrNote[] };
 }
+
+/** Why OCR did not put an image's text in its placeholder this turn. */
+export type OcrNote = OcrStatus & { path: string };
 
 function attachmentSummary(report: CompactReport["attachments"]): AttachmentSummary | null {
   if (report === null) return null;
-  const { items, estimate: _estimate, new_decisions: _n, ...counts } = report;
+  const { items, estimate: _estimate, new_decisions: _n, ocr, ...counts } = report;
   const failures = items.flatMap((d) =>
     d.error === undefined ? [] : [boundedProblem({ ...d.error, path: d.path })],
   );
-  return { ...counts, failures: failures.slice(0, MAX_ERRORS) };
+  const notes = items.flatMap((d) =>
+    d.ocr === undefined || d.ocr.outcome === "read"
+      ? []
+      : [
+          {
+            path: clip(d.path, MAX_MESSAGE_CHARS),
+            ...d.ocr,
+            reason: clip(d.ocr.reason, MAX_MESSAGE_CHARS),
+          },
+        ],
+  );
+  return {
+    ...counts,
+    failures: failures.slice(0, MAX_ERRORS),
+    ...(ocr === undefined ? {} : { ocr: { ...ocr, notes: notes.slice(0, MAX_ERRORS) } }),
+  };
 }
 
 /** The bound of each member a problem may carry besides its message. */
@@ -174,11 +199,17 @@ export function summaryHeader(summary: Summary): string {
   let text = ascii(s);
   while (text.length > MAX_SUMMARY_HEADER_CHARS) {
     const failures = s.attachments?.failures ?? [];
-    // The longer list first, so both kinds of trouble keep a few examples.
-    if (s.errors.length > 0 && s.errors.length >= failures.length)
+    const notes = s.attachments?.ocr?.notes ?? [];
+    // The longest list first, so every kind of trouble keeps a few examples.
+    if (s.errors.length > 0 && s.errors.length >= Math.max(failures.length, notes.length))
       s = { ...s, errors: s.errors.slice(0, -1) };
-    else if (s.attachments !== null && failures.length > 0)
+    else if (s.attachments !== null && failures.length > 0 && failures.length >= notes.length)
       s = { ...s, attachments: { ...s.attachments, failures: failures.slice(0, -1) } };
+    else if (s.attachments?.ocr !== undefined && notes.length > 0)
+      s = {
+        ...s,
+        attachments: { ...s.attachments, ocr: { ...s.attachments.ocr, notes: notes.slice(0, -1) } },
+      };
     else break; // every field left is bounded on its own: this cannot stay over the cap
     text = ascii(s);
   }

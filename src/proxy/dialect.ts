@@ -4,6 +4,7 @@
  * same on an event stream, splice remembered recalls into a later request, and speak the provider's
  * error shape. One dialect per format; the loop in loop.ts is format-blind.
  */
+import type { JsonNode } from "../core/json/scan.ts";
 import type { Format } from "../core/types.ts";
 import type { ProxyMemo, RecallParams, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
@@ -93,6 +94,11 @@ export interface Dialect {
   /** What to remember for later requests of the session. */
   memos(input: MemoInput): ProxyMemo[];
   stream(maxHops: number): StreamMerger;
+  /**
+   * An API whose streams report usage only when asked (Chat Completions): the insertion into a
+   * streamed request that asks, or null when there is nothing to ask (stream-usage.ts).
+   */
+  askStreamUsage?(root: JsonNode): { at: number; text: string } | null;
   /**
    * Edits that splice remembered recalls (and for Responses, aliases) into a client request.
    * `answers` holds the replayed answer of every remembered call id; a memo whose answers are

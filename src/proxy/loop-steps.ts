@@ -30,6 +30,8 @@ export interface ProxyCall {
   model: string | null;
   /** The turn's estimates, calibrated against the usage the answers report. */
   estimate?: TurnEstimate | undefined;
+  /** Usage was asked for upstream on the client's behalf: its stream gets none (stream-usage.ts). */
+  hideUsage?: boolean;
 }
 
 /** The provider's headers as the client may see them, with the call's summary. */

@@ -14,12 +14,14 @@ import {
   responseHeaders,
 } from "./loop-steps.ts";
 import { readSse, sseComment, textStream } from "./sse.ts";
+import { hideStreamUsage } from "./stream-usage.ts";
 import { BASE_URL_VARS, hostOf, send, unreachableMessage } from "./upstream.ts";
 
 /** The client's answer as one event stream, merged over the hops as they run. */
 export function streamed(call: ProxyCall, res: Response): Response {
   const summary = withProxy(call.summary, null, true);
-  return new Response(textStream(events(call, res)), {
+  const body = textStream(events(call, res));
+  return new Response(call.hideUsage === true ? hideStreamUsage(body) : body, {
     status: res.status,
     headers: responseHeaders(res, summary),
   });

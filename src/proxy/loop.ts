@@ -17,6 +17,7 @@ import {
   responseHeaders,
 } from "./loop-steps.ts";
 import { streamed } from "./loop-stream.ts";
+import { hideStreamUsage } from "./stream-usage.ts";
 import { send, unreachableMessage } from "./upstream.ts";
 import { isRecord } from "./usage.ts";
 import { watchStream } from "./usage-watch.ts";
@@ -68,9 +69,10 @@ async function passedThrough(call: ProxyCall, res: Response): Promise<Response> 
     usages: [usage],
   });
   if (isEventStream(res) && res.body !== null) {
-    const body = watchStream(res.body, call.dialect.format, (usage) =>
+    const watched = watchStream(res.body, call.dialect.format, (usage) =>
       finishTurn(call, outcome(usage), null),
     );
+    const body = call.hideUsage === true ? hideStreamUsage(watched) : watched;
     return new Response(body, {
       status: res.status,
       headers: responseHeaders(res, withProxy(call.summary, null, true)),

@@ -15,6 +15,7 @@ import { callsOf, inspect, merge, messageOf, openaiErrorBody } from "./openai-ch
 import { ChatStream } from "./openai-chat-stream.ts";
 import type { ProxyMemo, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
+import { askStreamUsage } from "./stream-usage.ts";
 
 function recallCall(call: RememberedCall): string {
   return JSON.stringify({
@@ -94,4 +95,5 @@ export const openaiChatDialect: Dialect = {
   memos,
   splice: (raw, list, answers) => spliceMemos(raw, list, answers, places),
   stream: (maxHops) => new ChatStream(maxHops),
+  askStreamUsage,
 };

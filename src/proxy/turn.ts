@@ -144,12 +144,21 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     secret,
     extractor: typeof input.extractor === "function" ? input.extractor(config) : input.extractor,
   });
+  // A stream that reports usage only when asked is asked (the client's stream stays as it asked).
+  const ask =
+    input.dryRun === true || read.prepared === null
+      ? null
+      : (dialect.askStreamUsage?.(read.prepared.root) ?? null);
   return proxyCall({
     dialect,
     fetcher: input.fetch,
     url: input.url,
     headers: input.headers,
-    request: out.request,
+    request:
+      ask === null
+        ? out.request
+        : out.request.slice(0, ask.at) + ask.text + out.request.slice(ask.at),
+    hideUsage: ask !== null,
     // Only a tool we declared is ours to answer: a client that declares recall_tool_result itself
     // handles it. A count has no answer to watch.
     intercept: input.dryRun !== true && out.report.recall_tool === "added",

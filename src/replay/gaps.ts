@@ -36,11 +36,11 @@ export function parseGapModel(spec: string): GapModel {
 }
 
 /**
- * FNV-1a of a string, mixed (murmur3's finalizer), as a fraction in [0, 1). Without the mix, keys
- * that differ only in their last chars (a session's call indexes) land close together, and the long
- * gaps came in runs of ten consecutive calls instead of one call in ten.
+ * FNV-1a of a string, mixed (murmur3's finalizer), as a fraction in [0, 1): the replay's reproducible
+ * draws. Without the mix, keys that differ only in their last chars (a session's call indexes) land
+ * close together, and the long gaps came in runs of ten consecutive calls instead of one call in ten.
  */
-function draw(key: string): number {
+export function draw(key: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     h ^= key.charCodeAt(i);

@@ -15,6 +15,7 @@ export function renderTable(report: ReplayReport, label = ""): string {
     "recall hops",
     "lost refs (corpus/quote/token)",
     "worst session",
+    "dearer",
   ];
   const rows = report.policies.map((p) => [
     p.policy,
@@ -25,6 +26,7 @@ export function renderTable(report: ReplayReport, label = ""): string {
     String(p.recall_hops),
     `${p.lost_references} (${kinds(p.lost_by_kind)})`,
     p.worst_session_ratio === null ? "—" : p.worst_session_ratio.toFixed(3),
+    String(p.dearer_sessions),
   ]);
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
@@ -61,6 +63,7 @@ export function toJson(report: ReplayReport): unknown {
       lost_by_kind: p.lost_by_kind,
       worst_session_ratio:
         p.worst_session_ratio === null ? null : Math.round(p.worst_session_ratio * 1e4) / 1e4,
+      dearer_sessions: p.dearer_sessions,
     })),
   };
 }

@@ -23,6 +23,9 @@ import type {
   SessionResult,
 } from "./types.ts";
 
+/** A session dearer than under `none` by more than this share (floating-point noise is not a loss). */
+export const DEARER_EPSILON = 1e-9;
+
 /** Output tokens of the call that asks for a recall (the tool_use block). */
 export const RECALL_CALL_OUTPUT_TOKENS = 60;
 
@@ -189,10 +192,12 @@ function totals(
   const usd = sum((r) => r.usd);
   const prompt = sum((r) => r.prompt_tokens);
   let worst: { ratio: number; session: string } | null = null;
+  let dearer = 0;
   if (none !== undefined) {
     results.forEach((r, i) => {
       const base = none[i]!.usd;
       const ratio = base > 0 ? r.usd / base : 1;
+      if (ratio > 1 + DEARER_EPSILON) dearer++;
       if (worst === null || ratio > worst.ratio) worst = { ratio, session: r.session };
     });
   }
@@ -216,6 +221,7 @@ function totals(
     lost_by_kind: byKind((r) => r.lost_by_kind),
     worst_session_ratio: w?.ratio ?? null,
     worst_session: w?.session ?? null,
+    dearer_sessions: dearer,
     sessions: results,
   };
 }

@@ -32,6 +32,10 @@ function extendsPrefix(longer: Message[], shorter: Message[]): boolean {
   return true;
 }
 
+/**
+ * The sessions of a JSONL text in either format (see above); `name` names the input in errors. A line that
+ * is not JSON, or has no `messages` array of user/assistant messages, is an OffloadError naming the line.
+ */
 export function parseSessions(text: string, name = "input"): ReplaySession[] {
   const lines = text.split("\n").filter((l) => l.trim() !== "");
   const sessions: ReplaySession[] = [];

@@ -76,6 +76,8 @@ export interface PolicyTotals {
   lost_by_kind: KindCounts;
   worst_session_ratio: number | null;
   worst_session: string | null;
+  /** Sessions that cost more than under `none` (by more than a rounding error). */
+  dearer_sessions: number;
   sessions: SessionResult[];
 }
 

@@ -12,12 +12,7 @@ import { type Calibration, calibrationErrors, calibrationReady } from "../core/c
 import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import {
-  type BilledTotals,
-  billedTotals,
-  billedTurns,
-  type TurnBilled,
-} from "../session/billing-report.ts";
+import { type BilledTotals, billedSession, type TurnBilled } from "../session/billing-report.ts";
 import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 
@@ -49,7 +44,7 @@ function modeOf(data: SessionReportData): "live" | "shadow" | null {
   return data.latest === null ? null : data.latest.shadow ? "shadow" : "live";
 }
 
-function turnView(t: LoggedTurn, billed: TurnBilled | null) {
+function turnView(t: LoggedTurn, billed: TurnBilled | null, estimated: number | undefined) {
   const saved = t.tokens_before - t.tokens_after;
   return {
     turn: t.turn,
@@ -63,7 +58,7 @@ function turnView(t: LoggedTurn, billed: TurnBilled | null) {
     tokens_before: t.tokens_before,
     tokens_after: t.tokens_after,
     saved_tokens: t.shadow ? 0 : saved,
-    saved_usd: t.shadow ? 0 : roundUsd(t.saved_usd - (billed?.hops_usd ?? 0)),
+    saved_usd: t.shadow ? 0 : (estimated ?? roundUsd(t.saved_usd - (billed?.hops_usd ?? 0))),
     would_save_tokens: t.shadow ? saved : 0,
     would_save_usd: t.shadow ? t.saved_usd : 0,
     recalls: t.recalls,
@@ -127,9 +122,15 @@ export function sessionReportView(
 ) {
   const last = data.last_turn;
   // With the per-turn lines at hand, the billed figures use the tenant's latest calibration.
-  const billed = billedTurns(data.turns, calibration ?? {});
+  const billed = billedSession(data.turns, calibration ?? {});
   const totals = totalsView(data);
-  if (data.turns.length > 0) totals.billed = billedTotals(data.turns, billed);
+  if (data.turns.length > 0) {
+    totals.billed = billed.totals;
+    if (billed.estimated !== null)
+      totals.saved_usd = roundUsd(
+        billed.estimated.reduce((n, x, i) => n + (data.turns[i]!.shadow ? 0 : x), 0),
+      );
+  }
   return {
     tenant: data.tenant,
     session: data.session,
@@ -138,7 +139,7 @@ export function sessionReportView(
     mode: modeOf(data),
     last_turn_at: data.latest === null ? null : iso(data.latest.at),
     totals,
-    turns: data.turns.map((t, i) => turnView(t, billed[i] ?? null)),
+    turns: data.turns.map((t, i) => turnView(t, billed.turns[i] ?? null, billed.estimated?.[i])),
     calibration: calibration === null ? null : calibrationView(calibration),
     last_turn:
       last === null
@@ -206,8 +207,12 @@ function billedPageTotals(all: readonly BilledTotals[]) {
   const sum = (f: (b: BilledTotals) => number) => all.reduce((n, b) => n + f(b), 0);
   const prompt = sum((b) => b.prompt_tokens);
   const read = sum((b) => b.cache_read_tokens);
+  const unmeasured = sum((b) => b.turns_unmeasured);
   return {
     turns_measured: sum((b) => b.turns_measured),
+    turns_unmeasured: unmeasured,
+    complete: unmeasured === 0,
+    unmeasured_saved_usd: roundUsd(sum((b) => b.unmeasured_saved_usd)),
     calls: sum((b) => b.calls),
     usd: roundUsd(sum((b) => b.usd)),
     hops_usd: roundUsd(sum((b) => b.hops_usd)),
@@ -219,6 +224,16 @@ function billedPageTotals(all: readonly BilledTotals[]) {
     estimated_prompt_tokens: sum((b) => b.estimated_prompt_tokens),
     counterfactual_usd: roundUsd(sum((b) => b.counterfactual_usd)),
     saved_usd: roundUsd(sum((b) => b.saved_usd)),
+    removed: {
+      tokens: sum((b) => b.removed.tokens),
+      results: sum((b) => b.removed.results),
+      measured: sum((b) => b.removed.measured),
+    },
+    estimate_basis: all.every((b) => b.estimate_basis === "modelled")
+      ? ("modelled" as const)
+      : all.some((b) => b.estimate_basis === "modelled")
+        ? ("mixed" as const)
+        : ("tokens_removed" as const),
   };
 }
 

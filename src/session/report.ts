@@ -7,7 +7,7 @@ import type { OffloadConfigPatch } from "../config.ts";
 import { pressureId, warmId } from "../core/turn/context.ts";
 import type { ResultRecord, SessionRef, TurnDecision, TurnLog } from "../core/types.ts";
 import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "../store/ports.ts";
-import { billedTotals, billedTurns } from "./billing-report.ts";
+import { billedSession } from "./billing-report.ts";
 
 /**
  * The last turn's decisions kept for the report. A Durable Object row holds at most 2 MB and a
@@ -58,7 +58,8 @@ export function latestOf(turns: readonly LoggedTurn[]): SessionReportData["lates
 }
 
 export function totalsOf(turns: readonly (TurnLog & { at: number })[]): TurnTotals {
-  const per = billedTurns(turns);
+  const billed = billedSession(turns);
+  const per = billed.turns;
   const t: TurnTotals = {
     turns_logged: turns.length,
     shadow_turns: 0,
@@ -70,7 +71,7 @@ export function totalsOf(turns: readonly (TurnLog & { at: number })[]): TurnTota
     would_save_usd: 0,
     gate_fired: 0,
     gate_declined: 0,
-    billed: billedTotals(turns, per),
+    billed: billed.totals,
   };
   for (const [i, turn] of turns.entries()) {
     t.tokens_before += turn.tokens_before;
@@ -84,8 +85,9 @@ export function totalsOf(turns: readonly (TurnLog & { at: number })[]): TurnTota
       t.would_save_usd += turn.saved_usd;
     } else {
       t.saved_tokens += saved;
-      // Net of the recall hops' calls, where the provider's usage says what they cost.
-      t.saved_usd += turn.saved_usd - (per[i]?.hops_usd ?? 0);
+      // Modelled where a measured turn grounds it; else the tokens taken out at their rate, net of
+      // the recall hops' calls where the provider's usage says what they cost.
+      t.saved_usd += billed.estimated?.[i] ?? turn.saved_usd - (per[i]?.hops_usd ?? 0);
     }
   }
   t.saved_usd = roundUsd(t.saved_usd);

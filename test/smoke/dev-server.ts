@@ -11,6 +11,8 @@ import { join } from "node:path";
 
 export interface DevServer {
   base: string;
+  /** The process group of wrangler and the workerd it spawned (to find workerd's own process). */
+  group: number | undefined;
   /** Everything wrangler and workerd printed so far. */
   output(): string;
   stop(): Promise<void>;
@@ -130,7 +132,7 @@ export async function launch(opts: Launch): Promise<DevServer> {
     try {
       // Any answer means it listens; whether the answer is right is the test's business.
       await fetch(`${base}/healthz`, { signal: AbortSignal.timeout(2000) });
-      return { base, output: () => output, stop };
+      return { base, group: child.pid, output: () => output, stop };
     } catch {
       // not listening yet
     }

@@ -37,12 +37,17 @@
  * - Tool use adds tokens. https://platform.claude.com/docs/en/docs/tool-use-pricing-and-tokens:
  *   "we also automatically include a special system prompt for the model which enables tool use": 346 tokens
  *   (tool_choice auto/none) or 313 (any/tool) on the 4.5 models.
- * - OpenAI. https://developers.openai.com/api/docs/guides/prompt-caching (the rules for models before GPT-5.6):
- *   "Caching is available for prompts containing 1024 tokens or more, with cache hits occurring in increments
- *   of 128 tokens"; "`in_memory`: Entries typically remain active for around 5 to 10 minutes of inactivity,
- *   up to one hour" (the fake: 5 minutes); hits are reported in `usage.prompt_tokens_details.cached_tokens`
- *   (Chat) and `usage.input_tokens_details.cached_tokens` (Responses); a Chat stream carries usage only with
- *   `stream_options.include_usage`.
+ * - OpenAI. https://developers.openai.com/api/docs/guides/prompt-caching: models before GPT-5.6: "Caching is
+ *   available for prompts containing 1024 tokens or more, with cache hits occurring in increments of 128
+ *   tokens"; "`in_memory`: Entries typically remain active for around 5 to 10 minutes of inactivity, up to
+ *   one hour" (the fake: 5 minutes). GPT-5.6 and later: breakpoints (an implicit one "near the latest user or
+ *   tool message", explicit `prompt_cache_breakpoint` parts), an exact prefix match at a breakpoint, no
+ *   128-token rounding, writes reported as `cache_write_tokens` and billed at 1.25× input
+ *   (billing/openai-cache.ts). `prompt_cache_key` routes: entries are kept per key. Hits are reported in
+ *   `usage.prompt_tokens_details.cached_tokens` (Chat) and `usage.input_tokens_details.cached_tokens`
+ *   (Responses); a Chat stream carries usage only with `stream_options.include_usage`.
+ * - Prices: the fake's own list (billing/prices.ts), transcribed from the pricing pages, never the
+ *   project's table.
  *
  * Where the fake may differ from the real services:
  * - Tokens: its tokenizer (billing/tokenizer.ts) is no provider's; real counts differ by some percent either
@@ -54,9 +59,10 @@
  *   `cache_control` inside a tool_result's content is ignored. Concurrency is not modelled: an entry is
  *   readable as soon as the request that wrote it was billed (the API: once its response begins). No
  *   eviction before the TTL, no per-workspace isolation beyond the optional conversation scope.
- * - OpenAI: no routing (`prompt_cache_key`, machine overflow), no GPT-5.6+ rules (explicit breakpoints,
- *   `cache_write_tokens`, write surcharges): every model is billed by the older, write-free rules; a prompt's
- *   token prefix is compared segment by segment (messages, tools), and 24h retention is taken at its maximum.
+ * - OpenAI: routing is exact per `prompt_cache_key` (no machine overflow, no miss for a key over 15 requests
+ *   a minute); before GPT-5.6 a prompt's token prefix is compared segment by segment (messages, tools), and
+ *   24h retention is taken at its maximum; from GPT-5.6 on an entry is matched at segment boundaries only
+ *   ("near the latest user or tool message" is taken as the end of the prompt).
  */
 import { anthropicBody, anthropicStream, errorBody, openaiBody } from "./billing/answers.ts";
 import {
@@ -70,6 +76,7 @@ import { addTokens, type BillTokens, billUsd, NO_TOKENS } from "./billing/bill.t
 import { FakeClock } from "./billing/clock.ts";
 import { type AnswerBlock, type TokenCounter, tokenizerCounter } from "./billing/counter.ts";
 import { chatSegments, OpenAICache, responsesSegments } from "./billing/openai-cache.ts";
+import { fakePrice } from "./billing/prices.ts";
 import { type Served, serve } from "./billing/server.ts";
 import { chatEvents, responseEvents } from "./providers.ts";
 
@@ -325,20 +332,32 @@ export class BillingFake {
     const segments = chat ? chatSegments(request) : responsesSegments(request);
     const scripted = this.#answer(incoming);
     if ("error" in scripted) return this.#error(incoming.format, scripted.error);
+    const cacheOptions = request.prompt_cache_options as { mode?: unknown } | undefined;
+    const breakpoints = fakePrice(model)?.breakpoints === true;
     const outcome = this.#openai.bill(model, segments, {
+      key: request.prompt_cache_key,
       retention: request.prompt_cache_retention,
+      breakpoints,
+      explicit: cacheOptions?.mode === "explicit",
     });
     const output = tokenizerCounter.output(scripted.content);
     const tokens: BillTokens = {
-      input: outcome.prompt_tokens - outcome.cached_tokens,
+      input: outcome.prompt_tokens - outcome.cached_tokens - outcome.cache_write_tokens,
       cache_read: outcome.cached_tokens,
-      cache_write_5m: 0,
+      cache_write_5m: outcome.cache_write_tokens,
       cache_write_1h: 0,
       output,
     };
     const sums = { ...outcome, output_tokens: output };
     const id = `${chat ? "chatcmpl" : "resp"}_fake_${incoming.seq}`;
-    const body = openaiBody(chat ? "chat" : "responses", id, model, scripted.content, sums);
+    const body = openaiBody(
+      chat ? "chat" : "responses",
+      id,
+      model,
+      scripted.content,
+      sums,
+      breakpoints,
+    );
     const stream = request.stream === true;
     const usage = body.usage as Record<string, unknown>;
     this.#record(incoming, { model, stream, tokens, usage, hit: null, shadows: {} }, scripted);

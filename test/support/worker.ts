@@ -16,6 +16,8 @@ export async function startProxyWorker(input: {
   provider: string;
   vars?: Record<string, string>;
   secrets: Record<string, string>;
+  /** A directory for the local state (DOs, R2, KV): a restart on it finds what the last run wrote. */
+  persist?: string;
 }): Promise<LocalWorker> {
   // No network here: miniflare would try to fetch the Request.cf data and log the failure.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
@@ -32,7 +34,7 @@ export async function startProxyWorker(input: {
     dev: {
       server: { hostname: "127.0.0.1", port: 0 },
       inspector: false,
-      persist: false,
+      persist: input.persist ?? false,
       watch: false,
       logLevel: "none",
     },

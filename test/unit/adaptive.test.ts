@@ -139,7 +139,7 @@ describe("adaptive gate in the transform", () => {
   });
 });
 
-describe("first-delivery offload (opt-in)", () => {
+describe("first-delivery offload (on by default)", () => {
   const FIRST = { ...ON, tool_result_first_delivery: "gated" };
   const huge = jsonBody(400_000);
 
@@ -160,14 +160,15 @@ describe("first-delivery offload (opt-in)", () => {
     const d = out.decisions.find((x) => x.tool_use_id === "fresh")!;
     expect(d).toMatchObject({ action: "offloaded", tier: "large" });
     expect(d.gate!.inputs.first_delivery).toBe(true);
-    expect(d.gate!.inputs.recall_probability).toBe(0.75);
+    // halfway from the prior to certainty, plus the margin's hop (tool_result_first_delivery_recall_margin)
+    expect(d.gate!.inputs.recall_probability).toBe(1.75);
     const stub = (JSON.parse(out.request as string) as Req).messages.at(-1).content[0]
       .content as string;
     expect(stub).toContain("You have not seen this output");
     expect(stub).toContain("$.items: array(");
   });
 
-  it("keeps the fixed-prior behaviour by default, and never first-delivers a recall answer", async () => {
+  it('sends every result in full once with first delivery "full", and never first-delivers a recall answer', async () => {
     const req = conversation([
       { id: "a", result: "x" },
       { id: "fresh", result: huge },
@@ -176,7 +177,7 @@ describe("first-delivery offload (opt-in)", () => {
       request: JSON.stringify(req),
       session: "d",
       store: new MemoryStore(),
-      config: ON,
+      config: { ...ON, tool_result_first_delivery: "full" },
     });
     expect(def.decisions[1]).toMatchObject({ action: "kept", tier: "hot" });
     const recallAnswer = conversation([
@@ -209,7 +210,7 @@ describe("first-delivery offload (opt-in)", () => {
     expect(r.decisions[1]!.action).toBe("kept");
   });
 
-  it("when the gate declines on arrival, decides again normally once settled (nothing recorded)", async () => {
+  it("when the gate declines on arrival, decides again normally once settled (the decline stands for its arrival only)", async () => {
     const store = new MemoryStore();
     const mid = jsonBody(61_000);
     // priced as an unknown model on arrival (the gate declines), as Haiku once settled

@@ -132,7 +132,11 @@ describe("cache anchor", () => {
 
   it("stops short of a fresh large result that may still be offloaded once settled", async () => {
     const t = [...turns(5), { id: "fresh", result: jsonBody(90_000) }];
-    const { req, out } = await run(conversation(t));
+    // (sent in full on arrival: first delivery would stub it now, and its stub is final)
+    const { req, out } = await run(conversation(t), {
+      ...ANCHOR,
+      tool_result_first_delivery: "full",
+    });
     expect(out.report.anchor?.placed).toBe(true);
     const last = req.messages.at(-1).content[0];
     expect(last.tool_use_id).toBe("fresh");

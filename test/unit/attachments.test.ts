@@ -9,7 +9,8 @@ import type { ResultRecord } from "../../src/core/types.ts";
 import type { Extractor } from "../../src/extract/cache.ts";
 import { ExtractionDependencyMissingError } from "../../src/extract/errors.ts";
 import { extractText } from "../../src/extract/extract.ts";
-import { bytesModelSource, type OcrEngine } from "../../src/extract/ocr.ts";
+import { bytesModelSource, type OcrEngine, type OcrOptions } from "../../src/extract/ocr.ts";
+import { MAX_SUMMARY_HEADER_CHARS, summaryHeader, summaryOf } from "../../src/http/summary.ts";
 import { compact } from "../../src/lib.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { fixture } from "../fixtures/build.ts";
@@ -506,6 +507,12 @@ describe("images", () => {
     expect(blocksOf(parse(ok.request as string), 0)[1]!.text).toMatch(
       /no longer included, to save tokens; ask for it again if you need to see it\.\]\nText read from the image \(OCR\):\nERROR 42: disk full$/,
     );
+    expect(ok.report.attachments!.items[0]!.ocr).toEqual({
+      outcome: "read",
+      cached: false,
+      reason: "read: 19 characters",
+    });
+    expect(ok.report.attachments!.ocr).toEqual({ read: 1, not_read: 0 });
     const bad = await compact({
       request: JSON.stringify(req),
       session: "o2",
@@ -518,6 +525,12 @@ describe("images", () => {
     expect(bad.report.attachments!.items[0]!.reason).toContain(
       "OCR failed (extraction_failed: corrupt)",
     );
+    expect(bad.report.attachments!.items[0]!.ocr).toMatchObject({
+      outcome: "failed",
+      reason: expect.stringMatching(
+        /^extraction_failed: corrupt: the OCR engine fake-ocr could not/,
+      ),
+    });
     expect(calls).toBe(2);
 
     // The switch off (the default): the engine is not asked, the placeholder is plain.
@@ -530,6 +543,8 @@ describe("images", () => {
     });
     expect(blocksOf(parse(off.request as string), 0)[1]!.text).not.toContain("OCR");
     expect(calls).toBe(2);
+    expect(off.report.attachments!.items[0]!.ocr).toBeUndefined();
+    expect(off.report.attachments!.ocr).toBeUndefined();
 
     // Text that costs more than the image over the horizon is left out (the image's ~640 tokens).
     const long = await compact({
@@ -543,6 +558,7 @@ describe("images", () => {
     expect(long.report.attachments!.items[0]!.reason).toMatch(
       /its OCR text is left out: over 5 turns/,
     );
+    expect(long.report.attachments!.items[0]!.ocr!.outcome).toBe("dropped");
 
     // A model without prices: nothing can be priced, so nothing is read.
     const unknown = await compact({
@@ -555,7 +571,70 @@ describe("images", () => {
     expect(unknown.report.attachments!.items[0]!.reason).toMatch(
       /not read by OCR: the model's prices are unknown/,
     );
+    expect(unknown.report.attachments!.items[0]!.ocr).toEqual({
+      outcome: "skipped",
+      reason: "not worth reading: the model's prices are unknown",
+    });
     expect(calls).toBe(3);
+  });
+
+  it("with attachment_ocr, every image decided says what OCR did, and the summary says why the others were not read", async () => {
+    const reader: OcrEngine = { name: "r", formats: ["png"], recognize: async () => "INVOICE 7" };
+    const withModel = {
+      enabled: true,
+      engine: reader,
+      model: bytesModelSource(new Uint8Array([1])),
+    };
+    const req = first([imageBlock()]);
+    const decided = async (request: Req, ocr?: OcrOptions) =>
+      (
+        await compact({
+          request: JSON.stringify(request),
+          session: `s-${Math.random()}`,
+          store: new MemoryStore(),
+          config: OCR_ON,
+          ...(ocr === undefined ? {} : { attachments: { ocr } }),
+        })
+      ).report.attachments!;
+    // Hot: native, and read on the turn it leaves its hot turns.
+    const hot = await decided(req, withModel);
+    expect(hot.items[0]!.ocr).toEqual({
+      outcome: "hot",
+      reason: "hot: read by OCR when it leaves its hot turns, on turn 1",
+    });
+    expect(hot.ocr).toEqual({ read: 0, not_read: 1 });
+    // Asked for, but no OCR plugged in: said, not ignored.
+    expect((await decided(next(req, 0))).items[0]!.ocr).toEqual({
+      outcome: "unavailable",
+      reason: "the extractor has no OCR engine plugged in",
+    });
+    // An engine without its model: unavailable, tried again next turn (nothing sticky).
+    const noModel = await decided(next(req, 0), { ...withModel, model: bytesModelSource(null) });
+    expect(noModel.items[0]!.ocr).toMatchObject({
+      outcome: "unavailable",
+      reason: expect.stringMatching(/absent: tried again next turn$/),
+    });
+    expect(noModel.new_decisions).toBe(0);
+
+    // The header lists the images not read, each with its path and reason; read ones are only counted.
+    const ten = first(Array.from({ length: 10 }, (_, i) => imageBlock(png(800 + i, 600))));
+    const report = await compact({
+      request: JSON.stringify(ten),
+      session: "s-ten",
+      store: new MemoryStore(),
+      config: OCR_ON,
+      attachments: { ocr: withModel },
+    });
+    const header = summaryHeader(summaryOf(report.report, report.changed, []));
+    expect(header.length).toBeLessThanOrEqual(MAX_SUMMARY_HEADER_CHARS);
+    const ocr = (
+      JSON.parse(header) as {
+        attachments: { ocr: { not_read: number; notes: { path: string; outcome: string }[] } };
+      }
+    ).attachments.ocr;
+    expect(ocr.not_read).toBe(10);
+    expect(ocr.notes).toHaveLength(8);
+    expect(ocr.notes[0]).toMatchObject({ path: "messages[0].content[1]", outcome: "hot" });
   });
 });
 

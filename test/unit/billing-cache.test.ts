@@ -313,11 +313,16 @@ describe("OpenAI automatic caching", () => {
     const clock = new FakeClock();
     const cache = new OpenAICache(() => clock.now());
     const head = [seg(1000, "a"), seg(300, "b")];
-    expect(cache.bill("gpt-4.1", head)).toEqual({ prompt_tokens: 1300, cached_tokens: 0 });
+    expect(cache.bill("gpt-4.1", head)).toEqual({
+      prompt_tokens: 1300,
+      cached_tokens: 0,
+      cache_write_tokens: 0,
+    });
     // 1,300 shared tokens → 1,280 reported (10 × 128).
     expect(cache.bill("gpt-4.1", [...head, seg(500, "c")])).toEqual({
       prompt_tokens: 1800,
       cached_tokens: 1280,
+      cache_write_tokens: 0,
     });
     // The longest shared prefix wins: 1,800 → 1,792.
     expect(cache.bill("gpt-4.1", [...head, seg(500, "c"), seg(10, "d")]).cached_tokens).toBe(1792);
@@ -333,6 +338,46 @@ describe("OpenAI automatic caching", () => {
     expect(cache.bill("gpt-4.1", [seg(1000, "a"), seg(100, "y")]).cached_tokens).toBe(0);
     cache.bill("gpt-4.1", [seg(1023, "p"), seg(100, "x")]);
     expect(cache.bill("gpt-4.1", [seg(1023, "p"), seg(100, "y")]).cached_tokens).toBe(0);
+  });
+
+  it("keeps entries per prompt_cache_key", () => {
+    const cache = new OpenAICache(() => 0);
+    const head = [seg(2000, "a")];
+    cache.bill("gpt-4.1", head, { key: "k1" });
+    expect(cache.bill("gpt-4.1", [...head, seg(10, "b")], { key: "k2" }).cached_tokens).toBe(0);
+    expect(cache.bill("gpt-4.1", [...head, seg(10, "b")], { key: "k1" }).cached_tokens).toBe(1920);
+  });
+
+  it("GPT-5.6 and later: writes at breakpoints, exact reads without rounding, 30 minutes", () => {
+    const clock = new FakeClock();
+    const cache = new OpenAICache(() => clock.now());
+    const at = { breakpoints: true };
+    const head = [seg(1000, "a"), seg(300, "b")];
+    // The implicit breakpoint ends the prompt: everything is written.
+    expect(cache.bill("gpt-5.6", head, at)).toEqual({
+      prompt_tokens: 1300,
+      cached_tokens: 0,
+      cache_write_tokens: 1300,
+    });
+    // An append reads the whole earlier prompt (no 128-token steps) and writes the rest.
+    expect(cache.bill("gpt-5.6", [...head, seg(500, "c")], at)).toEqual({
+      prompt_tokens: 1800,
+      cached_tokens: 1300,
+      cache_write_tokens: 500,
+    });
+    // A changed message misses from there: no read at a position no breakpoint wrote.
+    expect(cache.bill("gpt-5.6", [head[0]!, seg(300, "B")], at).cached_tokens).toBe(0);
+    // Explicit mode with a marked segment: only that prefix is written; the rest is input.
+    const marked = { ...seg(1100, "m"), breakpoint: true };
+    expect(cache.bill("gpt-5.6", [marked, seg(200, "x")], { ...at, explicit: true })).toEqual({
+      prompt_tokens: 1300,
+      cached_tokens: 0,
+      cache_write_tokens: 1100,
+    });
+    clock.advance(1799);
+    expect(cache.bill("gpt-5.6", [marked, seg(200, "y")], at).cached_tokens).toBe(1100);
+    clock.advance(1801);
+    expect(cache.bill("gpt-5.6", [marked, seg(200, "z")], at).cached_tokens).toBe(0);
   });
 
   it("counts a shared token prefix inside the first differing message", () => {

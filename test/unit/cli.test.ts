@@ -5,7 +5,9 @@
  * pack.test.ts.)
  */
 import { spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { formatDuration, progressLine, progressReporter } from "../../src/cli-progress.ts";
@@ -70,6 +72,56 @@ describe("edge-offload CLI", { timeout: 60_000 }, () => {
     expect(flag.status).toBe(2);
     expect(oneLine(flag.stderr)).toContain("--polices");
   });
+
+  it("lists eval in --help, and answers bad eval input with one line and exit code 2", () => {
+    const help = cli("--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^\s+eval\s+A\/B your model's answers/m);
+    expect(help.stdout).toContain("edge-offload eval <sessions.jsonl[.gz]> --model M");
+    const dir = mkdtempSync(join(tmpdir(), "eo-cli-"));
+    const empty = join(dir, "empty.jsonl");
+    writeFileSync(empty, "\n");
+    const env = { PATH: process.env.PATH ?? "" };
+    const key = { ...env, ANTHROPIC_API_KEY: "sk-test" };
+    const run = (args: string[], e: Record<string, string>) =>
+      spawnSync(NODE[0]!, [...NODE.slice(1), CLI, "eval", ...args], { encoding: "utf8", env: e });
+    const cases: [string[], Record<string, string>, string][] = [
+      [[empty, "--model", "claude-sonnet-4-6"], key, `edge-offload: ${empty} holds no sessions`],
+      [
+        [SAMPLE, "--model", "claude-sonnet-4-6"],
+        env,
+        "edge-offload: no API key: set ANTHROPIC_API_KEY for --provider anthropic",
+      ],
+      [
+        [SAMPLE, "--provider", "openai-chat", "--model", "gpt-5.1"],
+        key,
+        "edge-offload: no API key: set OPENAI_API_KEY for --provider openai-chat",
+      ],
+      [
+        [SAMPLE, "--provider", "gemini", "--model", "x"],
+        key,
+        'edge-offload: unknown provider "gemini": anthropic, openai-chat, openai-responses',
+      ],
+      [[SAMPLE], key, "edge-offload: --model is required: the model your deployment calls"],
+      [
+        [SAMPLE, "--model", "claude-sonnet-4-6", "--sample", "many"],
+        key,
+        'edge-offload: --sample must be a number (got "many")',
+      ],
+      [
+        [SAMPLE, "--model", "claude-sonnet-4-6", "--aa", "2"],
+        key,
+        "edge-offload: --aa must be from 0 to 1",
+      ],
+      [[SAMPLE, "--model", "claude-sonnet-4-6", "--samples", "3"], key, "--samples"],
+    ];
+    for (const [args, e, line] of cases) {
+      const out = run(args, e);
+      expect(out.status, `${args.join(" ")}: ${out.stderr}`).toBe(2);
+      expect(oneLine(out.stderr)).toContain(line);
+      expect(out.stdout).toBe("");
+    }
+  }, 120_000);
 
   it("writes no progress when stderr is not a terminal", () => {
     const out = cli("replay", SAMPLE, "--policies", "none,edge-offload", "--json");

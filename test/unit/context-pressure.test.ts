@@ -17,8 +17,10 @@ const config = {
   tool_result_context_window_tokens: 40_000,
   tool_result_context_pressure_share: 0.8,
   tool_result_context_pressure_target: 0.5,
+  // every result read in full once: what is measured here is what happens to them once settled
+  tool_result_first_delivery: "full",
 };
-/** Medium results (kept by the default gate), each about 3,000 estimated tokens. */
+/** Medium results (kept by the gate once settled), each about 3,000 estimated tokens. */
 const turns = (n: number) =>
   Array.from({ length: n }, (_, i) => ({ id: `r${i}`, result: textBody(11_000, `r${i}`) }));
 

@@ -19,14 +19,22 @@ const run = (config: Record<string, unknown>, session: string) =>
   compact({ request: JSON.stringify(req), session, store: new MemoryStore(), config });
 
 describe("first delivery of medium results", () => {
-  it("is off by default: only large results are weighed on arrival", async () => {
-    const out = await run(FIRST, "m1");
-    expect(out.decisions.at(-1)).toMatchObject({ action: "kept", tier: "hot" });
-    expect(out.decisions.at(-1)!.gate).toBeUndefined();
+  it("is on by default: every result over the size floor is weighed on arrival", async () => {
+    const out = await run(ON, "m1");
+    const d = out.decisions.at(-1)!;
+    expect(d.gate!.inputs.first_delivery).toBe(true);
+    expect(d.tier).toBe("hot");
+    // only large ones with the threshold raised to the large tier
+    const large = await run({ ...ON, tool_result_first_delivery_min_chars: 60_000 }, "m1b");
+    expect(large.decisions.at(-1)).toMatchObject({ action: "kept", tier: "hot" });
+    expect(large.decisions.at(-1)!.gate).toBeUndefined();
+    // and none with first delivery "full"
+    const full = await run({ ...ON, tool_result_first_delivery: "full" }, "m1c");
+    expect(full.decisions.at(-1)!.gate).toBeUndefined();
   });
 
-  it("weighs a medium result on arrival once the threshold is lowered, and stubs it when it pays", async () => {
-    const out = await run({ ...FIRST, tool_result_first_delivery_min_chars: 20_000 }, "m2");
+  it("stubs a medium result on arrival when it pays, with its structural stub", async () => {
+    const out = await run({ ...FIRST, tool_result_first_delivery_recall_margin: 0 }, "m2");
     const d = out.decisions.at(-1)!;
     expect(d).toMatchObject({ action: "offloaded", tier: "medium" });
     expect(d.gate!.inputs.first_delivery).toBe(true);
@@ -35,6 +43,21 @@ describe("first delivery of medium results", () => {
     expect(stub).toContain("You have not seen this output");
     expect(stub).toContain("Index $.items[*].id");
     expect(stub.length).toBeLessThan(medium.length / 5);
+  });
+
+  it("prices the margin's hop beyond the expected ones: a thin saving is declined", async () => {
+    const out = await run(FIRST, "m2b");
+    const d = out.decisions.at(-1)!;
+    expect(d.action).toBe("kept");
+    expect(d.reason).toMatch(/^first delivery declined: .*the expected recall hop/);
+    expect(d.gate!.inputs.recall_probability).toBe(1.75);
+    const bare = (
+      await run({ ...FIRST, tool_result_first_delivery_recall_margin: 0 }, "m2c")
+    ).decisions.at(-1)!.gate!;
+    expect(d.gate!.expected_recall_hop_cost_usd).toBeCloseTo(
+      (bare.expected_recall_hop_cost_usd * 1.75) / 0.75,
+      9,
+    );
   });
 
   it("never weighs a result below the threshold or at most the size floor", async () => {

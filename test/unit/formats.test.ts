@@ -853,11 +853,13 @@ describe.each([chatKit, responsesKit].map((k) => [k.format, k] as const))(
         { id: "t1", result: LARGE },
         { id: "t2", result: "ok" },
       ];
-      let previous = (await run(kit, kit.conversation(steps), ON, store)).req;
+      // (every result read in full once: what is checked is the decision once settled)
+      const full = { ...ON, tool_result_first_delivery: "full" };
+      let previous = (await run(kit, kit.conversation(steps), full, store)).req;
       let firsts = 0;
       for (let i = 3; i < 8; i++) {
         steps = [...steps, { id: `t${i}`, result: i === 4 ? jsonBody(70_000) : `r${i}` }];
-        const out = await run(kit, kit.conversation(steps), ON, store);
+        const out = await run(kit, kit.conversation(steps), full, store);
         const fresh = out.decisions
           .filter((d) => !d.sticky && d.action !== "kept")
           .map((d) => itemOf(out.req, d.tool_use_id));
@@ -986,7 +988,11 @@ describe("openai-responses specifics", () => {
       input: [output("call_9", LARGE)],
       tools: [],
     };
-    const out = await run(kit, input, { ...ON, keep_last_n: 0 });
+    const out = await run(kit, input, {
+      ...ON,
+      keep_last_n: 0,
+      tool_result_first_delivery: "full",
+    });
     expect(out.changed).toBe(false);
     expect(out.decisions).toEqual([
       expect.objectContaining({
@@ -1003,8 +1009,13 @@ describe("openai-responses specifics", () => {
     expect(unpaired.report.errors).toMatchObject([{ code: "unplaced", path: "input[0].call_id" }]);
     // a conversation id is server-side history too
     expect(
-      (await run(kit, { ...input, previous_response_id: undefined, conversation: "conv_1" }, ON))
-        .changed,
+      (
+        await run(
+          kit,
+          { ...input, previous_response_id: undefined, conversation: "conv_1" },
+          { ...ON, tool_result_first_delivery: "full" },
+        )
+      ).changed,
     ).toBe(false);
   });
 

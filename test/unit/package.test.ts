@@ -35,7 +35,7 @@ beforeAll(() => {
 describe("package", { timeout: 60_000 }, () => {
   it("builds every entry of `exports` to its declared types and module files", () => {
     expect(entries.map(([name]) => name).sort()).toEqual(
-      [".", "./agents", "./ai-sdk", "./fetch", "./hono"].sort(),
+      [".", "./agents", "./ai-sdk", "./eval", "./fetch", "./hono"].sort(),
     );
     for (const [name, entry] of entries) {
       for (const file of [entry.types, entry.import, entry.require]) {
@@ -81,12 +81,19 @@ describe("package", { timeout: 60_000 }, () => {
         aiSdk: kinds(await import("edge-offload/ai-sdk"), ["offloadMiddleware"]),
         agents: kinds(await import("edge-offload/agents"), ["AgentStore", "offloadMiddleware"]),
         hono: kinds(await import("edge-offload/hono"), ["toolRoutes", "queryArguments"]),
+        eval: kinds(await import("edge-offload/eval"), ["evaluate", "planEval", "fileLog", "renderTable"]),
       }));`);
     expect(out).toEqual({
       fetch: { offloadFetch: "function", dialectOf: "function" },
       aiSdk: { offloadMiddleware: "function" },
       agents: { AgentStore: "function", offloadMiddleware: "function" },
       hono: { toolRoutes: "function", queryArguments: "function" },
+      eval: {
+        evaluate: "function",
+        planEval: "function",
+        fileLog: "function",
+        renderTable: "function",
+      },
     });
   });
 

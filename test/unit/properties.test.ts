@@ -33,6 +33,8 @@ interface TurnSpec {
   results: ResultSpec[];
   /** The client sends its full history, or our previous output plus the new turn. */
   history: "full" | "ours";
+  /** Anthropic: the client puts its advancing breakpoint on the last block (a caching client). */
+  advancing: boolean;
   config: Record<string, unknown>;
 }
 
@@ -49,6 +51,11 @@ const CONFIGS: Record<string, unknown>[] = [
   { ...ON, tool_result_recall_tool_declaration: "eager" },
   { ...ON, tool_result_offload_shadow: true },
   { ...ON, tool_result_medium_tier: "cache_anchor" },
+  { ...ON, tool_result_first_delivery: "gated", tool_result_first_delivery_min_chars: 8001 },
+  { ...ON, tool_result_breakpoint_move: false },
+  // every result read in full once: large ones are where the breakpoint moves
+  { ...ON, tool_result_first_delivery: "full", tool_result_recall_tool_declaration: "eager" },
+  { ...ON, tool_result_first_delivery: "full" },
   { ...ON, tool_result_recall_mode: "window" },
   { ...ON, tool_result_recall_mode: "structural" },
   {
@@ -78,6 +85,7 @@ const scenario = fc.array(
   fc.record({
     results: fc.array(resultSpec, { minLength: 1, maxLength: 3 }),
     history: fc.constantFrom("full", "ours"),
+    advancing: fc.boolean(),
     config: fc.constantFrom(...CONFIGS),
   }),
   { minLength: 1, maxLength: 5 },
@@ -110,6 +118,8 @@ const count = (what: string) => {
 };
 
 const WARM = "kept while the cache is warm";
+const MOVED = "kept on arrival: the cache breakpoint moved";
+const countMarkers = (text: string) => (text.match(/"cache_control":\{/g) ?? []).length;
 
 /** Runs one conversation turn by turn against two stores in lockstep, checking every invariant. */
 async function play(kit: Kit, turns: TurnSpec[]): Promise<void> {
@@ -155,6 +165,12 @@ async function play(kit: Kit, turns: TurnSpec[]): Promise<void> {
       turn.history === "ours" && previous !== null
         ? kit.addTurn(previous, step)
         : kit.conversation(steps);
+    // A caching client's advancing breakpoint, within the API's four (our output may carry the one we
+    // moved: a client that sends it back keeps it).
+    if (kit.format === "anthropic" && turn.advancing && countMarkers(JSON.stringify(request)) < 4) {
+      const last = request.messages.at(-1).content;
+      last[last.length - 1] = { ...last[last.length - 1], cache_control: { type: "ephemeral" } };
+    }
     const text = JSON.stringify(request);
     const config = turn.config;
     const run = (store: MemoryStore, req: string) =>
@@ -179,9 +195,29 @@ async function play(kit: Kit, turns: TurnSpec[]): Promise<void> {
     // 2. deterministic: the same request and state give the same bytes.
     expect(twin.request, where).toBe(out.request);
     // 6. valid output (and 7: our tool at the end of tools, at most once).
-    expectValidOutput(kit, request, output, config.tool_result_medium_tier === "cache_anchor");
-    if (kit.format === "anthropic")
-      expect((out.request as string).split('"cache_control"').length - 1).toBeLessThanOrEqual(4);
+    // (the anchor and the breakpoint move change where the format's markers are, nothing else)
+    expectValidOutput(kit, request, output, true);
+    if (kit.format === "anthropic") {
+      expect(countMarkers(out.request as string)).toBeLessThanOrEqual(4);
+      expect(countMarkers(out.request as string)).toBeLessThanOrEqual(
+        Math.max(4, countMarkers(text)),
+      );
+      // The move: no breakpoint at or after a result kept out of the cache write on its arrival.
+      const moved = out.decisions.filter((d) => d.reason.startsWith(MOVED));
+      if (moved.length > 0 && enabled(config) && !shadow(config)) {
+        count("breakpoint moved");
+        const last = output.messages.at(-1).content as Req[];
+        const from = last.findIndex((b) => b.tool_use_id === moved[0]!.tool_use_id);
+        expect(from, `${where}: moved result in the last message`).toBeGreaterThanOrEqual(0);
+        for (const b of last.slice(from))
+          expect(b.cache_control, `${where}: moved`).toBeUndefined();
+      }
+    }
+    if (kit.format !== "anthropic" || !enabled(config) || shadow(config))
+      expect(
+        out.decisions.some((d) => d.reason.startsWith(MOVED)),
+        where,
+      ).toBe(false);
 
     const live = enabled(config) && !shadow(config);
     const decidedBefore = new Set(rendered.keys());
@@ -193,17 +229,24 @@ async function play(kit: Kit, turns: TurnSpec[]): Promise<void> {
       // 3. sticky: once changed, the same bytes on every later live turn, whichever history was sent.
       if (live && rendered.has(id)) expect(now, `${where}: ${id} sticky`).toBe(rendered.get(id));
       if (live && now !== was && !rendered.has(id)) rendered.set(id, now);
-      // 10. only text is measured: a small text stays, whatever media sit next to it.
-      if (was.length <= sizeFloor(config)) expect(now, `${where}: ${id} small`).toBe(was);
+      // 10. only text is measured: a small text stays, whatever media sit next to it (unless an earlier
+      // turn, under a lower size floor, decided it: sticky).
+      if (was.length <= sizeFloor(config) && !decidedBefore.has(id))
+        expect(now, `${where}: ${id} small`).toBe(was);
       // 9. a recall answer never gets a mem_id of its own.
       if (recallArg.has(id))
         for (const m of now.match(MEM) ?? []) expect(m, `${where}: ${id}`).toBe(recallArg.get(id));
     }
     // 8. the hot window: the freshest keep_last_n results stay as sent (a result stubbed on an earlier turn,
     // before a larger keep_last_n put it back in the window, stays stubbed: stickiness wins).
+    // First delivery stubs a fresh result before the model reads it (the gate priced it): the window
+    // keeps what the model has read.
+    const firstDelivered = new Set(
+      out.decisions.filter((d) => /first delivery/.test(d.reason)).map((d) => d.tool_use_id),
+    );
     if (enabled(config))
       for (const id of ids.slice(Math.max(0, ids.length - keepLast(config))))
-        if (!decidedBefore.has(id))
+        if (!decidedBefore.has(id) && !firstDelivered.has(id))
           expect(texts.get(id), `${where}: ${id} hot`).toBe(original.get(id));
     // 7. once declared, the recall tool stays declared.
     const hasTool = kit.toolNames(output).includes(RECALL);
@@ -276,9 +319,14 @@ describe("idempotent, even for a result declined while the cache is warm", () =>
       ...more,
     });
     await play(KITS[0]!, [
-      { results: [result(8001)], history: "full", config: ON_EAGER },
-      { results: [result(60_000), result(10)], history: "full", config: {} },
-      { results: [result(10, { image: true, marker: true })], history: "full", config: ON },
+      { results: [result(8001)], history: "full", advancing: false, config: ON_EAGER },
+      { results: [result(60_000), result(10)], history: "full", advancing: false, config: {} },
+      {
+        results: [result(10, { image: true, marker: true })],
+        history: "full",
+        advancing: false,
+        config: ON,
+      },
     ]);
   });
 });

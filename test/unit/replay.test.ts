@@ -8,14 +8,18 @@ import { describe, expect, it } from "vitest";
 import { resolveModel } from "../../src/core/pricing.ts";
 import { BlockCache } from "../../src/replay/blocks.ts";
 import { CacheSim } from "../../src/replay/cache.ts";
+import { cutAfter, ENDINGS_MIN_CHARS, earlyEndings } from "../../src/replay/endings.ts";
+import { edgeOffload } from "../../src/replay/policies/edge-offload.ts";
 import { DEFAULT_POLICIES, policyByName } from "../../src/replay/policies/index.ts";
 import { detectReferences } from "../../src/replay/references.ts";
 import { replay, requestFor } from "../../src/replay/run.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
 import type { Message, ReplaySession, Request } from "../../src/replay/types.ts";
 import { SAMPLE } from "../support/corpus.ts";
+import { textBody } from "../support/requests.ts";
 
 const sonnet = resolveModel("claude-sonnet-4-6")!;
+const ON_ALL = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 const block = (key: string, tokens: number, breakpoint = false) => ({
   key,
   tokens,
@@ -227,7 +231,9 @@ describe("policies", () => {
     for (const name of DEFAULT_POLICIES) expect(policyByName(name), name).not.toBeNull();
     expect(policyByName("nope")).toBeNull();
     expect(policyByName("edge-offload+all/no-cold")?.name).toBe("edge-offload+all/no-cold");
+    expect(policyByName("edge-offload/full-delivery/no-move/fixed-horizon")).not.toBeNull();
     expect(policyByName("edge-offload/bogus")).toBeNull();
+    expect(policyByName("edge-offload/no-move/bogus")).toBeNull();
     expect(policyByName("evict-20k/no-cold")).toBeNull();
   });
 });
@@ -239,16 +245,21 @@ describe("replay runner", () => {
     const report = await replay(sessions, {
       model: "claude-sonnet-4-6",
       client: "cached",
-      policies: ["none", "edge-offload", "mask-last-10", "edge-offload+first-delivery"].map(
+      policies: ["none", "edge-offload", "mask-last-10", "edge-offload/full-delivery"].map(
         (n) => policyByName(n)!,
       ),
     });
     const by = Object.fromEntries(report.policies.map((p) => [p.policy, p]));
     expect(by.none!.ratio_to_none).toBe(1);
-    expect(by["edge-offload"]!.worst_session_ratio).toBeLessThanOrEqual(1);
-    expect(by["edge-offload"]!.lost_references).toBe(0);
-    expect(by["edge-offload+first-delivery"]!.total_usd).toBeLessThan(by.none!.total_usd);
-    expect(by["edge-offload+first-delivery"]!.recall_hops).toBeGreaterThan(0);
+    for (const row of ["edge-offload", "edge-offload/full-delivery"]) {
+      expect(by[row]!.worst_session_ratio, row).toBeLessThanOrEqual(1);
+      expect(by[row]!.dearer_sessions, row).toBe(0);
+      expect(by[row]!.lost_references, row).toBe(0);
+    }
+    // first delivery (the default) stubs on arrival and pays hops for it
+    expect(by["edge-offload"]!.total_usd).toBeLessThan(by["edge-offload/full-delivery"]!.total_usd);
+    expect(by["edge-offload"]!.recall_hops).toBeGreaterThan(0);
+    expect(by["mask-last-10"]!.dearer_sessions).toBeGreaterThan(0);
     // masking moves every turn and breaks the cached prefix: dearer than nothing with a caching client
     expect(by["mask-last-10"]!.total_usd).toBeGreaterThan(by.none!.total_usd);
     expect(report.sessions).toBe(6);
@@ -285,6 +296,103 @@ describe("replay runner", () => {
   });
 });
 
+describe("realistic endings and the learned horizon", () => {
+  const sessions = parseSessions(gunzipSync(readFileSync(SAMPLE)).toString("utf8"), "sample");
+
+  it("cuts half the sessions holding a result over the floor, 1-3 calls after one arrives, the same way every time", () => {
+    const cut = earlyEndings(sessions);
+    expect(earlyEndings(sessions)).toEqual(cut);
+    expect(cut.map((s) => s.id)).toEqual(sessions.map((s) => s.id));
+    let shorter = 0;
+    cut.forEach((c, i) => {
+      const s = sessions[i]!;
+      if (c === s) return;
+      shorter++;
+      expect(c.calls).toEqual(s.calls.slice(0, c.calls.length));
+      expect(c.messages).toEqual(s.messages.slice(0, c.calls.at(-1)! + 1));
+      expect(c.messages.at(-1)!.role).toBe("assistant");
+      // a result over the floor arrived 1-3 calls before the last call
+      const arrived = c.calls.slice(-4, -1).some((n) => {
+        const m = c.messages[n - 1]!;
+        return (
+          typeof m.content !== "string" &&
+          m.content.some(
+            (b) => b.type === "tool_result" && JSON.stringify(b.content).length > ENDINGS_MIN_CHARS,
+          )
+        );
+      });
+      expect(arrived, c.id).toBe(true);
+    });
+    expect(shorter).toBeGreaterThan(0);
+    expect(shorter).toBeLessThan(sessions.length);
+  });
+
+  it("keeps a session whole when the cut would fall after its end, and drops the refs it cut off", () => {
+    const s: ReplaySession = {
+      id: "x",
+      messages: [
+        { role: "user", content: "a" },
+        { role: "assistant", content: "b" },
+        { role: "user", content: "c" },
+        { role: "assistant", content: "d" },
+      ],
+      calls: [1, 3],
+      refs: [
+        { turn: 1, quote: "q", source_tool_use_id: "t" },
+        { turn: 3, quote: "q", source_tool_use_id: "t" },
+      ],
+    };
+    expect(cutAfter(s, 5)).toBe(s);
+    const cut = cutAfter(s, 0);
+    expect(cut.calls).toEqual([1]);
+    expect(cut.messages).toHaveLength(2);
+    expect(cut.refs).toEqual([s.refs![0]]);
+  });
+
+  it("learns the horizon from the sessions replayed before, in file order, never from later ones", async () => {
+    // The same 40-call session twice (under two ids), a 24,000-char result arriving on call 4: the first
+    // is priced at the prior (nothing ended yet), the second at what the first showed (36 calls left).
+    const session = (id: string): ReplaySession => {
+      const messages: Message[] = [
+        { role: "user", content: `Do the task. ${"context ".repeat(800)}` },
+      ];
+      for (let i = 0; i < 40; i++) {
+        messages.push({
+          role: "assistant",
+          content: [{ type: "tool_use", id: `t${i}`, name: "bash", input: { cmd: `step ${i}` } }],
+        });
+        const result = i === 3 ? textBody(24_000, "m") : `ok ${i} ${"x".repeat(3000)}`;
+        messages.push({
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: `t${i}`, content: result }],
+        });
+      }
+      messages.push({ role: "assistant", content: "done" });
+      return {
+        id,
+        messages,
+        calls: messages.flatMap((m, i) => (m.role === "assistant" ? [i] : [])),
+      };
+    };
+    const twice = [session("first"), session("second")];
+    const run = async (config: Record<string, unknown>) =>
+      (
+        await replay(twice, {
+          model: "claude-sonnet-4-6",
+          client: "cached",
+          policies: [policyByName("none")!, edgeOffload("e", config, "e")],
+        })
+      ).policies[1]!.sessions.map((r) => r.usd);
+    const learned = await run(ON_ALL);
+    const fixed = await run({ ...ON_ALL, tool_result_offload_horizon_learned: false });
+    // nothing had ended before the first: the prior either way, and the result kept (a stub would not pay)
+    expect(learned[0]).toBeCloseTo(fixed[0]!, 9);
+    expect(fixed[1]).toBeCloseTo(fixed[0]!, 9);
+    // the second is priced over what the first showed: stubbed on arrival, and cheaper
+    expect(learned[1]).toBeLessThan(learned[0]! * 0.95);
+  }, 120_000);
+});
+
 describe("CLI", () => {
   const root = fileURLToPath(new URL("../..", import.meta.url));
   const cli = (...args: string[]) =>
@@ -310,6 +418,9 @@ describe("CLI", () => {
     const gap = cli("replay", SAMPLE, "--gap", "soon");
     expect(gap.status).toBe(2);
     expect(gap.stderr).toContain("--gap must be BASE or BASE,LONG@P");
+    expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
+      "--endings must be early or recorded",
+    );
     // Seven Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
 
@@ -349,6 +460,7 @@ describe("CLI", () => {
       "references_by_kind",
       "lost_by_kind",
       "worst_session_ratio",
+      "dearer_sessions",
     ]);
     expect(Object.keys(json.policies[0].lost_by_kind)).toEqual(["corpus", "quote", "token"]);
   }, 60_000);

@@ -566,19 +566,22 @@ describe("proxy: streams", () => {
     );
   });
 
-  it("Chat and Responses: a stream without recall passes as it came", async () => {
-    const chatStream = chatEvents(
-      chatCompletion("c1", [{ text: "Plain answer." }], { input: 3, output: 2 }),
-    );
+  it("Chat and Responses: a stream without recall passes as it came (Chat's usage asked for, and kept out)", async () => {
+    const completion = chatCompletion("c1", [{ text: "Plain answer." }], { input: 3, output: 2 });
     const respStream = responseEvents(
       response("resp_1", [{ text: "Plain answer." }], { input: 3, output: 2 }),
     );
-    mockProvider(sseReply(chatStream), sseReply(respStream));
+    // The client asks for no usage: the proxy asks upstream, so the provider sends it.
+    const seen = mockProvider(sseReply(chatEvents(completion, true)), sseReply(respStream));
     const session = sid("stream-plain");
     const a = await readEvents(
       await proxy(CHAT, { ...chatRequest(), stream: true }, { session, config: ON }),
     );
-    expect(a.text.replace(/: edge-offload .*\n\n$/, "")).toBe(chatStream.join(""));
+    expect(seen[0]!.json.stream_options).toEqual({ include_usage: true });
+    // The client's stream is the one it asked for: no usage chunk, no `"usage": null`.
+    expect(a.text.replace(/: edge-offload .*\n\n$/, "")).toBe(
+      chatEvents(completion, false).join(""),
+    );
     const b = await readEvents(
       await proxy(RESPONSES, { ...responsesRequest(), stream: true }, { session, config: ON }),
     );

@@ -15,6 +15,7 @@ import { extractionProblem } from "../problems.ts";
 import { plural } from "../text.ts";
 import { detectKind, estimateTokens } from "../tokens.ts";
 import type { TurnContext } from "../turn/context.ts";
+import { turnHorizon } from "../turn/price.ts";
 import type { AttachmentInfo } from "../types.ts";
 import { keep, nativeOutcome, rateAt, replace } from "./record.ts";
 import {
@@ -24,7 +25,7 @@ import {
   renderDocumentText,
   renderImagePlaceholder,
 } from "./text.ts";
-import type { MediaEntry, MediaOutcome } from "./types.ts";
+import type { MediaEntry, MediaOutcome, OcrStatus } from "./types.ts";
 
 /** How many files this turn parsed (not served from the cache). */
 export interface ExtractionCount {
@@ -39,11 +40,18 @@ export async function firstDecision(
   const { site } = e;
   const native = (reason: string, tokens: number | null) =>
     nativeOutcome(ctx, site, e.id, reason, tokens);
+  // An image with no bytes here is never read by OCR: say so when OCR was asked for.
+  const unread = (outcome: MediaOutcome) =>
+    withOcr(ctx, outcome, { outcome: "skipped", reason: outcome.decision.reason });
   if (e.id === null)
-    return native(
-      `a ${site.source_type} source carries no bytes here: sent as it is`,
-      site.kind === "image" ? imageTokens(undefined, undefined) : null,
-    );
+    return site.kind === "image"
+      ? unread(
+          native(
+            `a ${site.source_type} source carries no bytes here: sent as it is`,
+            imageTokens(undefined, undefined),
+          ),
+        )
+      : native(`a ${site.source_type} source carries no bytes here: sent as it is`, null);
   if (site.kind === "document") {
     if (site.citations)
       return native("citations are enabled: it stays a document so the model can cite it", null);
@@ -55,19 +63,34 @@ export async function firstDecision(
     return documentDecision(ctx, e, count);
   }
   if (site.source_type !== "base64")
-    return native(
-      `an image with a ${site.source_type} source: sent as it is`,
-      imageTokens(undefined, undefined),
+    return unread(
+      native(
+        `an image with a ${site.source_type} source: sent as it is`,
+        imageTokens(undefined, undefined),
+      ),
     );
   const hot = ctx.config.attachment_image_hot_turns;
   if (ctx.analysis.assistant_turns - site.turn < hot) {
     const head = imageHead(ctx, site);
-    return native(
-      `hot: an image stays native for ${plural(hot, "turn")} from the one it arrives on`,
-      imageTokens(head?.width, head?.height),
+    return withOcr(
+      ctx,
+      native(
+        `hot: an image stays native for ${plural(hot, "turn")} from the one it arrives on`,
+        imageTokens(head?.width, head?.height),
+      ),
+      {
+        outcome: "hot",
+        reason: `hot: read by OCR when it leaves its hot turns, on turn ${site.turn + hot}`,
+      },
     );
   }
   return imageDecision(ctx, e, count);
+}
+
+/** The decision with what OCR did for the image, when the config asks for OCR. */
+function withOcr(ctx: TurnContext, outcome: MediaOutcome, ocr: OcrStatus): MediaOutcome {
+  if (!ctx.config.attachment_ocr) return outcome;
+  return { ...outcome, decision: { ...outcome.decision, ocr } };
 }
 
 function cacheOf(store: OffloadStore): ExtractionCache | undefined {
@@ -225,12 +248,12 @@ function ocrGate(
   placeholder: ImagePlaceholderInput,
 ): { fire: boolean; why: string } {
   if (ctx.price === null) return { fire: false, why: "the model's prices are unknown" };
-  const horizon = ctx.config.tool_result_offload_horizon_default;
+  const horizon = turnHorizon(ctx);
   const text = estimateTokens(renderImagePlaceholder(placeholder).length);
   const rate = rateAt(ctx, position);
   const saving = usd(horizon * (nativeTokens - text), rate);
   const withText = placeholder.ocr_text === undefined ? "" : " with the text";
-  const why = `over ${horizon} turns the image costs ~$${usd(horizon * nativeTokens, rate)}, its placeholder${withText} ~$${usd(horizon * text, rate)}`;
+  const why = `over ${Math.round(horizon * 10) / 10} turns the image costs ~$${usd(horizon * nativeTokens, rate)}, its placeholder${withText} ~$${usd(horizon * text, rate)}`;
   return { fire: saving > 0, why };
 }
 
@@ -249,18 +272,22 @@ async function imageDecision(
       reason: "corrupt",
       message: "image data is not valid base64",
     };
-    return keep(
+    return withOcr(
       ctx,
-      e,
-      {
-        kind: "image",
-        format: site.media_type ?? "image",
-        bytes: 0,
-        arrived: site.turn,
-        native_tokens: imageTokens(undefined, undefined),
-        failed,
-      },
-      "not valid base64: sent as it is",
+      keep(
+        ctx,
+        e,
+        {
+          kind: "image",
+          format: site.media_type ?? "image",
+          bytes: 0,
+          arrived: site.turn,
+          native_tokens: imageTokens(undefined, undefined),
+          failed,
+        },
+        "not valid base64: sent as it is",
+      ),
+      { outcome: "failed", reason: "not valid base64" },
     );
   }
   const head = imageInfo(bytes);
@@ -277,6 +304,7 @@ async function imageDecision(
   let ocrText: string | undefined;
   let note = "";
   let cached: boolean | undefined;
+  let ocr: OcrStatus | undefined;
   const placeholder: ImagePlaceholderInput = {
     id: e.id!,
     format: info.format,
@@ -285,10 +313,20 @@ async function imageDecision(
     bytes: info.bytes,
     turn: site.turn,
   };
-  if (ctx.extractor?.ocr && ctx.config.attachment_ocr) {
+  if (ctx.config.attachment_ocr && !ctx.extractor?.ocr)
+    ocr = {
+      outcome: "unavailable",
+      reason:
+        ctx.extractor === undefined
+          ? "no attachment extractor is plugged in"
+          : "the extractor has no OCR engine plugged in",
+    };
+  else if (ctx.config.attachment_ocr) {
     const gate = ocrGate(ctx, site.position, info.native_tokens!, placeholder);
-    if (!gate.fire) note = `; not read by OCR: ${gate.why}`;
-    else {
+    if (!gate.fire) {
+      note = `; not read by OCR: ${gate.why}`;
+      ocr = { outcome: "skipped", reason: `not worth reading: ${gate.why}` };
+    } else {
       const out = await extract(ctx, count, {
         attachment: { data: bytes, media_type: site.media_type },
         kind: "image",
@@ -300,23 +338,51 @@ async function imageDecision(
           ...placeholder,
           ocr_text: text,
         });
-        if (paid.fire) ocrText = text;
-        else note = `; its OCR text is left out: ${paid.why}`;
+        if (paid.fire) {
+          ocrText = text;
+          ocr = { outcome: "read", cached, reason: `read: ${text.length} characters` };
+        } else {
+          note = `; its OCR text is left out: ${paid.why}`;
+          ocr = { outcome: "dropped", cached, reason: `its text is left out: ${paid.why}` };
+        }
       } else {
         const failed = extractionProblem(out.outcome.error);
         if (failed.code === "extraction_dependency_missing")
-          return nativeOutcome(
+          return withOcr(
             ctx,
-            site,
-            e.id,
-            `OCR unavailable (${failed.message}): sent natively, tried again next turn`,
-            info.native_tokens,
-            failed,
+            nativeOutcome(
+              ctx,
+              site,
+              e.id,
+              `OCR unavailable (${failed.message}): sent natively, tried again next turn`,
+              info.native_tokens,
+              failed,
+            ),
+            { outcome: "unavailable", reason: `${failed.message}: tried again next turn` },
           );
         note = `; OCR failed (${failureName(failed)})`;
+        ocr = {
+          outcome: "failed",
+          cached,
+          reason: `${failureName(failed)}: ${failed.message}`,
+        };
       }
     }
   }
+  const decided = await placeholderDecision(ctx, e, info, placeholder, ocrText, note, cached);
+  return ocr === undefined ? decided : withOcr(ctx, decided, ocr);
+}
+
+/** The image replaced by its placeholder (with its OCR text, when read and paid for), or kept. */
+function placeholderDecision(
+  ctx: TurnContext,
+  e: MediaEntry,
+  info: AttachmentInfo,
+  placeholder: ImagePlaceholderInput,
+  ocrText: string | undefined,
+  note: string,
+  cached: boolean | undefined,
+): Promise<MediaOutcome> | MediaOutcome {
   const rendered = renderImagePlaceholder({ ...placeholder, ocr_text: ocrText });
   const sent = estimateTokens(rendered.length);
   if (sent >= info.native_tokens!)

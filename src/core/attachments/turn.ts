@@ -34,6 +34,14 @@ import { decisionFrom, nativeOutcome, replayMedia } from "./record.ts";
 import { NATIVE_ESTIMATE } from "./text.ts";
 import type { AttachmentDecision, AttachmentReport, AttachmentTally, MediaEntry } from "./types.ts";
 
+/** With OCR asked for: the images read by it this turn, and those decided without its text. */
+function ocrCounts(items: AttachmentDecision[]): { ocr?: { read: number; not_read: number } } {
+  const decided = items.filter((d) => d.ocr !== undefined);
+  if (decided.length === 0) return {};
+  const read = decided.filter((d) => d.ocr!.outcome === "read").length;
+  return { ocr: { read, not_read: decided.length - read } };
+}
+
 /** One turn's attachment work, in the steps the turn calls: identify → decide → settle → render. */
 export class AttachmentTurn {
   readonly active: boolean;
@@ -160,9 +168,10 @@ export class AttachmentTurn {
 
   /**
    * Edits for replaced blocks, except inside tool results `rewritten` says are rendered anew
-   * (overridesIn).
+   * (overridesIn); `register`: the edits are the turn's (an anchor may be absorbed into them),
+   * else a preview.
    */
-  edits(rewritten: (result: number) => boolean): Edit[] {
+  edits(rewritten: (result: number) => boolean, register = true): Edit[] {
     const out: Edit[] = [];
     for (const e of this.#entries) {
       if (
@@ -175,7 +184,7 @@ export class AttachmentTurn {
         end: e.site.end,
         text: this.#render(e.site, e.outcome.rendered),
       };
-      this.#edits.set(edit, e.site);
+      if (register) this.#edits.set(edit, e.site);
       out.push(edit);
     }
     return out;
@@ -237,6 +246,7 @@ export class AttachmentTurn {
       failed: items.filter((d) => d.error !== undefined).length,
       new_decisions: this.records().length,
       extracted: this.#count.parsed,
+      ...ocrCounts(items),
       native_tokens: t.native,
       sent_tokens: t.sent,
       saved_tokens: t.native - t.sent,

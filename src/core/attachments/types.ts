@@ -10,6 +10,23 @@ import type { ResultRecord } from "../types.ts";
  */
 export const INLINE_REPLACEMENT_CHARS = 4000;
 
+/**
+ * What OCR did for an image decided this turn, when the config asks for it (`attachment_ocr`):
+ * - read: its text is in the placeholder;
+ * - hot: not yet: it is read when it leaves its hot turns;
+ * - skipped: not worth reading (its placeholder alone already costs as much as the image, or the
+ *   model has no price), or there are no bytes to read;
+ * - dropped: read, but its text costs more than it saves: a placeholder without it;
+ * - failed: the image could not be read (too large, corrupt, no text, doubtful), for good;
+ * - unavailable: no OCR here (off on this deployment, no engine or no model): tried again next turn.
+ */
+export interface OcrStatus {
+  outcome: "read" | "hot" | "skipped" | "dropped" | "failed" | "unavailable";
+  /** The outcome came from the tenant's extraction cache: nothing was decoded this turn. */
+  cached?: boolean;
+  reason: string;
+}
+
 export interface AttachmentDecision {
   /** The block's id (`att_…`), or null for a block without bytes (URL or file sources). */
   id: string | null;
@@ -37,6 +54,8 @@ export interface AttachmentDecision {
   reason: string;
   /** Why extraction failed, when it did (the block then stays native). */
   error?: ExtractionProblem;
+  /** An image decided this turn with `attachment_ocr` on: what OCR did, and why. */
+  ocr?: OcrStatus;
 }
 
 export interface AttachmentReport {
@@ -49,6 +68,11 @@ export interface AttachmentReport {
   new_decisions: number;
   /** Files parsed this turn (not from the cache, not replayed). */
   extracted: number;
+  /**
+   * With `attachment_ocr` on: images whose OCR text is in their placeholder this turn, and those
+   * decided this turn without it (each decision's `ocr` says why).
+   */
+  ocr?: { read: number; not_read: number };
   native_tokens: number;
   sent_tokens: number;
   saved_tokens: number;

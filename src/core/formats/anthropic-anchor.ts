@@ -68,3 +68,31 @@ export function anchorEditOf(raw: string, slot: AnchorSlot, ttl: "5m" | "1h"): E
   }
   return { start: slot.insert_at, end: slot.insert_at, text: `,${marker}` };
 }
+
+/** JSON's whitespace, which may sit between a member's parts. */
+function isSpace(ch: string | undefined): boolean {
+  return ch === " " || ch === "\n" || ch === "\r" || ch === "\t";
+}
+
+/**
+ * The raw span that removes `obj`'s member `key` and one comma next to it, so the object stays valid JSON;
+ * undefined when the key appears twice (removing one would expose the other) or is the only member.
+ */
+export function memberRemoval(
+  raw: string,
+  obj: JsonObject,
+  key: string,
+): { start: number; end: number } | undefined {
+  const at = obj.keys.flatMap((k, i) => (k === key ? [i] : []));
+  if (at.length !== 1 || obj.keys.length < 2) return undefined;
+  const i = at[0]!;
+  // Not the first member: from the end of the one before it (its comma, key and value go).
+  if (i > 0) return { start: obj.values[i - 1]!.end, end: obj.values[i]!.end };
+  // The first: from just after "{" to the next member's key (the comma after it goes).
+  let end = obj.values[0]!.end;
+  while (isSpace(raw[end])) end++;
+  if (raw[end] !== ",") return undefined;
+  end++;
+  while (isSpace(raw[end])) end++;
+  return { start: obj.start + 1, end };
+}

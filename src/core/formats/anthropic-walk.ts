@@ -7,7 +7,7 @@ import { formatPath } from "../../errors.ts";
 import { attachmentIdIn } from "../attachments/text.ts";
 import { getMember, type JsonNode, type JsonObject } from "../json/scan.ts";
 import { RECALL_TOOL_NAME } from "../recall-tool.ts";
-import { anchorSlotsOf } from "./anthropic-anchor.ts";
+import { anchorSlotsOf, memberRemoval } from "./anthropic-anchor.ts";
 import { mediaSite } from "./anthropic-media.ts";
 import { type Call, resultSite } from "./anthropic-results.ts";
 import {
@@ -102,6 +102,8 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
   let answeredIds = new Set<string>();
   let previousRole = "";
   let assistantTurns = 0;
+  let resultsBefore = false;
+  const chain = { answered: 0, chained: 0 };
   const lastAssistant = lastAssistantIndex(raw, messages);
   // Server-held history (`thread: {type: "continue"}`): the request starts mid-conversation, so results
   // before its first assistant message may answer calls only the server holds (their tool is unknown here).
@@ -146,19 +148,27 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
         answeredIds = new Set();
       }
     }
+    // The model's answer to tool results: did it call a tool again (tool_chain)?
+    const answering = role === "assistant" && previousRole === "user" && resultsBefore;
+    if (role === "user" && previousRole !== "user") resultsBefore = false;
     previousRole = role;
+    let calledTool = false;
     if (content.kind === "array") {
       content.items.forEach((block, b) => {
         const bpath: Path = [...path, "content", b];
         const obj = expectObject(block, bpath, "a content block");
         const type = stringMember(raw, obj, "type", bpath, true);
         const cc = getMember(obj, "cache_control");
-        if (cc !== undefined && cc.kind !== "null")
+        if (cc !== undefined && cc.kind !== "null") {
+          const removal = memberRemoval(raw, obj, "cache_control");
           breakpoints.push({
             position: messagesBase + block.end,
             ttl: ttlAt(cc, [...bpath, "cache_control"]),
+            ...(removal === undefined ? {} : { removal }),
           });
+        }
         if (type === "tool_use" && role === "assistant") {
+          calledTool = true;
           const id = stringMember(raw, obj, "id", bpath, true)!;
           const name = stringMember(raw, obj, "name", bpath, true)!;
           calls.set(id, { name, input: getMember(obj, "input") });
@@ -207,6 +217,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
             });
           }
           sites.push(site);
+          resultsBefore = true;
         } else if (type === "tool_addition") {
           if (declaresRecallTool(raw, obj, bpath)) hasRecallTool = true;
         } else if (role === "user" && (type === "document" || type === "image")) {
@@ -232,6 +243,10 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
         }
       });
     }
+    if (answering) {
+      chain.answered++;
+      if (calledTool) chain.chained++;
+    }
   });
 
   const anchorSlots = anchorSlotsOf(raw, messages, messagesBase, sites);
@@ -253,6 +268,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
     auto_cache: auto !== undefined && auto.kind !== "null",
     last_message_position:
       lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
+    tool_chain: chain,
     anchor_slots: anchorSlots,
     media,
     replaced_media: replaced,

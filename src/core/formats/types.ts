@@ -94,6 +94,12 @@ export interface Breakpoint {
    * "1h" the long one (Anthropic 1 hour, OpenAI 12 hours), as in the price table's two write columns.
    */
   ttl: "5m" | "1h";
+  /**
+   * The raw span whose removal takes this marker out of the request (its member and one separating comma),
+   * where the format can move it: a block-level marker in a message (Anthropic). Absent for a marker the
+   * transform never moves (tools, system, automatic caching, a marker inside a tool result's content).
+   */
+  removal?: { start: number; end: number };
 }
 
 /** A block the advancing cache anchor may be placed on (the last blocks of the prompt, in prompt order). */
@@ -137,6 +143,13 @@ export interface RequestAnalysis {
   auto_cache: boolean;
   /** Prompt-order offset where the last message starts. */
   last_message_position: number;
+  /**
+   * How often the model answered tool results with another tool call, in this request's history: of the
+   * assistant messages that follow a message holding tool results (the last one excepted), how many call a
+   * tool. A fresh result leaves the hot window on the next call only when the model calls a tool again
+   * (the breakpoint move prices that). Absent where the format does not count it.
+   */
+  tool_chain?: { answered: number; chained: number };
   /** Where an anchor could go (formats with explicit breakpoints only); empty when none can. */
   anchor_slots: AnchorSlot[];
   /** Document and image blocks, in request order (formats with media blocks only). */

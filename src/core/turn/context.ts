@@ -55,6 +55,34 @@ export interface TurnContext {
   kinds?: Map<string, ContentKind>;
   /** The whitespace share of each result measured this turn (calibration.ts). */
   whitespace?: Map<string, number>;
+  /**
+   * Raw chars earlier decisions take out of this request (full bodies less their stubs), in prompt order
+   * with running totals, so prices read the prompt as it goes out: the same whether the client sent its
+   * full history or our output.
+   */
+  replaced?: Replaced;
+}
+
+/** Where earlier decisions replace text, in prompt order, and how many chars they took out up to each. */
+export interface Replaced {
+  positions: number[];
+  /** `before[i]`: chars taken out by the replacements before `positions[i]` (one more entry: all). */
+  before: number[];
+}
+
+/** A prompt-order offset of the request as it goes out: less what earlier decisions replace before it. */
+export function sentOffset(ctx: TurnContext, position: number): number {
+  const r = ctx.replaced;
+  if (r === undefined || r.positions.length === 0) return position;
+  // the replacements strictly before `position` (binary search: a request may hold 100,000 results)
+  let lo = 0;
+  let hi = r.positions.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (r.positions[mid]! < position) lo = mid + 1;
+    else hi = mid;
+  }
+  return position - r.before[lo]!;
 }
 
 /**
@@ -181,4 +209,21 @@ export function pressureId(toolUseId: string): string {
  */
 export function warmId(toolUseId: string): string {
   return `${toolUseId}#warm`;
+}
+
+/**
+ * The record id of a fresh result the breakpoint move decided to offload once settled (breakpoint.ts):
+ * kept in full on its arrival, the client's breakpoint moved before it, and stubbed on the first turn it is
+ * settled and out of the hot window. Its own id, so that stub is the result's own first record.
+ */
+export function settleId(toolUseId: string): string {
+  return `${toolUseId}#settle`;
+}
+
+/**
+ * The record id of a fresh result's declined first delivery: it stands for the result's arrival only (while
+ * it is not settled), so the same request, or our own output, is declined the same way.
+ */
+export function arrivalId(toolUseId: string): string {
+  return `${toolUseId}#arrival`;
 }

@@ -15,7 +15,9 @@ import { type StructureIndex, structureOf } from "../structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "../stub.ts";
 import { estimateTokens } from "../tokens.ts";
 import type { GateResult, ResultRecord } from "../types.ts";
+import { movedOutcome, movePoint, priceMove } from "./breakpoint.ts";
 import {
+  arrivalId,
   charsOf,
   decisionOf,
   isRecallResult,
@@ -24,6 +26,7 @@ import {
   pending,
   pressureId,
   rawLength,
+  settleId,
   type TurnContext,
   tierOf,
   warmId,
@@ -48,7 +51,8 @@ export interface LaterDecision {
 const SMALL = "small: at most the size floor";
 
 /**
- * First delivery (opt-in): a large fresh result may be offloaded before the model ever reads it.
+ * First delivery (on by default): a medium or large fresh result may be offloaded before the model ever
+ * reads it, where the gate's price says so.
  */
 export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): boolean {
   return (
@@ -57,21 +61,30 @@ export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): 
     !site.settled &&
     charsOf(ctx, site) >=
       (ctx.config.tool_result_first_delivery_min_chars ??
-        ctx.config.tool_result_large_offload_threshold_chars)
+        ctx.config.tool_result_compaction_size_chars + 1)
   );
 }
 
 /**
- * `pressure`: a context-pressure batch (pressure.ts) offloads the result whatever its tier and the
- * gate, under a record id of its own.
+ * Why a result is offloaded without asking the gate: a context-pressure batch (pressure.ts), under a
+ * record id of its own, or the breakpoint move's decision on its arrival (breakpoint.ts), now that it
+ * is settled.
+ */
+export type Forced = "pressure" | "settle";
+
+/**
+ * `firstDelivery`: the result is fresh (not settled, or hot): it may be offloaded on arrival (a default), or
+ * its breakpoint moved and its offload decided for once it is settled (breakpoint.ts); `forced`: offloaded
+ * whatever its tier and the gate.
  */
 export async function decide(
   ctx: TurnContext,
   site: ToolResultSite,
   firstDelivery: boolean,
   flight: Flight,
-  pressure = false,
+  forced: Forced | null = null,
 ): Promise<FirstDecision | LaterDecision> {
+  const pressure = forced === "pressure";
   const m = measure(ctx, site);
   const tier = tierOf(ctx.config, m.chars);
   const base = {
@@ -113,6 +126,10 @@ export async function decide(
   // so a turn of many small results commits nothing for them (a commit stays bounded whatever the
   // request). A floor lowered later lets the gate weigh such a result then, priced like any other.
   if (tier === "small" && !pressure) return { outcome: kept(SMALL).outcome };
+  // Fresh and not offered on first delivery: only the breakpoint move can decide it now.
+  const offered = !firstDelivery || firstDeliveryCandidate(ctx, site);
+  const hot =
+    site.index >= ctx.analysis.sites.length - ctx.config.tool_result_compaction_keep_last_n;
   const answer = isRecallResult(site) ? await recallAnswerOf(ctx, site) : null;
   if (answer === "unknown")
     return { outcome: pending(ctx, site, false, "kept full: could not tell a recall answer") };
@@ -138,7 +155,7 @@ export async function decide(
   const structured = (): StructureIndex => (structure ??= structureOf(m.text, m.kind));
   const stubOf = (memId: string): string =>
     renderStub({
-      unseen: firstDelivery,
+      unseen: firstDelivery && offered,
       mem_id: memId,
       tool_name: site.tool_name,
       chars: m.chars,
@@ -149,21 +166,50 @@ export async function decide(
       mode: ctx.config.tool_result_recall_mode,
     });
   let gate: GateResult | null = null;
-  if (ctx.offload && !pressure) {
+  if (ctx.offload && forced === null) {
     // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its
     // recall rate is measured, so a session whose model never recalls stops paying for caution.
     // (A medium result offered at first delivery, `tool_result_first_delivery_min_chars`, is gated.)
-    if (tier === "medium" && !ctx.config.tool_result_offload_adaptive && !firstDelivery)
-      return kept("medium: below the offload threshold, kept full");
+    const weighed = tier !== "medium" || ctx.config.tool_result_offload_adaptive;
+    if (!weighed && !(firstDelivery && offered))
+      return firstDelivery
+        ? { outcome: pending(ctx, site, hot) }
+        : kept("medium: below the offload threshold, kept full");
     const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
-    const gateInput = priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery);
-    gate = offloadGate(gateInput);
+    const gateInput = offered ? priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery) : null;
+    gate = gateInput === null ? null : offloadGate(gateInput);
+    // Fresh: stubbed now (first delivery), or kept in full once with the breakpoint moved before it and
+    // offloaded once settled, whichever the prices say saves more (move.ts).
+    const point = firstDelivery ? movePoint(ctx, site) : null;
+    const move = point === null ? null : priceMove(ctx, site, point, m.tokens, stubTokens);
+    if (move?.fire && (gate === null || !gate.fire || move.net_usd > gate.net_usd)) {
+      const decided = settle({
+        action: "kept",
+        mem_id: null,
+        fingerprint: "",
+        rendered: null,
+        rendered_tokens: m.tokens,
+        reason: move.reason,
+        gate: move.gate,
+      });
+      return {
+        outcome: movedOutcome(pending(ctx, site, hot), move.reason),
+        record: { ...decided.record!, tool_use_id: settleId(site.tool_use_id) },
+      };
+    }
+    if (gate === null || gateInput === null) return { outcome: pending(ctx, site, hot) };
     if (!gate.fire) {
-      // Declined at first delivery: not recorded, so the usual decision follows once the result is
-      // settled.
+      // Declined at first delivery: recorded for the result's arrival only (`arrivalId`), so compacting
+      // this turn's output again, or a retry, declines it again whatever else this turn changed (the
+      // recall tool declared by a later result); the usual decision follows once it is settled.
       if (firstDelivery) {
-        const declined = pending(ctx, site, false, `first delivery declined: ${gate.reason}`);
-        return { outcome: { decision: { ...declined.decision, gate } } };
+        const reason = `first delivery declined: ${gate.reason}`;
+        const declined = pending(ctx, site, hot, reason);
+        const record = kept(reason, gate).record!;
+        return {
+          outcome: { decision: { ...declined.decision, gate } },
+          record: { ...record, tool_use_id: arrivalId(site.tool_use_id) },
+        };
       }
       // Declined only because the cache is warm: kept under a record of its own, which stands while
       // the cache stays warm (so compacting this turn's output again decides nothing new), and the
@@ -226,9 +272,11 @@ export async function decide(
       rendered_tokens: estimateTokens(rendered.length),
       reason: pressure
         ? `${tier}: context pressure, offloaded oldest-first in one batch`
-        : ctx.offload
-          ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
-          : "size-only path: shortened to a head preview",
+        : forced === "settle"
+          ? `${tier}: offloaded once settled, as decided on its arrival (the cache breakpoint was moved before it)`
+          : ctx.offload
+            ? `${tier}${firstDelivery ? ", first delivery" : ""}: ${gate!.reason}`
+            : "size-only path: shortened to a head preview",
       gate,
     });
   };

@@ -81,7 +81,7 @@ export async function relievePressure(
       continue;
     // One at a time: a batch is rare, and each write must land before its stub counts.
     const declaredBefore = ctx.toolDeclared;
-    const started = await decide(ctx, site, false, new Flight(), true);
+    const started = await decide(ctx, site, false, new Flight(), "pressure");
     const decided = "later" in started ? await started.later : started;
     if (decided.record === undefined || decided.outcome.decision.action === "kept") {
       ctx.toolDeclared = declaredBefore;

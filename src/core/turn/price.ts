@@ -10,8 +10,9 @@ import { ratioOf, resultRatio } from "../calibration.ts";
 import { cacheCold } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { GateInput } from "../gate.ts";
+import { expectedRemainingCalls } from "../horizon.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
-import { rawLength, recallToolTokens, type TurnContext } from "./context.ts";
+import { rawLength, recallToolTokens, sentOffset, type TurnContext } from "./context.ts";
 
 export function priceOffload(
   ctx: TurnContext,
@@ -36,8 +37,11 @@ export function priceOffload(
   const stubTokens = scale(estimatedStub);
   const side = cacheSide(ctx, site, stubTokens, k);
   const contextTokens =
-    scale(Math.round((analysis.prompt_chars - rawLength(site)) / REQUEST_CHARS_PER_TOKEN)) +
-    stubTokens;
+    scale(
+      Math.round(
+        (sentOffset(ctx, analysis.prompt_chars) - rawLength(site)) / REQUEST_CHARS_PER_TOKEN,
+      ),
+    ) + stubTokens;
   const lastBp = analysis.breakpoints[analysis.breakpoints.length - 1];
   const declaration = ctx.toolDeclared
     ? undefined
@@ -48,7 +52,12 @@ export function priceOffload(
         prefix_tokens:
           lastBp === undefined
             ? 0
-            : scale(Math.round(Math.min(site.position, lastBp.position) / REQUEST_CHARS_PER_TOKEN)),
+            : scale(
+                Math.round(
+                  sentOffset(ctx, Math.min(site.position, lastBp.position)) /
+                    REQUEST_CHARS_PER_TOKEN,
+                ),
+              ),
       };
   const { horizon, p } = priors(ctx, site.tool_name, firstDelivery);
   return {
@@ -82,9 +91,28 @@ function cacheSide(
   return {
     cached_side: true,
     tokens_to_breakpoint:
-      Math.max(0, Math.round(((last.position - after) / REQUEST_CHARS_PER_TOKEN) * k)) + stubTokens,
+      Math.max(
+        0,
+        Math.round(
+          ((sentOffset(ctx, last.position) - sentOffset(ctx, after)) / REQUEST_CHARS_PER_TOKEN) * k,
+        ),
+      ) + stubTokens,
     cache_ttl: next.ttl,
   };
+}
+
+/**
+ * The turn's horizon: the expected calls the session still makes after this one, learned from the
+ * tenant's observed session lengths where the store supplies them (horizon.ts), else the adaptive
+ * gate's estimate from the session's own length (when on), else the configured prior.
+ */
+export function turnHorizon(ctx: TurnContext): number {
+  const { config, loaded, analysis } = ctx;
+  const prior = config.tool_result_offload_horizon_default;
+  if (config.tool_result_offload_horizon_learned && loaded.session_lengths !== undefined)
+    return expectedRemainingCalls(loaded.session_lengths, analysis.assistant_turns + 1, prior);
+  if (config.tool_result_offload_adaptive) return learnedHorizon(analysis.assistant_turns, prior);
+  return prior;
 }
 
 /** Horizon and recall probability for a result of `tool`: the config's, or learned (adaptive). */
@@ -94,16 +122,21 @@ function priors(
   firstDelivery: boolean,
 ): { horizon: number; p: number } {
   const { config, loaded } = ctx;
-  let horizon = config.tool_result_offload_horizon_default;
+  const horizon = turnHorizon(ctx);
   let p = config.tool_result_offload_recall_probability;
-  if (config.tool_result_offload_adaptive) {
-    horizon = learnedHorizon(ctx.analysis.assistant_turns, horizon);
+  if (config.tool_result_offload_adaptive)
     p = learnedRecallProbability(
       p,
       horizon,
       loaded.tool_stats?.[tool],
       loaded.session_tool_stats?.[tool],
     );
-  }
-  return { horizon, p: firstDelivery ? unseenRecallProbability(p) : p };
+  // Unseen: more likely recalled, and some results many times over (a file being edited): the saving
+  // must also cover the margin's hops.
+  return {
+    horizon,
+    p: firstDelivery
+      ? unseenRecallProbability(p) + config.tool_result_first_delivery_recall_margin
+      : p,
+  };
 }

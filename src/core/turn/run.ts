@@ -12,17 +12,22 @@ import type { Edit, ToolResultSite } from "../formats/types.ts";
 import { describeCause } from "../problems.ts";
 import type { ResultRecord } from "../types.ts";
 import { placeAnchor } from "./anchor.ts";
+import { movedOutcome, moveEdits, movePoint } from "./breakpoint.ts";
 import {
+  arrivalId,
   type Decision,
   type Outcome,
   pending,
   pressureId,
+  type Replaced,
+  rawLength,
   recallToolTokens,
+  settleId,
   type TurnContext,
   warmId,
 } from "./context.ts";
 import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
-import { turnEstimate } from "./estimate.ts";
+import { turnEstimate, turnSketch } from "./estimate.ts";
 import { Flight } from "./flight.ts";
 import { contextWindow, relievePressure } from "./pressure.ts";
 import { replay, sameDecision } from "./replay.ts";
@@ -71,11 +76,20 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     ? [...new Set(sites.map((s) => s.tool_name))]
     : [];
   try {
-    const ids = [...sites.map((s) => s.tool_use_id), ...(await media.identify())];
-    // A result's context-pressure decision has a record of its own (pressure.ts), and so has a
-    // decline while the cache is warm (decide.ts).
-    if (contextWindow(ctx) !== null) ids.push(...sites.map((s) => pressureId(s.tool_use_id)));
-    if (ctx.offload) ids.push(...sites.map((s) => warmId(s.tool_use_id)));
+    // A result's context-pressure decision has a record of its own (pressure.ts), and so have a
+    // decline while the cache is warm (decide.ts), the breakpoint move (breakpoint.ts) and, while the
+    // result is fresh, a declined first delivery. (A loop: a request may hold 100,000 results, too
+    // many to spread into one call's arguments.)
+    const pressured = contextWindow(ctx) !== null;
+    const ids: string[] = [];
+    for (const s of sites) {
+      ids.push(s.tool_use_id);
+      if (pressured) ids.push(pressureId(s.tool_use_id));
+      if (!ctx.offload) continue;
+      ids.push(warmId(s.tool_use_id), settleId(s.tool_use_id));
+      if (!s.settled) ids.push(arrivalId(s.tool_use_id));
+    }
+    for (const id of await media.identify()) ids.push(id);
     ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
     ctx.calibration = await loadCalibration(ctx);
   } catch (cause) {
@@ -94,6 +108,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     return { edits: [], decisions: [], report };
   }
   const { loaded } = ctx;
+  ctx.replaced = replacedChars(ctx, sites);
 
   const hotFrom = sites.length - config.tool_result_compaction_keep_last_n;
   // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the
@@ -104,6 +119,8 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     (ctx.offload && config.tool_result_recall_tool_declaration === "eager") ||
     (ctx.offload && config.tool_result_recall_tool_declaration === "free" && declaresFree(ctx));
   const outcomes = new Map<ToolResultSite, Outcome>();
+  // Fresh results whose breakpoint moves (breakpoint.ts): by a standing record, or one decided now.
+  const settling = new Set<ToolResultSite>();
   const fresh: { site: ToolResultSite; record: ResultRecord }[] = [];
   const declaredBefore = ctx.toolDeclared;
 
@@ -137,18 +154,31 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       loaded.records.get(pressureId(site.tool_use_id)) ??
       loaded.records.get(site.tool_use_id) ??
       (cold || !ctx.offload ? undefined : loaded.records.get(warmId(site.tool_use_id)));
+    // The decision taken on the result's arrival: its breakpoint moved (kept in full while fresh, then
+    // offloaded), or its first delivery declined (kept while fresh).
+    const moved = ctx.offload ? loaded.records.get(settleId(site.tool_use_id)) : undefined;
+    const arrived = ctx.offload ? loaded.records.get(arrivalId(site.tool_use_id)) : undefined;
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
-    else if (site.index >= hotFrom || !site.settled) {
+    else if (moved !== undefined && !site.settled) {
+      outcomes.set(site, movedOutcome(pending(ctx, site, site.index >= hotFrom), moved.reason));
+      settling.add(site);
+    } else if (arrived !== undefined && !site.settled) {
+      const kept = pending(ctx, site, site.index >= hotFrom, arrived.reason);
+      outcomes.set(site, {
+        decision: { ...kept.decision, ...(arrived.gate === null ? {} : { gate: arrived.gate }) },
+      });
+    } else if (site.index >= hotFrom || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
-      // it.
-      const decided = firstDeliveryCandidate(ctx, site)
-        ? await decide(ctx, site, true, flight)
-        : null;
+      // it; or its breakpoint moved and its offload decided for once it is settled.
+      const decided =
+        firstDeliveryCandidate(ctx, site) || movePoint(ctx, site) !== null
+          ? await decide(ctx, site, true, flight)
+          : null;
       if (decided !== null && "later" in decided)
         later.push({ site, arrival: true, done: decided.later });
       else firstDelivery(site, decided);
     } else {
-      const decided = await decide(ctx, site, false, flight);
+      const decided = await decide(ctx, site, false, flight, moved === undefined ? null : "settle");
       if ("later" in decided) later.push({ site, arrival: false, done: decided.later });
       else first(site, decided);
     }
@@ -181,16 +211,52 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const decisionsNow = () => sites.map((s) => outcomes.get(s)!.decision);
   const countsNow = () => countTurn(ctx, sites, outcomes, fresh.length, toolTokens, media.tally());
   const committed = decisionsNow();
+  const rewritten = (site: ToolResultSite | undefined): boolean =>
+    site !== undefined &&
+    outcomes.get(site)!.replacement !== undefined &&
+    site.content !== undefined;
+  const siteEdits = (): Edit[] =>
+    sites.filter(rewritten).map((site) => ({
+      start: site.content!.start,
+      end: site.content!.end,
+      text: ctx.adapter.renderContent(
+        ctx.raw,
+        site,
+        outcomes.get(site)!.replacement!,
+        media.overridesIn(site.index),
+      ),
+    }));
+  const addsTool = declare && !analysis.has_recall_tool;
+  const anchoring = config.tool_result_medium_tier === "cache_anchor";
+  // The request as it will go out, for the turn's sketch (the billing counterfactual's view of it);
+  // rendered again below once the commit has settled every decision.
+  const planned = anchoring ? placeAnchor(ctx, sites, outcomes) : null;
   const log = {
     ...turnLog(ctx, countsNow(), committed),
-    estimate: turnEstimate(
-      ctx,
-      sites,
-      outcomes,
-      otherTokensOf(ctx, sites, media.tally()),
-      toolTokens,
-      media.tally(),
-    ),
+    estimate: {
+      ...turnEstimate(
+        ctx,
+        sites,
+        outcomes,
+        otherTokensOf(ctx, sites, media.tally()),
+        toolTokens,
+        media.tally(),
+      ),
+      ...turnSketch(ctx, sites, outcomes, {
+        edits: [...siteEdits(), ...media.edits((i) => rewritten(sites[i]), false)],
+        declaration: addsTool
+          ? {
+              text: ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode)
+                .text,
+              tokens: toolTokens,
+            }
+          : null,
+        anchor:
+          planned?.edit == null || planned.report.ttl === null
+            ? null
+            : { at: planned.edit.start, ttl: planned.report.ttl },
+      }),
+    },
   };
   try {
     const result = await ctx.store.commit(ctx.ref, {
@@ -209,6 +275,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
           f.site,
           pending(ctx, f.site, false, "kept full: the decision could not be saved"),
         );
+      else if (f.record.tool_use_id === settleId(f.site.tool_use_id)) settling.add(f.site);
       else if (!sameDecision(standing, f.record))
         outcomes.set(f.site, await replay(ctx, f.site, standing));
     }
@@ -228,32 +295,17 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     media.unsaved();
   }
 
-  const edits: Edit[] = [];
-  const rewritten = (site: ToolResultSite | undefined): boolean =>
-    site !== undefined &&
-    outcomes.get(site)!.replacement !== undefined &&
-    site.content !== undefined;
-  for (const site of sites) {
-    if (!rewritten(site)) continue;
-    edits.push({
-      start: site.content!.start,
-      end: site.content!.end,
-      text: ctx.adapter.renderContent(
-        ctx.raw,
-        site,
-        outcomes.get(site)!.replacement!,
-        media.overridesIn(site.index),
-      ),
-    });
-  }
+  const edits: Edit[] = siteEdits();
   edits.push(...media.edits((i) => rewritten(sites[i])));
   let recallTool: CompactReport["recall_tool"] = analysis.has_recall_tool ? "present" : "none";
-  if (declare && !analysis.has_recall_tool) {
+  if (addsTool) {
     edits.push(ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode));
     recallTool = "added";
   }
+  // The move goes with its standing record only: unsaved, the result is written as the client asked.
+  for (const e of moveEdits(ctx, sites, settling)) if (!media.absorb(e)) edits.push(e);
   let anchor: CompactReport["anchor"] = null;
-  if (config.tool_result_medium_tier === "cache_anchor") {
+  if (anchoring) {
     const placed = placeAnchor(ctx, sites, outcomes);
     anchor = placed.report;
     if (placed.edit !== null && !media.absorb(placed.edit)) edits.push(placed.edit);
@@ -281,4 +333,25 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       pressure,
     },
   };
+}
+
+/**
+ * What the session's earlier decisions take out of this request, result by result: a full body the client
+ * sent again counts its length less its stub's; a stub it sent back counts nothing.
+ */
+function replacedChars(ctx: TurnContext, sites: readonly ToolResultSite[]): Replaced {
+  const positions: number[] = [];
+  const before: number[] = [0];
+  for (const site of sites) {
+    const record =
+      ctx.loaded.records.get(pressureId(site.tool_use_id)) ??
+      ctx.loaded.records.get(site.tool_use_id);
+    if (record === undefined || record.action === "kept" || record.rendered === null) continue;
+    const chars =
+      rawLength(site) - ctx.adapter.renderContent(ctx.raw, site, record.rendered).length;
+    if (chars <= 0) continue;
+    positions.push(site.position);
+    before.push(before[before.length - 1]! + chars);
+  }
+  return { positions, before };
 }

@@ -1,4 +1,5 @@
 import { compact } from "../../core/compact.ts";
+import { SessionLengthLog, type SessionLengths } from "../../core/horizon.ts";
 import type { OffloadStore } from "../../core/ports.ts";
 import { recallMany } from "../../core/recall-many.ts";
 import { RECALL_TOOL_NAME } from "../../core/recall-tool.ts";
@@ -14,7 +15,8 @@ import type { Request } from "../types.ts";
  * one tenant, a session per replayed session: what the adaptive gate learns carries over from session to
  * session, in file order, as it would in a deployment. The store's clock is the replay's timeline (the time
  * of each call), so turn gaps and idle times are the replayed ones; `coldCache: false` hides the idle time
- * from the transform, to measure what knowing the cold-cache moment is worth.
+ * from the transform, to measure what knowing the cold-cache moment is worth. The store also supplies the
+ * lengths of the sessions replayed before (file order), from which the gate learns its horizon.
  */
 export function edgeOffload(
   name: string,
@@ -24,11 +26,20 @@ export function edgeOffload(
 ): Policy {
   let clock = REPLAY_EPOCH_MS;
   const memory = new MemoryStore({ now: () => clock });
-  const store: OffloadStore = options.coldCache === false ? withoutIdle(memory) : memory;
+  // The tenant's session lengths as a store would keep them: each session's calls, added once it has
+  // ended (the next one starts), so a turn learns only from sessions before it in file order.
+  const lengths = new SessionLengthLog();
+  let calls = 0;
+  const store = withTurnStart(memory, {
+    idle: options.coldCache !== false,
+    lengths: () => lengths.lengths(),
+  });
   return {
     name,
     description,
     start: (ctx) => {
+      lengths.add(calls);
+      calls = 0;
       const session = {
         tenant: "replay",
         id: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128),
@@ -38,6 +49,7 @@ export function edgeOffload(
       return {
         send: async (request, at) => {
           if (at !== undefined) clock = at;
+          calls++;
           const out = await compact({ request: JSON.stringify(request), session, store, config });
           for (const d of out.decisions)
             if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
@@ -65,11 +77,18 @@ export function edgeOffload(
   };
 }
 
-/** The store, except that `load` never says how long the session has been idle. */
-function withoutIdle(store: MemoryStore): OffloadStore {
+/**
+ * The store, with the turn-start data a deployment's store would add: the tenant's session lengths
+ * (horizon.ts), and, with `idle` false, no idle time (to measure what the cold-cache moment is worth).
+ */
+function withTurnStart(
+  store: MemoryStore,
+  opts: { idle: boolean; lengths: () => SessionLengths },
+): OffloadStore {
   const load: OffloadStore["load"] = async (...args) => ({
     ...(await store.load(...args)),
-    idle_seconds: null,
+    ...(opts.idle ? {} : { idle_seconds: null }),
+    session_lengths: opts.lengths(),
   });
   return new Proxy(store, {
     get: (target, key) => {

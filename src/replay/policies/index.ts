@@ -14,7 +14,11 @@ export const EDGE_OFFLOAD_CONFIGS: Record<
   string,
   { config: Record<string, unknown>; description: string }
 > = {
-  "edge-offload": { config: ON, description: "the product's defaults with offload on (gate on)" },
+  "edge-offload": {
+    config: ON,
+    description:
+      "the product's defaults with offload on: the gate, first delivery of medium and large results, the breakpoint move, the learned horizon",
+  },
   "edge-offload+anchor": {
     config: { ...ON, tool_result_medium_tier: "cache_anchor" },
     description: "plus the advancing cache anchor",
@@ -23,30 +27,33 @@ export const EDGE_OFFLOAD_CONFIGS: Record<
     config: { ...ON, tool_result_offload_adaptive: true },
     description: "plus the learning gate",
   },
-  "edge-offload+anchor+adaptive": {
-    config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true },
-    description: "anchor and learning gate",
-  },
-  "edge-offload+first-delivery": {
-    config: { ...ON, tool_result_first_delivery: "gated" },
-    description: "plus gated offload on first delivery",
-  },
-  "edge-offload+medium-first-delivery": {
-    config: {
-      ...ON,
-      tool_result_first_delivery: "gated",
-      tool_result_first_delivery_min_chars: 8001,
-    },
-    description: "gated offload on first delivery of medium and large results",
-  },
   "edge-offload+all": {
-    config: {
-      ...ON,
-      tool_result_medium_tier: "cache_anchor",
-      tool_result_offload_adaptive: true,
-      tool_result_first_delivery: "gated",
-    },
-    description: "anchor, learning gate and first-delivery offload",
+    config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true },
+    description: "anchor and learning gate on top of the defaults",
+  },
+};
+
+/**
+ * A row's variants, `<row>/<variant>[/<variant>…]`: one switch of the defaults turned off, to measure what it
+ * is worth (`edge-offload/full-delivery/no-move/fixed-horizon` is the defaults before they included those).
+ */
+export const EDGE_OFFLOAD_VARIANTS: Record<
+  string,
+  { config?: Record<string, unknown>; coldCache?: false; description: string }
+> = {
+  "no-cold": { coldCache: false, description: "cold cache not used" },
+  "no-move": { config: { tool_result_breakpoint_move: false }, description: "no breakpoint move" },
+  "fixed-horizon": {
+    config: { tool_result_offload_horizon_learned: false },
+    description: "the configured horizon, not learned",
+  },
+  "full-delivery": {
+    config: { tool_result_first_delivery: "full" },
+    description: "every result sent in full once",
+  },
+  "no-margin": {
+    config: { tool_result_first_delivery_recall_margin: 0 },
+    description: "first delivery without the recall margin",
   },
 };
 
@@ -58,16 +65,21 @@ export function policyByName(name: string): Policy | null {
   if (mask) return maskLastN(Number(mask[1]));
   const ev = /^evict-(\d+)k$/.exec(name);
   if (ev) return evict(Number(ev[1]) * 1000);
-  // "<row>/no-cold": the same row with the cold-cache moment hidden from the gate (to measure it).
-  const [row, variant] = name.split("/", 2) as [string, string | undefined];
+  // "<row>/<variant>…": the same row with switches turned off (to measure them).
+  const [row, ...variants] = name.split("/") as [string, ...string[]];
   const ours = Object.hasOwn(EDGE_OFFLOAD_CONFIGS, row) ? EDGE_OFFLOAD_CONFIGS[row] : undefined;
-  if (ours !== undefined && variant === undefined)
-    return edgeOffload(name, ours.config, ours.description);
-  if (ours !== undefined && variant === "no-cold")
-    return edgeOffload(name, ours.config, `${ours.description}, cold cache not used`, {
-      coldCache: false,
-    });
-  return null;
+  if (ours === undefined) return null;
+  let config = ours.config;
+  let description = ours.description;
+  let coldCache = true;
+  for (const v of variants) {
+    const variant = Object.hasOwn(EDGE_OFFLOAD_VARIANTS, v) ? EDGE_OFFLOAD_VARIANTS[v] : undefined;
+    if (variant === undefined) return null;
+    config = { ...config, ...variant.config };
+    if (variant.coldCache === false) coldCache = false;
+    description = `${description}, ${variant.description}`;
+  }
+  return edgeOffload(name, config, description, coldCache ? {} : { coldCache: false });
 }
 
 export const DEFAULT_POLICIES = [

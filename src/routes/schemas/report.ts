@@ -34,11 +34,16 @@ export const TurnBilledSchema = z
       .nullable()
       .describe("Measured: cache-read tokens / prompt tokens."),
     counterfactual_usd: usd(
-      "What the client's own request would have been billed (its measured prompt plus the calibrated tokens offloading took out, cached as the client's breakpoints would have cached it).",
+      "What the client's own request would have been billed: the client's call as billed, plus what the provider's cache rules say the client's own request would have cost beyond the one sent (its tokens taken out, measured where a result was once sent in full; its cache reads and writes as its own breakpoints, or the provider's automatic caching, would have made them).",
     ),
     saved_usd: usd(
-      "counterfactual_usd − usd: net of the recall hops, the recall tool's tokens and cache rewrites (0 in shadow).",
+      "counterfactual_usd − usd: net of the recall hops, the recall tool's tokens and cache rewrites (0 for a turn sent as the client sent it, and in shadow).",
     ),
+    basis: z
+      .enum(["untouched", "modelled", "estimated"])
+      .describe(
+        "untouched: sent as the client sent it, its own counterfactual; modelled: the provider's cache rules over the turn's sketch; estimated: a line logged before sketches (the tokens taken out at their position's rate).",
+      ),
   })
   .nullable()
   .describe("What the provider billed, once its usage was measured (null before).");
@@ -57,6 +62,15 @@ const ErrorSharesSchema = z.object({
 export const BilledTotalsSchema = z
   .object({
     turns_measured: z.int().describe("Turns with measured usage: the sums below are over them."),
+    turns_unmeasured: z
+      .int()
+      .describe(
+        "Live turns without usage (never posted, or a stream without it): the billed saving then counts their modelled saving and is incomplete.",
+      ),
+    complete: z.boolean().describe("Every live turn's usage was measured."),
+    unmeasured_saved_usd: usd(
+      "The unmeasured turns' modelled saving (from the estimates), included in saved_usd.",
+    ),
     calls: z.int(),
     usd: usd("Billed dollars."),
     hops_usd: usd("The recall hops' own billed dollars."),
@@ -68,11 +82,42 @@ export const BilledTotalsSchema = z
     estimated_prompt_tokens: z
       .int()
       .describe("The same turns' prompts as estimated (before calibration)."),
-    counterfactual_usd: usd("What the clients' own requests would have been billed."),
-    saved_usd: usd("Billed saving: counterfactual_usd − usd."),
+    counterfactual_usd: usd(
+      "What the clients' own requests would have been billed (measured turns).",
+    ),
+    saved_usd: usd(
+      "Billed saving: counterfactual_usd − usd, plus unmeasured_saved_usd when the session is incomplete.",
+    ),
+    removed: z
+      .object({
+        tokens: z.int().describe("Net of the stubs and the recall tool."),
+        results: z.int().describe("The results taken out."),
+        measured: z
+          .int()
+          .describe(
+            "Of those, measured (sent in full once: the growth of the measured prompt) rather than estimated.",
+          ),
+      })
+      .optional()
+      .describe("Tokens offloading took out of the measured turns' requests."),
+    model_check: z
+      .object({
+        turns: z.int(),
+        read_share_error: z.number().nullable(),
+      })
+      .optional()
+      .describe(
+        "The cache model against the provider on the measured turns sent as the client sent them: mean |modelled − measured| cache-read share of the prompt.",
+      ),
     estimate_error: ErrorSharesSchema.optional().describe(
       "The session's estimates against its measured prompts (calibrated on its own turns).",
     ),
+    estimate_basis: z
+      .enum(["modelled", "tokens_removed", "mixed"])
+      .optional()
+      .describe(
+        "What saved_usd beside billed is: modelled (the same cache rules over the estimates, grounded on the measured turns), or tokens_removed (no measured turn: the tokens taken out at their position's rate, not a saving on a bill); mixed on a tenant page whose sessions differ.",
+      ),
   })
   .describe("Billed figures, beside the estimates above.");
 
@@ -110,7 +155,7 @@ export const ReportTurnSchema = z.object({
   saved_usd: z
     .number()
     .describe(
-      "Live turn: estimated dollars saved (0 for a shadow turn): the tokens taken out at the rate their position is billed at, less the recall tool's tokens and, once measured, the recall hops' billed calls. Cache rewrites and the anchor are in billed.saved_usd only.",
+      "Live turn: estimated dollars saved (0 for a shadow turn). With a measured turn in the session (totals.billed.estimate_basis \"modelled\"): the provider's cache rules over the client's request and the one sent, from the estimates, net of the recall hops' billed calls. Without one (\"tokens_removed\"): the tokens taken out at the rate their position is billed at, less the recall tool's tokens: a value of tokens removed, not a saving on a bill.",
     ),
   would_save_tokens: z
     .int()

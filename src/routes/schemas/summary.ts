@@ -64,6 +64,30 @@ export const SummarySchema = z.object({
       failures: z
         .array(ExtractionProblemSchema)
         .describe("Why blocks stayed native (at most 8), each with the block's path."),
+      ocr: z
+        .object({
+          read: z.int().describe("Images whose OCR text is in their placeholder this turn."),
+          not_read: z.int().describe("Images decided this turn without OCR text."),
+          notes: z
+            .array(
+              z.object({
+                path: z.string(),
+                outcome: z
+                  .enum(["hot", "skipped", "dropped", "failed", "unavailable"])
+                  .describe(
+                    "hot: read when it leaves its hot turns; skipped: not worth reading (or no bytes); dropped: read, but its text costs more than it saves; failed: could not be read, for good; unavailable: no OCR here (off, no engine or model), tried again next turn.",
+                  ),
+                cached: z
+                  .boolean()
+                  .optional()
+                  .describe("The outcome came from the tenant's extraction cache."),
+                reason: z.string(),
+              }),
+            )
+            .describe("Why each image not read was not (at most 8)."),
+        })
+        .optional()
+        .describe("With attachment_ocr on: what OCR did for the images decided this turn."),
     })
     .nullable()
     .describe(

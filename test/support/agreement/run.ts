@@ -9,6 +9,7 @@
  *   difference is what that rule costs;
  * - the fake's bill: the API's rules with the fake's tokenizer; its step from the last ledger is the tokenizer.
  */
+import { edgeOffload } from "../../../src/replay/policies/edge-offload.ts";
 import { EDGE_OFFLOAD_CONFIGS, policyByName } from "../../../src/replay/policies/index.ts";
 import { replay } from "../../../src/replay/run.ts";
 import type { Client, ReplaySession } from "../../../src/replay/types.ts";
@@ -25,8 +26,13 @@ export function configOf(policy: string): Record<string, unknown> {
   const c = EDGE_OFFLOAD_CONFIGS[policy];
   if (c === undefined) throw new Error(`no edge-offload config named ${JSON.stringify(policy)}`);
   // The replay has no provider usage to calibrate with: the gate must price what the replay priced
-  // for the bytes to match. The proxy still learns the calibration (the bench reports its error).
-  return { ...c.config, tool_result_calibration_enabled: false };
+  // for the bytes to match. The proxy still learns the calibration (the bench reports its error). Nor
+  // does the Worker's store supply session lengths yet: both sides price the configured horizon.
+  return {
+    ...c.config,
+    tool_result_calibration_enabled: false,
+    tool_result_offload_horizon_learned: false,
+  };
 }
 
 /** The diagnostic ledgers, in the order their rules are added (the last one is the API's rules). */
@@ -156,7 +162,9 @@ export async function runAgreement(o: AgreementOptions): Promise<AgreementRow[]>
         predicted = await replay(r.file.sessions, {
           model: o.model,
           client: r.client,
-          policies: o.policies.map((p) => policyByName(p)!),
+          policies: o.policies.map((p) =>
+            p === "none" ? policyByName(p)! : edgeOffload(p, configOf(p), p),
+          ),
         });
         predictions.set(pkey, predicted);
       }

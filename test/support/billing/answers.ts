@@ -27,6 +27,7 @@ export interface AnthropicUsage {
 export interface OpenAIUsage {
   prompt_tokens: number;
   cached_tokens: number;
+  cache_write_tokens?: number;
   output_tokens: number;
 }
 
@@ -74,6 +75,8 @@ export function openaiBody(
   model: string,
   content: readonly AnswerBlock[],
   usage: OpenAIUsage,
+  /** GPT-5.6 and later report their cache writes (`cache_write_tokens`) beside the reads. */
+  writes = false,
 ): Record<string, unknown> {
   const build = api === "chat" ? chatCompletion : response;
   const body = build(id, partsOf(content), {
@@ -81,6 +84,11 @@ export function openaiBody(
     output: usage.output_tokens,
     cache_read: usage.cached_tokens,
   });
+  if (writes) {
+    const u = body.usage as Record<string, Record<string, unknown>>;
+    const details = u[api === "chat" ? "prompt_tokens_details" : "input_tokens_details"];
+    if (details !== undefined) details.cache_write_tokens = usage.cache_write_tokens ?? 0;
+  }
   return { ...body, model };
 }
 

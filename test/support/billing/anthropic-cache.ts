@@ -14,8 +14,8 @@
  * what each documented rule costs compared with a simpler model; the fake's bill always uses the real rules.
  */
 import { createHash } from "node:crypto";
-import { resolveModel } from "../../../src/core/pricing.ts";
 import { type Prompt, TTL_MS, type Ttl } from "./anthropic-prompt.ts";
+import { fakePrice } from "./prices.ts";
 
 export interface CacheRules {
   /** Positions a breakpoint looks back over, itself included (the API: 20). */
@@ -32,7 +32,7 @@ export const API_RULES: Readonly<CacheRules> = {
   entries: "breakpoints",
 };
 
-/** Below this prompt prefix nothing is cached for a model the price table does not know. */
+/** Below this prompt prefix nothing is cached for a model the fake does not price. */
 export const DEFAULT_MIN_CACHEABLE = 1024;
 
 export interface CacheOutcome {
@@ -92,7 +92,7 @@ export class AnthropicCache {
   bill(prompt: Prompt, tokens: readonly number[], scope = ""): CacheOutcome {
     const now = this.#now();
     const { blocks } = prompt;
-    const min = resolveModel(prompt.model)?.min_cacheable_tokens ?? DEFAULT_MIN_CACHEABLE;
+    const min = fakePrice(prompt.model)?.min_cache ?? DEFAULT_MIN_CACHEABLE;
     const cum: number[] = [];
     const keys: string[] = [];
     let total = 0;

@@ -1,5 +1,5 @@
-/** A call's bill at the project's price table (src/core/pricing.ts): what the provider's invoice would say. */
-import { ratesFor, resolveModel, usd } from "../../../src/core/pricing.ts";
+/** A call's bill at the fake's own prices (prices.ts): what the provider's invoice would say. */
+import { fakePrice } from "./prices.ts";
 
 /** Billed tokens by rate. OpenAI's cached tokens are `cache_read`; its prompt's rest is `input`. */
 export interface BillTokens {
@@ -22,17 +22,17 @@ export function promptTokens(t: BillTokens): number {
   return t.input + t.cache_read + t.cache_write_5m + t.cache_write_1h;
 }
 
-/** USD of a call's tokens for `model`, or null for a model the table does not price. */
+/** USD of a call's tokens for `model` at the fake's own prices, or null for a model it does not price. */
 export function billUsd(model: string, t: BillTokens): number | null {
-  const price = resolveModel(model);
-  if (price === null) return null;
-  const r = ratesFor(price, promptTokens(t));
+  const p = fakePrice(model);
+  if (p === null) return null;
   return (
-    usd(t.input, r.input) +
-    usd(t.cache_read, r.cache_read) +
-    usd(t.cache_write_5m, r.cache_write_5m) +
-    usd(t.cache_write_1h, r.cache_write_1h) +
-    usd(t.output, r.output)
+    (t.input * p.input +
+      t.cache_read * p.read +
+      t.cache_write_5m * p.write_5m +
+      t.cache_write_1h * p.write_1h +
+      t.output * p.output) /
+    1e6
   );
 }
 
