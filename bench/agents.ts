@@ -6,10 +6,14 @@
  * assumption and its source is): when a turn's tokens reach its threshold it makes its summary call (billed,
  * through the proxy like any call) and goes on from what it keeps, growing again, compacting again.
  *
- * Per run it prints, at each checkpoint (160 turns, and the last turn): the bill and its ratio to the agent
- * compacting alone, the agent's compactions, and what is kept: the share of the session's tool results still
- * reachable (whole in the prompt, or behind a stub that one recall reads). The fake model never recalls, so
- * no recall hop is in these bills; it answers "ok" (the agents' own short outputs are left out alike).
+ * The configs: no offload (the agent compacts alone), edge-offload's defaults, pressure off, pressure variants
+ * (share → target of the agent's window, the "free" declaration, a batch at the agent's own threshold), and
+ * the same with every result first sent in full (`tool_result_first_delivery: "full"`), which isolates
+ * pressure from the gate's first delivery. Per run it prints, at each checkpoint (160 turns, and the last
+ * turn): the bill and its ratio to the agent compacting alone, the agent's compactions, and what is kept:
+ * the share of the session's tool results still reachable (whole in the prompt, or behind a stub that one
+ * recall reads). The fake model never recalls, so no recall hop is in these bills; it answers "ok" (the
+ * agents' own short outputs are left out alike).
  *
  * `npm run bench -- agents` runs 160 turns. Options: `--turns=N` (checkpoints at 160 and N), `--gap=BASE[,LONG@P]`
  * (seconds between calls, as the replay's --gap: caches lapse on long gaps; `--gap=20,900@0.1` is the cold-cache
@@ -23,6 +27,9 @@ import { resolveConfig } from "../src/config.ts";
 import { compact } from "../src/core/compact.ts";
 import { RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "../src/core/gate.ts";
 import { type ModelPrice, ratesFor, resolveModel, usd } from "../src/core/pricing.ts";
+import { sessionRef } from "../src/core/session.ts";
+import { pressureWindow } from "../src/core/turn/pressure.ts";
+import type { TurnDecision } from "../src/core/types.ts";
 import { type GapModel, gapSeconds, parseGapModel, REPLAY_EPOCH_MS } from "../src/replay/gaps.ts";
 import { MemoryStore } from "../src/store/memory.ts";
 import { loadTrace } from "../test/support/agent-traces.ts";
@@ -36,7 +43,7 @@ import {
   type Json,
   textOfTokens,
 } from "./lib/agent-compaction.ts";
-import { AgentSession } from "./lib/agent-session.ts";
+import { AgentSession, reachable } from "./lib/agent-session.ts";
 
 interface Scenario {
   name: string;
@@ -80,12 +87,17 @@ const heapMb = () => {
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
-/** A pressure setting: share → target of a window, and whether the recall tool is declared "free". */
+/**
+ * A pressure setting: share → target of a window (or off), whether the recall tool is declared "free",
+ * and whether every result is first sent in full (`tool_result_first_delivery: "full"`: the gate never
+ * stubs a result the model has not read, so what is offloaded is pressure's and the settled gate's).
+ */
 interface Pressure {
-  share: number;
+  share: number | null;
   target: number;
   window: number;
   free: boolean;
+  full: boolean;
 }
 
 const pressureLayer = (p: Pressure): Json => ({
@@ -94,44 +106,60 @@ const pressureLayer = (p: Pressure): Json => ({
   tool_result_context_pressure_share: p.share,
   tool_result_context_pressure_target: p.target,
   ...(p.free ? { tool_result_recall_tool_declaration: "free" } : {}),
+  ...(p.full ? { tool_result_first_delivery: "full" } : {}),
 });
 
 const pressureName = (p: Pressure) =>
-  `pressure ${p.share}→${p.target} of ${p.window / 1000}K${p.free ? " + free" : ""}`;
+  `${p.full ? "full first delivery, " : ""}${p.share === null ? "pressure off" : `pressure ${p.share}→${p.target} of ${p.window / 1000}K`}${p.free ? " + free" : ""}`;
 
 /**
  * The configs compared; `null` is no offload at all (the agent compacts on its own). The defaults measure
- * against the price table's window; the variants against the agent's own (which a user sets where they
- * differ), each once: a variant the defaults already are is not run again.
+ * against the price table's window (pressureWindow); the variants against the agent's own (which a user
+ * sets where they differ), each once: a variant the defaults already are is not run again. The "full first
+ * delivery" rows isolate pressure from the gate's first delivery, which stubs a medium result on arrival.
  */
 function configs(s: Scenario): [string, Json | null][] {
   const window = s.model.window;
   const at = Math.floor((s.model.threshold / window - 0.02) * 100) / 100;
   const d = resolveConfig({});
   const defaults: Pressure = {
-    share: d.tool_result_context_pressure_share ?? 0,
+    share: d.tool_result_context_pressure_share,
     target: d.tool_result_context_pressure_target,
-    window: resolveModel(loadTrace(s.agent).default_model)!.context_window,
+    window: pressureWindow(resolveModel(loadTrace(s.agent).default_model), null)!,
     free: d.tool_result_recall_tool_declaration === "free",
+    full: d.tool_result_first_delivery === "full",
   };
+  const v = (share: number | null, target: number, free = false, full = false): Pressure => ({
+    share,
+    target,
+    window,
+    free,
+    full,
+  });
   const variants: Pressure[] = [
-    { share: 0.8, target: 0.5, window, free: false },
-    { share: 0.8, target: 0.5, window, free: true },
-    { share: 0.8, target: 0.2, window, free: false },
-    { share: 0.5, target: 0.2, window, free: false },
-    { share: 0.5, target: 0.2, window, free: true },
-    { share: at, target: 0.2, window, free: false },
+    { ...defaults, share: null },
+    v(0.8, 0.5),
+    v(0.8, 0.5, true),
+    v(0.8, 0.2),
+    v(0.5, 0.2),
+    v(0.5, 0.2, true),
+    v(at, 0.2),
+    { ...defaults, share: null, full: true },
+    { ...defaults, full: true },
+    v(0.8, 0.5, false, true),
+    v(0.5, 0.2, false, true),
   ];
-  const same = (a: Pressure, b: Pressure) => JSON.stringify(a) === JSON.stringify(b);
+  const same = (a: Pressure, b: Pressure) =>
+    JSON.stringify(a) === JSON.stringify(b) ||
+    (a.share === null && b.share === null && a.full === b.full);
   return [
     ["agent compacts (no offload)", null],
-    ["offload, pressure off", { ...ON, tool_result_context_pressure_share: null }],
     [`defaults (${pressureName(defaults)})`, ON],
     ...variants
-      .filter((v, i) => !same(v, defaults) && variants.findIndex((w) => same(v, w)) === i)
-      .map((v): [string, Json] => [
-        `${pressureName(v)}${v.share === at ? " (the agent's threshold)" : ""}`,
-        pressureLayer(v),
+      .filter((p, i) => !same(p, defaults) && variants.findIndex((w) => same(p, w)) === i)
+      .map((p): [string, Json] => [
+        `${pressureName(p)}${p.share === at ? " (the agent's threshold)" : ""}`,
+        pressureLayer(p),
       ]),
   ];
 }
@@ -173,6 +201,7 @@ async function runSession(
   fake.script = () => say("ok");
   const store = new MemoryStore({ now: () => REPLAY_EPOCH_MS + fake.clock.now() });
   const id = `${s.name}-${config}`.replace(/[^A-Za-z0-9._:-]/g, "_");
+  const ref = sessionRef(id);
   const path = trace.format === "anthropic" ? "/anthropic/v1/messages" : "/openai/v1/responses";
   const sonnet = s.agent === "claude-code" ? "claude-sonnet-5-5" : null;
   const run: Run = { config, checkpoints: [], batches: [], compaction_usd: 0, peak: 0 };
@@ -180,9 +209,10 @@ async function runSession(
   let sonnetUsd = 0;
   let compactions = 0;
   let prompts = 0;
-  let offloaded = 0;
+  /** The last turn's decisions: what each result in its request went out as. */
+  let decisions: readonly TurnDecision[] = [];
 
-  const send = async (raw: string) => {
+  const send = async (raw: string, summary = false) => {
     let body = raw;
     let pressure = null;
     if (layer !== null) {
@@ -194,12 +224,9 @@ async function runSession(
         config: layer,
         secret: "agents-bench-secret-0123456789",
       });
-      for (const d of out.decisions)
-        if (d.action === "offloaded" && d.mem_id === null)
-          throw new Error(`${id}: ${d.tool_use_id} offloaded without a mem_id`);
       body = out.request as string;
       pressure = out.report.pressure ?? null;
-      offloaded = out.decisions.filter((d) => d.action === "offloaded").length;
+      if (!summary) decisions = out.decisions;
     }
     const json = JSON.parse(body) as Json;
     const res = await fake.fetch(
@@ -235,20 +262,25 @@ async function runSession(
     if (c.prompt + c.output >= s.model.threshold) {
       fake.clock.advance(2);
       fake.reply(say(textOfTokens(s.model.summary_out)));
-      run.compaction_usd += (await send(session.summaryRequest(s.model))).usd;
+      run.compaction_usd += (await send(session.summaryRequest(s.model), true)).usd;
       session.compact(s.model);
       compactions++;
     }
     if (at.includes(turn)) {
-      const held = session.held();
+      const kept = await reachable(
+        session.produced,
+        session.held(),
+        decisions,
+        async (memId) => (await store.getBody(ref, memId)) !== null,
+      );
       run.checkpoints.push({
         turn,
         usd,
         sonnet_usd: sonnet === null ? null : sonnetUsd,
         compactions,
         produced: session.produced.size,
-        reachable: [...session.produced].filter((r) => held.has(r)).length,
-        offloaded,
+        reachable: kept.reachable,
+        offloaded: kept.stubs,
         mean_prompt: prompts / turn,
         heap: heapMb(),
       });

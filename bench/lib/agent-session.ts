@@ -10,6 +10,7 @@
  * printed text in the call's own input (the scripted model typed 78 KB of it), which no model does turn
  * after turn and no tool-result policy can touch.
  */
+import type { TurnDecision } from "../../src/core/types.ts";
 import { type AgentTrace, expandTrace } from "../../test/support/agent-traces.ts";
 import {
   type CompactionModel,
@@ -174,4 +175,28 @@ export class AgentSession {
     const sent = JSON.parse(this.#recorded[this.#turn - 1]!) as Json;
     this.#items = sent[this.#key] as Json[];
   }
+}
+
+/**
+ * The session's results still reachable: in the agent's history (`held`) and, where the last request
+ * sent one as a stub (its `decisions`), behind a body the ledger still holds (`hasBody`): one recall
+ * reads it. A result the agent's compaction dropped is lost, whatever the ledger holds.
+ */
+export async function reachable(
+  produced: ReadonlySet<string>,
+  held: ReadonlySet<string>,
+  decisions: readonly TurnDecision[],
+  hasBody: (memId: string) => Promise<boolean>,
+): Promise<{ reachable: number; stubs: number }> {
+  let lost = 0;
+  let stubs = 0;
+  for (const d of decisions) {
+    if (d.action !== "offloaded" || !held.has(d.tool_use_id) || !produced.has(d.tool_use_id))
+      continue;
+    stubs++;
+    if (d.mem_id === null || !(await hasBody(d.mem_id))) lost++;
+  }
+  let kept = 0;
+  for (const id of produced) if (held.has(id)) kept++;
+  return { reachable: kept - lost, stubs };
 }

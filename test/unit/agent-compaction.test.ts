@@ -10,8 +10,12 @@ import {
   type Json,
   textOfTokens,
 } from "../../bench/lib/agent-compaction.ts";
-import { AgentSession, resultIds } from "../../bench/lib/agent-session.ts";
+import { AgentSession, reachable, resultIds } from "../../bench/lib/agent-session.ts";
+import { compact } from "../../src/core/compact.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
+import { sessionRef } from "../../src/core/session.ts";
+import type { TurnDecision } from "../../src/core/types.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
 import { loadTrace } from "../support/agent-traces.ts";
 import { countTokens } from "../support/billing/tokenizer.ts";
 
@@ -148,5 +152,64 @@ describe("a long agent session", () => {
     }
     expect(Math.max(...sizes)).toBeLessThan(model.threshold * 4 + 200_000);
     expect(session.produced.size).toBeGreaterThan(110);
+  });
+});
+
+describe("what is kept", () => {
+  const stub = (id: string, mem_id: string | null): TurnDecision =>
+    ({ tool_use_id: id, action: "offloaded", mem_id }) as TurnDecision;
+
+  it("counts a result reachable when the agent still holds it, whole or behind a stub with a body", async () => {
+    const produced = new Set(["a", "b", "c", "d", "e"]);
+    const held = new Set(["b", "c", "d", "e", "other"]);
+    const decisions = [
+      { tool_use_id: "b", action: "kept", mem_id: null } as TurnDecision,
+      stub("c", "m-c"),
+      stub("d", "m-gone"),
+      stub("e", null),
+      // Dropped by the agent's compaction: its body in the ledger reaches nothing.
+      stub("a", "m-a"),
+    ];
+    const bodies = new Set(["m-c", "m-a"]);
+    expect(await reachable(produced, held, decisions, async (m) => bodies.has(m))).toEqual({
+      reachable: 2,
+      stubs: 3,
+    });
+  });
+
+  it("pressure keeps every result of a long session reachable; the agent's compaction does not", async () => {
+    const session = new AgentSession(loadTrace("claude-code"));
+    const store = new MemoryStore();
+    const config = {
+      tool_result_compaction_enabled: true,
+      tool_result_offload_enabled: true,
+      tool_result_first_delivery: "full",
+      tool_result_context_window_tokens: 100_000,
+      tool_result_context_pressure_share: 0.5,
+      tool_result_context_pressure_target: 0.2,
+    };
+    let decisions: readonly TurnDecision[] = [];
+    let batches = 0;
+    for (let i = 0; i < 30; i++) {
+      const out = await compact({
+        format: "anthropic",
+        request: session.next(),
+        session: "kept",
+        store,
+        config,
+        secret: "agents-bench-secret-0123456789",
+      });
+      decisions = out.decisions;
+      if (out.report.pressure !== undefined) batches++;
+    }
+    const hasBody = async (m: string) => (await store.getBody(sessionRef("kept"), m)) !== null;
+    const kept = await reachable(session.produced, session.held(), decisions, hasBody);
+    expect(batches).toBeGreaterThan(0);
+    expect(kept.stubs).toBeGreaterThan(10);
+    expect(kept.reachable).toBe(session.produced.size);
+    // The agent compacts: its summary replaces every result, stubbed or whole.
+    session.compact(claudeCodeCompaction(200_000, 2_000));
+    const after = await reachable(session.produced, session.held(), decisions, hasBody);
+    expect(after.reachable).toBe(0);
   });
 });
