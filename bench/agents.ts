@@ -112,6 +112,9 @@ const pressureLayer = (p: Pressure): Json => ({
 const pressureName = (p: Pressure) =>
   `${p.full ? "full first delivery, " : ""}${p.share === null ? "pressure off" : `pressure ${p.share}→${p.target} of ${p.window / 1000}K`}${p.free ? " + free" : ""}`;
 
+/** The lower window the variants try where the agent's is larger. */
+const LOWER_WINDOW = 200_000;
+
 /**
  * The configs compared; `null` is no offload at all (the agent compacts on its own). The defaults measure
  * against the price table's window (pressureWindow); the variants against the agent's own (which a user
@@ -148,6 +151,13 @@ function configs(s: Scenario): [string, Json | null][] {
     { ...defaults, full: true },
     v(0.8, 0.5, false, true),
     v(0.5, 0.2, false, true),
+    // A window below the agent's: smaller prompts every turn, fewer results whole.
+    ...(window > LOWER_WINDOW
+      ? [
+          { ...v(0.5, 0.2), window: LOWER_WINDOW },
+          { ...v(0.5, 0.2, false, true), window: LOWER_WINDOW },
+        ]
+      : []),
   ];
   const same = (a: Pressure, b: Pressure) =>
     JSON.stringify(a) === JSON.stringify(b) ||
