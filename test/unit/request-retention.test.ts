@@ -23,12 +23,15 @@ const heap = () => {
 const RESULT = 60_000;
 const TURNS = 30;
 
-/** A turn's request, serialized anew (its own string), ids long enough to be sliced. */
+/**
+ * A turn's request, serialized anew (its own string), ids long enough to be sliced, results on one line:
+ * a string without escapes is read as a slice of the request (an escaped one is parsed anew).
+ */
 function request(n: number): string {
   const turns = Array.from({ length: n }, (_, i) => ({
     id: `toolu_retention_${String(i).padStart(8, "0")}`,
     name: "read_a_rather_long_tool_name",
-    result: textBody(RESULT, `r${i}`),
+    result: textBody(RESULT, `r${i}`).replaceAll("\n", " "),
   }));
   return JSON.stringify(conversation(turns, { model: "claude-sonnet-4-6" }));
 }
