@@ -135,6 +135,22 @@ export function calibratedTokens(c: Calibration | null | undefined, est: TokenCl
   return Math.round(sum);
 }
 
+/**
+ * Tokens a report claims were taken out, from their estimates: each class at its fitted ratio where
+ * the fit has seen the class; a class it never saw keeps its own estimate, scaled by the request's
+ * ratio only downwards. A result stubbed on the call it arrived is never sent, so its kind may
+ * never be measured: a saving is never inflated by a ratio learned on other text.
+ */
+export function claimedTokens(c: Calibration | null | undefined, est: TokenClasses): number {
+  let sum = 0;
+  for (const [cls, t] of Object.entries(est)) {
+    const r = ratioOf(c, cls);
+    const seen = !calibrationReady(c) || isSlope(cls) || cls in c.ratios;
+    sum += t * (seen ? r : Math.min(1, r));
+  }
+  return Math.round(sum);
+}
+
 /** The estimate's own count: the slope terms are corrections, not tokens. */
 function total(est: TokenClasses): number {
   let s = 0;

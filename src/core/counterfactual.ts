@@ -14,7 +14,7 @@
  * Pure: the session states and the report routes both run it over the logged turns.
  */
 import { promptOf, type TurnUsage } from "./billing.ts";
-import { type Calibration, calibratedTokens, calibrationReady } from "./calibration.ts";
+import { type Calibration, calibrationReady, claimedTokens } from "./calibration.ts";
 import { resolveModel } from "./pricing.ts";
 import { type CacheRules, type CacheSplit, PromptCache } from "./provider-cache.ts";
 import { decodeSketch, type SketchMark } from "./sketch.ts";
@@ -199,14 +199,14 @@ export function counterfactualTurns(
     let removed = untouched
       ? 0
       : calibrationReady(latest)
-        ? calibratedTokens(latest, e.removed)
-        : (u?.removed_calibrated ?? calibratedTokens(o.session, e.removed));
+        ? claimedTokens(latest, e.removed)
+        : (u?.removed_calibrated ?? claimedTokens(o.session, e.removed));
     let removedResults = 0;
     let removedMeasured = 0;
     if (!untouched) {
       const positive = Object.fromEntries(Object.entries(e.removed).filter(([, t]) => t > 0));
       const pos = tokensOf(positive);
-      const rho = pos > 0 ? calibratedTokens(cal, positive) / pos : 1;
+      const rho = pos > 0 ? claimedTokens(cal, positive) / pos : 1;
       for (const [id, est] of Object.entries(e.cut ?? {})) {
         const ratio = ratios.get(id);
         removedResults += est * (ratio ?? rho);

@@ -55,6 +55,12 @@ export interface SketchInput {
   units: readonly PromptUnit[];
   /** The client's breakpoints (the analysis'), in prompt order. */
   breakpoints: readonly Breakpoint[];
+  /**
+   * The breakpoints of the request sent, where they differ from the client's (the breakpoint
+   * move takes the client's markers after a fresh result and puts one before it); the anchor
+   * apart. Absent: the client's.
+   */
+  sent_breakpoints?: readonly Breakpoint[];
   /** Every tool result with content (kept ones too: their estimates place the marks). */
   sites: readonly SketchSite[];
   /** The edits applied to the request, the recall tool's declaration apart (none in shadow). */
@@ -136,7 +142,9 @@ export function sketchTurn(input: SketchInput): SketchMark[] {
   }
   const bc = new Map<number, Breakpoint["ttl"]>();
   for (const b of input.breakpoints) bc.set(unitEnding(units, b.position), b.ttl);
-  const ba = new Map(bc);
+  const ba = new Map<number, Breakpoint["ttl"]>();
+  if (input.sent_breakpoints === undefined) for (const [i, ttl] of bc) ba.set(i, ttl);
+  else for (const b of input.sent_breakpoints) ba.set(unitEnding(units, b.position), b.ttl);
   if (input.anchor !== null) {
     const i = unitAt(input.anchor.at);
     if (i >= 0) ba.set(i, input.anchor.ttl);

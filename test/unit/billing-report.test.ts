@@ -11,10 +11,16 @@ import { NO_USAGE, type TurnUsage, type UsageTokens, usageUsd } from "../../src/
 import { type CompactInput, compact } from "../../src/core/compact.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
 import type { SessionRef } from "../../src/core/types.ts";
-import { billedSession } from "../../src/session/billing-report.ts";
+import { billedSession } from "../../src/store/billing-report.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { BillingFake } from "../support/billing-fake.ts";
-import { KITS, type Kit, type Req, type Step } from "../support/formats.ts";
+import {
+  type ConversationOptions,
+  KITS,
+  type Kit,
+  type Req,
+  type Step,
+} from "../support/formats.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 const SMALL = (i: number) => `line ${i}: ${"ok ".repeat(300)}`;
@@ -75,6 +81,15 @@ describe.each(KITS)("nothing changed ⇒ a billed saving of exactly 0 ($format)"
   });
 });
 
+/** How the client sends its conversation: its own bytes (a breakpoint it places), and on which store. */
+interface Client {
+  send: (req: Req) => Req;
+  options?: ConversationOptions;
+  /** The tenant's store (its earlier sessions' calibration), and the session's id in it. */
+  store?: MemoryStore;
+  session?: string;
+}
+
 /**
  * A client's conversation driven through `compact` (the compact route's work, in process) and billed by the
  * fake; `postUsage(turn)` false: that turn's usage is never posted.
@@ -85,22 +100,23 @@ async function drive(
   config: Record<string, unknown>,
   steps: Step[],
   postUsage: (turn: number) => boolean = () => true,
+  client: Client = { send: (req) => req },
 ): Promise<{ bill: number; billed: ReturnType<typeof billedSession> }> {
   const fake = new BillingFake();
-  const store = new MemoryStore();
-  const ref = { tenant: "t", session: `drive-${kit.format}` };
+  const store = client.store ?? new MemoryStore();
+  const ref = { tenant: "t", session: client.session ?? `drive-${kit.format}` };
   const path =
     kit.format === "anthropic"
       ? "/v1/messages"
       : kit.format === "openai-chat"
         ? "/v1/chat/completions"
         : "/v1/responses";
-  let req = kit.conversation(steps.slice(0, 1), { model });
+  let req = kit.conversation(steps.slice(0, 1), { model, ...client.options });
   for (let i = 1; i <= steps.length; i++) {
     fake.clock.advance(30);
     const out = await compact({
       format: kit.format,
-      request: JSON.stringify(req),
+      request: JSON.stringify(client.send(req)),
       session: ref,
       config,
       store,
@@ -130,10 +146,13 @@ const STEPS: Step[] = [
   ...Array.from({ length: 12 }, (_, i) => ({ id: `s${i}`, result: SMALL(i) })),
 ];
 
+// First delivery off: the large result goes out in full once, so the provider measures it.
+const MEASURED = { ...ON, tool_result_first_delivery: "full" };
+
 describe.each(FORMATS)("the billed saving against an independent bill (%s)", (kit, model) => {
   it("matches bill off − bill on within 5%, on an append-only client", async () => {
     const off = await drive(kit, model, { tool_result_compaction_enabled: false }, STEPS);
-    const on = await drive(kit, model, ON, STEPS);
+    const on = await drive(kit, model, MEASURED, STEPS);
     const truth = off.bill - on.bill;
     expect(truth).toBeGreaterThan(0.01 * off.bill);
     expect(on.billed.totals.saved_usd).toBeGreaterThan(0);
@@ -145,7 +164,7 @@ describe.each(FORMATS)("the billed saving against an independent bill (%s)", (ki
   it("a turn without usage is flagged and modelled, its cost kept", async () => {
     const off = await drive(kit, model, { tool_result_compaction_enabled: false }, STEPS);
     // The stub lands on the second call (the large result settles): its usage is never posted.
-    const on = await drive(kit, model, ON, STEPS, (turn) => turn !== 2);
+    const on = await drive(kit, model, MEASURED, STEPS, (turn) => turn !== 2);
     const truth = off.bill - on.bill;
     const t = on.billed.totals;
     expect(t.complete).toBe(false);
@@ -154,6 +173,20 @@ describe.each(FORMATS)("the billed saving against an independent bill (%s)", (ki
     expect(t.unmeasured_saved_usd).not.toBe(0);
     expect(t.turns_measured).toBe(STEPS.length - 1);
     expect(Math.abs(t.saved_usd - truth)).toBeLessThan(0.05 * truth);
+  });
+
+  it("a result stubbed on the call it arrives (the default) is never measured: its estimate, never inflated, and said so", async () => {
+    const off = await drive(kit, model, { tool_result_compaction_enabled: false }, STEPS);
+    const on = await drive(kit, model, ON, STEPS);
+    const truth = off.bill - on.bill;
+    const t = on.billed.totals;
+    expect(t.removed.results).toBeGreaterThan(0);
+    expect(t.removed.measured).toBe(0);
+    // The fake's tokenizer is no provider's and not ours: the estimate may miss by some percent, but
+    // a ratio learned on other text (the session's prose) never scales an unseen kind up.
+    expect(t.saved_usd).toBeLessThan(1.02 * truth);
+    expect(t.saved_usd).toBeGreaterThan(0.8 * truth);
+    expect(t.usd).toBeCloseTo(on.bill, 9);
   });
 });
 
@@ -204,3 +237,67 @@ describe("lines the counterfactual cannot model", () => {
     expect(billed.turns[0]!.basis).toBe("estimated");
   });
 });
+
+/** Anthropic's common caching client: its breakpoint on the last block of each request. */
+const lastBlock: Client = {
+  options: { extra: { system: "You are a careful agent. ".repeat(300) } },
+  send: (req) => {
+    const out = structuredClone(req);
+    const last = out.messages.at(-1);
+    if (typeof last.content === "string") last.content = [{ type: "text", text: last.content }];
+    last.content[last.content.length - 1] = {
+      ...last.content.at(-1),
+      cache_control: { type: "ephemeral" },
+    };
+    return out;
+  },
+};
+
+/** Each switch, and whether the large result goes out in full once (so its tokens are measured). */
+const SWITCHES: [string, Record<string, unknown>, boolean][] = [
+  ["the defaults", ON, false],
+  [
+    "the breakpoint move alone (first delivery full)",
+    { ...ON, tool_result_first_delivery: "full" },
+    true,
+  ],
+  ["first delivery alone (no move)", { ...ON, tool_result_breakpoint_move: false }, false],
+  [
+    "neither",
+    { ...ON, tool_result_first_delivery: "full", tool_result_breakpoint_move: false },
+    true,
+  ],
+  ["the cache anchor", { ...ON, tool_result_medium_tier: "cache_anchor" }, false],
+];
+
+describe.each(SWITCHES)(
+  "a caching client's billed saving against the bill: %s",
+  (_, config, sent) => {
+    const kit = KITS.find((k) => k.format === "anthropic")!;
+    it(
+      sent ? "matches bill off − bill on within 5%" : "is the estimate, never inflated",
+      async () => {
+        const model = "claude-sonnet-4-6";
+        const off = await drive(
+          kit,
+          model,
+          { tool_result_compaction_enabled: false },
+          STEPS,
+          undefined,
+          lastBlock,
+        );
+        const on = await drive(kit, model, config, STEPS, undefined, lastBlock);
+        const truth = off.bill - on.bill;
+        const claimed = on.billed.totals.saved_usd;
+        expect(truth).toBeGreaterThan(0.01 * off.bill);
+        if (sent) expect(Math.abs(claimed - truth)).toBeLessThan(0.05 * truth);
+        else {
+          // Stubbed on arrival: never sent, never measured (see the append-only case above).
+          expect(claimed).toBeLessThan(1.02 * truth);
+          expect(claimed).toBeGreaterThan(0.8 * truth);
+        }
+        expect(on.billed.totals.usd).toBeCloseTo(on.bill, 9);
+      },
+    );
+  },
+);

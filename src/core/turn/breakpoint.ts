@@ -85,13 +85,39 @@ export function moveEdits(
   sites: readonly ToolResultSite[],
   settling: ReadonlySet<ToolResultSite>,
 ): Edit[] {
-  const first = sites.find((s) => settling.has(s));
-  if (first === undefined) return [];
-  const point = movePoint(ctx, first);
+  const point = pointOf(ctx, sites, settling);
   if (point === null) return [];
   const edits: Edit[] = point.after.map((b) => ({ ...b.removal!, text: "" }));
   if (!point.covered) edits.push(ctx.adapter.anchorEdit!(ctx.raw, point.slot, point.after[0]!.ttl));
   return edits;
+}
+
+/** The move's point: at the first fresh result whose "offload once settled" record stands. */
+function pointOf(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  settling: ReadonlySet<ToolResultSite>,
+): MovePoint | null {
+  const first = sites.find((s) => settling.has(s));
+  return first === undefined ? null : movePoint(ctx, first);
+}
+
+/**
+ * The request's breakpoints once `moveEdits` are applied, in prompt order: the client's, less the
+ * ones after the first settling result, plus the one placed before it. What the billing
+ * counterfactual models the request sent with (the client's own request keeps its markers).
+ */
+export function movedBreakpoints(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  settling: ReadonlySet<ToolResultSite>,
+): Breakpoint[] {
+  const all = ctx.analysis.breakpoints;
+  const point = pointOf(ctx, sites, settling);
+  if (point === null) return all;
+  const kept = all.filter((b) => !point.after.includes(b));
+  if (!point.covered) kept.push({ position: point.slot.position, ttl: point.after[0]!.ttl });
+  return kept.sort((a, b) => a.position - b.position);
 }
 
 /** A fresh result kept in full on arrival because its breakpoint moved: its outcome, from its record. */

@@ -7,7 +7,7 @@
 import type { AttachmentTally } from "../attachments/types.ts";
 import type { TokenClasses } from "../calibration.ts";
 import { calibrationReady, resultClasses } from "../calibration.ts";
-import type { Edit, ToolResultSite } from "../formats/types.ts";
+import type { Breakpoint, Edit, ToolResultSite } from "../formats/types.ts";
 import { getMember } from "../json/scan.ts";
 import { Hash, promptUnits } from "../prompt-units.ts";
 import { encodeSketch, sketchTurn } from "../sketch.ts";
@@ -94,8 +94,8 @@ function largest(results: Record<string, number>): Record<string, number> {
 
 /**
  * The turn's sketch (core/sketch.ts): the client's request and the one sent (`edits`, the recall
- * tool's declaration and the anchor applied; none of them in shadow mode, where the request goes
- * out as it came), and the request's cache routing key, hashed.
+ * tool's declaration, the breakpoint move and the anchor applied; none of them in shadow mode,
+ * where the request goes out as it came), and the request's cache routing key, hashed.
  */
 export function turnSketch(
   ctx: TurnContext,
@@ -105,6 +105,8 @@ export function turnSketch(
     edits: readonly Edit[];
     declaration: { text: string; tokens: number } | null;
     anchor: { at: number; ttl: "5m" | "1h" } | null;
+    /** The breakpoints sent, where the move changed the client's. */
+    breakpoints?: readonly Breakpoint[];
   },
 ): Pick<TurnEstimate, "sketch" | "cache_scope"> {
   const shadow = ctx.config.tool_result_offload_shadow;
@@ -124,6 +126,7 @@ export function turnSketch(
         },
       ];
     }),
+    ...(shadow || sent.breakpoints === undefined ? {} : { sent_breakpoints: sent.breakpoints }),
     edits: shadow ? [] : sent.edits,
     declaration: shadow ? null : sent.declaration,
     anchor: shadow ? null : sent.anchor,
