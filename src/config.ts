@@ -12,6 +12,59 @@ export const RECALL_HARD_CAP_CHARS = 50_000;
 export const RecallModeSchema = z.enum(["window", "structural", "both"]);
 export type RecallMode = z.infer<typeof RecallModeSchema>;
 
+/** Rules a config may hold: each is matched against every tool result's tool name, first match wins. */
+export const TOOL_RULES_MAX = 32;
+/** The longest `tool` of a rule (a tool name is read up to 256 characters). */
+export const TOOL_RULE_PATTERN_MAX = FIELD_LIMITS.tool_name;
+
+/**
+ * One per-tool rule: `tool` names the tool exactly, or as a glob where `*` matches any run of
+ * characters (nothing else is special); every other field overrides the config for that tool's
+ * results. A rule with only `tool` keeps the defaults for that tool (a later glob then skips it).
+ */
+export const ToolRuleSchema = z.strictObject({
+  tool: z
+    .string()
+    .min(1)
+    .max(TOOL_RULE_PATTERN_MAX)
+    .describe(
+      'A tool name, or a glob where `*` matches any run of characters ("web_*", "mcp__*").',
+    ),
+  offload: z
+    .enum(["never", "gated"])
+    .optional()
+    .describe(
+      '"never": the tool\'s results are always kept full (never stubbed, shortened, nor taken by a context-pressure batch); "gated": as the config says.',
+    ),
+  compaction_size_chars: z
+    .int()
+    .min(0)
+    .optional()
+    .describe("This tool's size floor (tool_result_compaction_size_chars)."),
+  large_offload_threshold_chars: z
+    .int()
+    .min(1)
+    .optional()
+    .describe("This tool's large threshold (tool_result_large_offload_threshold_chars)."),
+  keep_last_n: z
+    .int()
+    .min(0)
+    .max(1000)
+    .optional()
+    .describe("This tool's most recent results kept full, counted among its own results."),
+  offload_recall_probability: z
+    .number()
+    .min(0)
+    .max(1)
+    .optional()
+    .describe("This tool's prior recall probability (tool_result_offload_recall_probability)."),
+  first_delivery: z
+    .enum(["full", "gated"])
+    .optional()
+    .describe("This tool's first delivery (tool_result_first_delivery)."),
+});
+export type ToolRule = z.infer<typeof ToolRuleSchema>;
+
 const fields = {
   tool_result_compaction_enabled: z
     .boolean()
@@ -173,6 +226,13 @@ const fields = {
     .default(null)
     .describe(
       "Price as this model instead of the request's `model` (for proxies with custom model names).",
+    ),
+  tool_result_tool_rules: z
+    .array(ToolRuleSchema)
+    .max(TOOL_RULES_MAX)
+    .default([])
+    .describe(
+      'Per-tool rules, first match by tool name wins (exact, or a glob with `*`): `offload: "never"` keeps a tool\'s results full; the others set its size floor, large threshold, keep_last_n, recall probability or first delivery. A layer\'s rules replace the layers\' below. E.g. [{"tool":"web_*","offload":"never"}].',
     ),
   attachment_policy: z
     .enum(["native", "extract", "extract_after_first"])

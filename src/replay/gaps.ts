@@ -19,6 +19,10 @@ export interface GapModel {
 /** Where replayed timelines start (any fixed epoch does; this one keeps dates readable). */
 export const REPLAY_EPOCH_MS = Date.UTC(2026, 0, 1);
 
+/**
+ * The `--gap` model: `BASE` seconds between calls, or `BASE,LONG@P` (a LONG gap with probability P, drawn from a
+ * hash of the session id so every policy sees the same timeline). Throws an Error saying what is wrong.
+ */
 export function parseGapModel(spec: string): GapModel {
   const m =
     /^\s*(\d+(?:\.\d+)?)\s*(?:,\s*(\d+(?:\.\d+)?)\s*@\s*(0(?:\.\d+)?|1(?:\.0+)?)\s*)?$/.exec(spec);

@@ -15,6 +15,7 @@ import type { ResultRecord } from "../types.ts";
 import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
 import { decide } from "./decide.ts";
 import { Flight } from "./flight.ts";
+import { neverOffloaded } from "./tool-rules.ts";
 
 /** What a context-pressure batch did (the turn's report says it). */
 export interface PressureReport {
@@ -61,7 +62,7 @@ export function contextWindow(ctx: TurnContext): number | null {
 export async function relievePressure(
   ctx: TurnContext,
   sites: readonly ToolResultSite[],
-  hotFrom: number,
+  hot: (site: ToolResultSite) => boolean,
   outcomes: Map<ToolResultSite, Outcome>,
   fresh: { site: ToolResultSite; record: ResultRecord }[],
   sent: Record<string, number>,
@@ -86,7 +87,8 @@ export async function relievePressure(
     if (
       current.action !== "kept" ||
       !site.settled ||
-      site.index >= hotFrom ||
+      hot(site) ||
+      neverOffloaded(ctx, site) ||
       site.content === undefined ||
       isRecallResult(site) ||
       current.chars < floor
