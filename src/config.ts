@@ -200,25 +200,23 @@ const fields = {
     .min(0.1)
     .max(1)
     .nullable()
-    .default(0.8)
+    .default(0.5)
     .describe(
-      "Context-pressure mode: when a request reaches this share of the model's context window, offload settled results oldest-first in one batch (one cache rewrite, recallable) down to the target share. null: off.",
+      "Context-pressure mode: when a request reaches this share of its window (tool_result_context_window_tokens), offload settled results oldest-first in one batch (one cache rewrite, recallable) down to the target share. null: off.",
     ),
   tool_result_context_pressure_target: z
     .number()
     .min(0.05)
     .max(0.95)
-    .default(0.5)
-    .describe(
-      "The share of the context window a context-pressure batch brings the request down to.",
-    ),
+    .default(0.2)
+    .describe("The share of the window a context-pressure batch brings the request down to."),
   tool_result_context_window_tokens: z
     .int()
     .min(1000)
     .nullable()
     .default(null)
     .describe(
-      "The model's context window in tokens, instead of the price table's (e.g. a 1M-token beta).",
+      "The window context-pressure mode measures against, in tokens; null: the model's context window, or its long-context price threshold when lower. Set it to the window your agent compacts against when that is lower (Claude Code's CLAUDE_CODE_AUTO_COMPACT_WINDOW), or to a 1M-token beta's.",
     ),
   tool_result_pricing_model: z
     .string()

@@ -8,7 +8,7 @@
 import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import { offloadGate } from "../gate.ts";
-import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
+import { decodeString, getMember, type JsonNode, ownedString } from "../json/scan.ts";
 import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
 import { type StructureIndex, structureOf } from "../structure.ts";
@@ -247,7 +247,8 @@ export async function decide(
           recall_available: false,
         });
     try {
-      await ctx.turn.putBody(m.text, {
+      // The ledger keeps it: a slice of the request would keep the request.
+      await ctx.turn.putBody(ownedString(m.text), {
         mem_id: memId,
         tool_use_id: site.tool_use_id,
         tool_name: site.tool_name,
