@@ -96,7 +96,13 @@ async function report(session: string) {
   });
   expect(res.status).toBe(200);
   return (await res.json()) as {
-    totals: { saved_usd: number; billed: Billed & { turns_measured: number } };
+    totals: {
+      saved_usd: number;
+      billed: Billed & {
+        turns_measured: number;
+        removed: { tokens: number; results: number; measured: number };
+      };
+    };
     turns: { saved_usd: number; billed: Billed | null }[];
   };
 }
