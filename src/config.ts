@@ -189,6 +189,12 @@ const fields = {
     .describe(
       "Recall hops a first delivery must pay for beyond the expected ones: a result the model has not seen may be recalled many times (a file it is editing), and one such result must not make its session dearer.",
     ),
+  tool_result_count_unsent: z
+    .boolean()
+    .default(true)
+    .describe(
+      "Proxy and offloadFetch: ask the provider's free token-counting endpoint (Anthropic's messages/count_tokens, OpenAI's responses/input_tokens), beside the call and with the client's credentials, for the tokens of results stubbed on the call they arrive, which no usage ever measures, so the billed saving prices them as counted rather than estimated. Off: those results' tokens stay estimated and the provider never sees their text.",
+    ),
   tool_result_offload_shadow: z
     .boolean()
     .default(false)

@@ -32,6 +32,13 @@ export interface Env {
    */
   ANTHROPIC_BASE_URL?: string;
   OPENAI_BASE_URL?: string;
+  /**
+   * The deployment's own provider keys for token counting (free endpoints) on the compact route, whose
+   * clients call the provider themselves: results stubbed on arrival are then counted, not estimated, in
+   * the reports' billed saving. The proxy routes count with the client's own credentials and need none.
+   */
+  OFFLOAD_COUNT_ANTHROPIC_KEY?: string;
+  OFFLOAD_COUNT_OPENAI_KEY?: string;
   /** Extra provider calls one proxied call may make to answer recall_tool_result (default 3). */
   OFFLOAD_PROXY_MAX_HOPS?: string;
   /** "on": images and scanned PDF pages may be read by OCR when a request asks (default off). */

@@ -393,6 +393,8 @@ export function runSessionStateContract(
       await s.finish(r, two.seq, {
         proxy: { hops: 0, recalls: 0, exhausted: false },
         usage: { ...usage(3), source: "proxy" },
+        // The provider's counts of results stubbed on arrival go on the line's estimate.
+        counted: { big: 4321 },
       });
       await s.finish(r, one.seq, {
         proxy: { hops: 1, recalls: 1, exhausted: false },
@@ -402,6 +404,8 @@ export function runSessionStateContract(
       expect(turns[0]!.usage).toMatchObject({ source: "client", answer_output: 7 });
       expect(turns[0]!.proxy).toEqual({ hops: 1, recalls: 1, exhausted: false });
       expect(turns[1]!.usage).toMatchObject({ source: "proxy", answer_output: 3 });
+      expect(turns[1]!.estimate?.counted).toEqual({ big: 4321 });
+      expect(turns[0]!.estimate?.counted).toBeUndefined();
       // Another scope cannot write it.
       expect(
         await s.recordUsage({ tenant: "other", session: r.session }, { turn: 1 }, usage(7)),

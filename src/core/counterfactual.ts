@@ -9,7 +9,8 @@
  * prompt the provider measured (or, unmeasured, by the session's measured ratio), and what
  * offloading took out is measured where it can be: a result sent in full on a turn that only
  * appended to the one before is the growth of the measured prompt between the two (less the rest
- * of what was new), and the estimate calibrated only where no such turn exists.
+ * of what was new), a result stubbed on arrival is the provider's count of it (the proxy asks), and
+ * the estimate calibrated only where neither exists.
  *
  * Pure: the session states and the report routes both run it over the logged turns.
  */
@@ -60,6 +61,11 @@ export interface CounterfactualOptions {
 const NONE: CacheSplit = { read: 0, write_5m: 0, write_1h: 0, input: 0 };
 /** A measured result's tokens are trusted within this factor of its estimate. */
 const MEASURED_BOUNDS = { min: 0.5, max: 2 } as const;
+/**
+ * A provider's count is trusted within this factor of the estimate (wider than a growth's: it is the
+ * result's own, with nothing else in it; beyond it, the count is of something else).
+ */
+const COUNTED_BOUNDS = { min: 0.25, max: 4 } as const;
 /** The growth between two turns is the new results' when they are at least this share of it. */
 const RESULTS_SHARE = 0.5;
 
@@ -111,10 +117,24 @@ const endOf = (marks: readonly SketchMark[]) => marks[marks.length - 1]!;
 /**
  * Provider tokens per estimated token of each result first sent in full on a turn whose request
  * only appended to the previous one, both measured: the prompt's growth between them, less the
- * rest of what was new (at the previous turn's own ratio), over the new results' estimates.
+ * rest of what was new (at the previous turn's own ratio), over the new results' estimates; and of
+ * each result stubbed on arrival that the provider counted.
  */
 function measuredRatios(list: readonly Sketched[]): Map<string, number> {
   const out = new Map<string, number>();
+  // A result stubbed on arrival is never in a prompt: the provider's count of it (token-count.ts in
+  // the proxy) is its measure. A prompt's growth, where a result has one, is the bill's own and wins.
+  for (const { turn } of list) {
+    const counted = turn.estimate?.counted;
+    const cut = turn.estimate?.cut;
+    if (counted === undefined || cut === undefined) continue;
+    for (const [id, tokens] of Object.entries(counted)) {
+      const est = cut[id];
+      if (est === undefined || !(est > 0) || !(tokens > 0)) continue;
+      const ratio = tokens / est;
+      if (ratio >= COUNTED_BOUNDS.min && ratio <= COUNTED_BOUNDS.max) out.set(id, ratio);
+    }
+  }
   for (let k = 1; k < list.length; k++) {
     const { turn, marks } = list[k]!;
     const prev = list[k - 1]!;

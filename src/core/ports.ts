@@ -111,6 +111,8 @@ export interface TurnFinish {
   usage?: TurnUsage;
   /** The proxy's memos (kept before the next request may need them). */
   memos?: readonly ProxyMemo[];
+  /** The provider's counts of results stubbed on arrival (kept on the line's estimate). */
+  counted?: Readonly<Record<string, number>>;
 }
 
 /**

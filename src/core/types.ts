@@ -226,6 +226,12 @@ export interface TurnEstimate {
   fresh?: Record<string, number>;
   /** Results this turn's request took out (offloaded or shortened), by call id: their estimates. */
   cut?: Record<string, number>;
+  /**
+   * Results stubbed on the call they arrived (never sent, so no prompt measures them), by call id:
+   * their tokens as the provider's token-counting endpoint counted them (proxy/token-count.ts), noted
+   * when the turn finished.
+   */
+  counted?: Record<string, number>;
 }
 
 /** What the proxy adds to a turn's log line: the extra provider calls it made to answer recalls. */

@@ -195,7 +195,9 @@ export async function runB(
       store: replay.store,
       session: replay.ref,
       secret: ctx.turn.secret,
-      config: ctx.turn.config,
+      // The provider's token counts price the reports' billed saving; the eval compares answers, and
+      // must not spend the user's rate limit (or show in its request log) on them.
+      config: { ...ctx.turn.config, tool_result_count_unsent: false },
       extractor: ctx.turn.extractor,
       maxHops: ctx.maxHops,
       fetch: capture,

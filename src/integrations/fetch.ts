@@ -165,6 +165,7 @@ async function offloaded(
     res = await proxyTurn({
       dialect,
       fetch: provider,
+      countFetch: base,
       url: call.url.href,
       headers: upstreamHeaders(call.headers),
       body: { bytes: async () => text, text: async () => text },

@@ -11,6 +11,27 @@ import type { Ending } from "./dialect.ts";
 import type { ProxyCall } from "./loop-steps.ts";
 import type { ProxyMemo } from "./port.ts";
 
+/**
+ * How long the turn's finish waits for the provider's counts once the answer is in: they were asked
+ * beside the call and are nearly always back by then; a late one is dropped (the result's tokens stay
+ * estimated) rather than hold the client's answer.
+ */
+export const COUNT_GRACE_MS = 1_500;
+
+/** The counts, or none if they are not back within the grace. */
+async function countsOf(call: ProxyCall): Promise<Record<string, number>> {
+  if (call.counts === undefined) return {};
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<Record<string, number>>((resolve) => {
+    timer = setTimeout(() => resolve({}), COUNT_GRACE_MS);
+  });
+  try {
+    return await Promise.race([call.counts, late]);
+  } finally {
+    if (timer !== undefined) clearTimeout(timer);
+  }
+}
+
 /** What one proxied call came to: its hops, recalls, ending, memos and usage objects. */
 export interface TurnOutcome {
   hops: number;
@@ -97,8 +118,12 @@ export async function finishTurn(
   summary: Summary | null,
 ): Promise<void> {
   const billed = billedOf(call, outcome);
+  const counted = await countsOf(call);
   try {
-    await call.turn.finish(finishOf(outcome, billed?.usage));
+    await call.turn.finish({
+      ...finishOf(outcome, billed?.usage),
+      ...(Object.keys(counted).length === 0 ? {} : { counted }),
+    });
   } catch {
     // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as
     // the client holds it.

@@ -34,6 +34,11 @@ export interface ProxyCall {
   model: string | null;
   /** The turn's estimates, calibrated against the usage the answers report. */
   estimate?: TurnEstimate | undefined;
+  /**
+   * The provider's counts of the results stubbed on arrival (token-count.ts), asked beside the call;
+   * the turn's usage carries them.
+   */
+  counts?: Promise<Record<string, number>>;
   /** Usage was asked for upstream on the client's behalf: its stream gets none (stream-usage.ts). */
   hideUsage?: boolean;
 }

@@ -25,6 +25,7 @@ import { clientHeaders } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
 import { failureName, memoAnswers } from "./memo-answers.ts";
 import type { ProxyMemo, ProxyStore } from "./port.ts";
+import { countUnsent, countUrlOf } from "./token-count.ts";
 import { send } from "./upstream.ts";
 
 /**
@@ -71,6 +72,11 @@ export interface ProxyTurnInput {
    * read first); default: `config({})`'s answer.
    */
   readFirst?: boolean;
+  /**
+   * The fetch the provider's token counts go through (token-count.ts), default `fetch`: the in-process
+   * path gives the app's own, so a count's failure is never taken for the call's.
+   */
+  countFetch?: typeof fetch;
 }
 
 export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
@@ -149,6 +155,18 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     input.dryRun === true || read.prepared === null
       ? null
       : (dialect.askStreamUsage?.(read.prepared.root) ?? null);
+  // The results stubbed on arrival, counted by the provider beside the call (token-count.ts).
+  const counts =
+    input.dryRun === true || !config.tool_result_count_unsent || read.prepared === null
+      ? undefined
+      : countUnsent({
+          provider: dialect.provider,
+          fetcher: input.countFetch ?? input.fetch,
+          url: countUrlOf(input.url, dialect.path, dialect.provider, Date.now()),
+          headers: input.headers,
+          prepared: read.prepared,
+          cut: out.report.estimate?.cut,
+        });
   return proxyCall({
     dialect,
     fetcher: input.fetch,
@@ -177,6 +195,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     },
     model: out.report.priced_as ?? out.report.model,
     estimate: out.report.estimate,
+    ...(counts === undefined ? {} : { counts }),
   });
 }
 

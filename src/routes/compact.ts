@@ -4,16 +4,21 @@
  * decoded), with the turn's summary in `x-offload-summary`.
  */
 import { Hono } from "hono";
+import type { OffloadConfig } from "../config.ts";
 import { compactionEnabledIn } from "../config.ts";
 import { adapterFor, compact } from "../core/compact.ts";
 import type { Turn } from "../core/ports.ts";
+import type { PreparedRequest } from "../core/prepare.ts";
 import { prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { Problem } from "../core/problems.ts";
 import type { Format } from "../core/types.ts";
+import type { Env } from "../env.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { readBytes, readText } from "../http/body.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
+import { countUnsent, deploymentCounter } from "../proxy/token-count.ts";
+import { proxySettingsOf } from "../proxy/upstream.ts";
 import { refOf } from "./session-param.ts";
 
 export const SUPPORTED_FORMATS: readonly Format[] = [
@@ -121,8 +126,15 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
   // A steady turn's line is written only now: after the answer where the runtime keeps work alive
   // (a failure is then only logged), else before it (a failure then goes in the summary).
   const problems: Problem[] = [];
+  const counted = await deploymentCounts(
+    c.env,
+    format,
+    config,
+    prepared?.prepared ?? null,
+    out.report.estimate?.cut,
+  );
   try {
-    await turn.finish();
+    await turn.finish(counted === null ? undefined : { counted });
   } catch (e) {
     problems.push({
       code: "storage_error",
@@ -140,3 +152,49 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     },
   });
 });
+
+/** The compact route waits this long at most for the provider's counts (only on a turn that has some). */
+const COMPACT_COUNT_DEADLINE_MS = 2_000;
+
+/**
+ * The provider's counts of the results this turn stubbed on arrival, asked with the deployment's own key
+ * (`OFFLOAD_COUNT_ANTHROPIC_KEY`, `OFFLOAD_COUNT_OPENAI_KEY`): the compact route's client calls the
+ * provider itself, so without a key of the deployment's those results stay estimated. Null when there is
+ * nothing to count or no key.
+ */
+async function deploymentCounts(
+  env: Env,
+  format: Format,
+  config: OffloadConfig,
+  prepared: PreparedRequest | null,
+  cut: Readonly<Record<string, number>> | undefined,
+): Promise<Record<string, number> | null> {
+  if (!config.tool_result_count_unsent || prepared === null || cut === undefined) return null;
+  const provider =
+    format === "anthropic"
+      ? "anthropic"
+      : format === "openai-chat" || format === "openai-responses"
+        ? "openai"
+        : null;
+  if (provider === null) return null;
+  let base: string;
+  try {
+    base = proxySettingsOf(env).baseUrls[provider];
+  } catch {
+    return null; // a misconfigured upstream is the proxy routes' error to report, not this one's
+  }
+  const counter = deploymentCounter(env, provider, base);
+  if (counter === null) return null;
+  const counts = await countUnsent({
+    provider,
+    fetcher: (input, init) => globalThis.fetch(input, init),
+    url: counter.url,
+    headers: counter.headers,
+    prepared,
+    cut,
+    deadlineMs: COMPACT_COUNT_DEADLINE_MS,
+  });
+  if (counts === undefined) return null;
+  const out = await counts;
+  return Object.keys(out).length === 0 ? null : out;
+}

@@ -33,7 +33,8 @@ export const usageRoutes = new Hono<AppEnv>().post("/:id/usage", async (c) => {
     throw new OffloadError("invalid_argument", "the usage object holds no token counts", {
       path: "usage",
     });
-  const key = body.seq !== undefined ? { seq: body.seq } : { turn: body.turn! };
+  const key =
+    body.seq !== undefined && body.seq !== null ? { seq: body.seq } : { turn: body.turn! };
   const outcome = await store.recordUsage(ref, key, usage);
   if (outcome === null)
     throw new OffloadError(

@@ -73,6 +73,7 @@ export interface SessionFinish {
   proxy?: ProxyTurnNote | undefined;
   usage?: TurnUsage | undefined;
   memos?: readonly ProxyMemo[] | undefined;
+  counted?: Readonly<Record<string, number>> | undefined;
 }
 
 export interface SessionCommit {

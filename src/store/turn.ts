@@ -274,7 +274,12 @@ export class StoreTurn implements Turn {
       if (waiting !== null) {
         // Refused: the session was deleted since; there is nothing to log.
         if ((await this.#write({ ...waiting, finish })) === null) return;
-      } else if (finish.proxy !== undefined || finish.usage !== undefined || memos.length > 0) {
+      } else if (
+        finish.proxy !== undefined ||
+        finish.usage !== undefined ||
+        finish.counted !== undefined ||
+        memos.length > 0
+      ) {
         const seq = this.#seq;
         await this.#p.calls.guard("saving the turn's finish", () =>
           this.#p.sessions.finish(this.#ref, seq, finish),

@@ -108,6 +108,7 @@ export function learnUsage(
 export interface LineFinish {
   proxy?: ProxyTurnNote | undefined;
   usage?: TurnUsage | undefined;
+  counted?: Readonly<Record<string, number>> | undefined;
 }
 
 /**
@@ -120,7 +121,7 @@ export function finishedLine(
   finish: LineFinish,
   calibrations: Readonly<Record<string, Calibration>>,
 ): { log: TurnLog; calibrations: Record<string, Calibration> | null } {
-  const log: TurnLog =
+  let log: TurnLog =
     finish.proxy === undefined
       ? line
       : {
@@ -131,6 +132,8 @@ export function finishedLine(
             exhausted: finish.proxy.exhausted,
           },
         };
+  if (finish.counted !== undefined && line.estimate !== undefined)
+    log = { ...log, estimate: { ...line.estimate, counted: { ...finish.counted } } };
   if (finish.usage === undefined || log.usage !== undefined) return { log, calibrations: null };
   const learned = learnUsage(calibrations, finish.usage, log.estimate ?? null);
   return {

@@ -18,6 +18,7 @@ const CONFIG = {
   tool_result_recall_tool_declaration: "eager",
   tool_result_compaction_keep_last_n: 1,
 };
+const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 const PATHS: Record<string, string> = {
   anthropic: "/anthropic/v1/messages",
   "openai-chat": "/openai/v1/chat/completions",
@@ -34,6 +35,7 @@ beforeAll(async () => {
     secrets: {
       OFFLOAD_API_KEYS: `acme:${KEY}`,
       OFFLOAD_SECRET: "billing-test-secret-0123456789",
+      OFFLOAD_COUNT_ANTHROPIC_KEY: "sk-ant-deployment-counting",
     },
   });
 }, 120_000);
@@ -94,7 +96,13 @@ async function report(session: string) {
   });
   expect(res.status).toBe(200);
   return (await res.json()) as {
-    totals: { saved_usd: number; billed: Billed & { turns_measured: number } };
+    totals: {
+      saved_usd: number;
+      billed: Billed & {
+        turns_measured: number;
+        removed: { tokens: number; results: number; measured: number };
+      };
+    };
     turns: { saved_usd: number; billed: Billed | null }[];
   };
 }
@@ -219,6 +227,9 @@ describe("POST /v1/sessions/{id}/usage (the compact route's clients)", () => {
     // The same report again is a no-op; the turn number names the same line.
     const again = await post({ turn: summary.turn, usage });
     expect(await again.json()).toMatchObject({ status: "unchanged", seq: summary.seq });
+    // A steady turn's summary says `seq: null`: posted as it came, beside the turn, it is as absent.
+    const passed = await post({ seq: null, turn: summary.turn, usage });
+    expect(await passed.json()).toMatchObject({ status: "unchanged", seq: summary.seq });
     // Different numbers for a turn that has usage: the first report stands.
     const other = await post({ seq: summary.seq, usage: { ...usage, output_tokens: 101 } });
     expect(other.status).toBe(409);
@@ -236,6 +247,7 @@ describe("POST /v1/sessions/{id}/usage (the compact route's clients)", () => {
       expect((await res.json()).error).toMatchObject({ type, path });
     };
     await bad({ usage: { input_tokens: 1 } }, 400, "invalid_request", "turn");
+    await bad({ seq: null, usage: { input_tokens: 1 } }, 400, "invalid_request", "turn");
     await bad({ seq: 1, turn: 1, usage: { input_tokens: 1 } }, 400, "invalid_request", "turn");
     await bad(
       { seq: 1, usage: { input_tokens: -1 } },
@@ -254,5 +266,45 @@ describe("POST /v1/sessions/{id}/usage (the compact route's clients)", () => {
     await bad({ seq: 1, usage: { input_tokens: 1 } }, 404, "not_found", "session", "never-seen");
     await bad({ seq: 99_999, usage: { input_tokens: 1 } }, 404, "not_found", "seq");
     await bad({ turn: 77, usage: { input_tokens: 1 } }, 404, "not_found", "turn");
+  }, 60_000);
+
+  it("counts a result stubbed on arrival with the deployment's key, and the report says it is measured", async () => {
+    const id = "compact-counted";
+    const before = fake.counts.length;
+    const big = jsonBody(90_000);
+    const res = await fetch(`${worker.base}/v1/sessions/${id}/compact?format=anthropic`, {
+      method: "POST",
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        "content-type": "application/json",
+        "x-offload-config": JSON.stringify({ ...ON, tool_result_offload_shadow: false }),
+      },
+      // Live at the defaults: the large result, just arrived, is stubbed on this call (first delivery).
+      body: JSON.stringify(
+        anthropicKit.conversation(
+          [
+            { id: "a", result: "ok" },
+            { id: "big", result: big },
+          ],
+          { model: "claude-sonnet-4-6" },
+        ),
+      ),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).not.toContain(big.slice(0, 200));
+    const counts = fake.counts.slice(before);
+    // The framing, then the result: with the deployment's key, never a client's.
+    expect(counts).toHaveLength(2);
+    expect(counts.every((c) => c.credential === "sk-ant-deployment-counting")).toBe(true);
+    const summary = JSON.parse(res.headers.get("x-offload-summary")!);
+    const usage = { input_tokens: 3000, output_tokens: 10 };
+    const posted = await post(
+      { ...(summary.seq === null ? { turn: summary.turn } : { seq: summary.seq }), usage },
+      id,
+    );
+    expect(posted.status).toBe(200);
+    const r = await report(id);
+    expect(r.totals.billed.removed.results).toBeGreaterThan(0);
+    expect(r.totals.billed.removed.measured).toBe(r.totals.billed.removed.results);
   }, 60_000);
 });

@@ -158,6 +158,27 @@ function formatOf(path: string): Format | null {
   return null;
 }
 
+/** The token-counting endpoints, by the API whose requests they read. */
+function countingFormatOf(path: string): "anthropic" | "openai-responses" | null {
+  if (path.endsWith("/v1/messages/count_tokens")) return "anthropic";
+  if (path.endsWith("/responses/input_tokens")) return "openai-responses";
+  return null;
+}
+
+/** A request's body as a JSON object, or the API's 400 when it is not one. */
+async function jsonObject(
+  req: Request,
+  format: Format,
+): Promise<Record<string, unknown> | Response> {
+  try {
+    const parsed: unknown = JSON.parse(await req.text());
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error();
+    return parsed as Record<string, unknown>;
+  } catch {
+    return json(errorBody(format, "invalid_request_error", "the body is not a JSON object"), 400);
+  }
+}
+
 function json(body: string, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(body, {
     status,
@@ -196,6 +217,20 @@ export class BillingFake {
   readonly #observe: BillingFakeOptions["observe"];
   #served: Served | undefined;
   #seq = 0;
+  /**
+   * The token-counting calls (Anthropic's `POST /v1/messages/count_tokens`, OpenAI's
+   * `POST /v1/responses/input_tokens`): answered with the prompt's tokens as a call would bill them, never
+   * billed ("Token counting is free to use"), kept here apart from the bill.
+   */
+  readonly counts: {
+    format: Format;
+    conversation: string;
+    input_tokens: number;
+    /** The key it came with (`x-api-key`, else `authorization`). */
+    credential: string | null;
+  }[] = [];
+  /** False: the counting endpoints answer 404, as an upstream without them would. */
+  counting = true;
 
   constructor(options: BillingFakeOptions = {}) {
     this.#shadows = Object.entries(options.shadows ?? {}).map(([name, s]) => [
@@ -248,17 +283,13 @@ export class BillingFake {
   /** The fake as a fetch handler (the Node server calls it; a test may call it directly). */
   async fetch(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
+    const counting = countingFormatOf(path);
+    if (counting !== null && req.method === "POST") return this.#count(req, counting);
     const format = formatOf(path);
     if (req.method !== "POST" || format === null)
       return json(errorBody("anthropic", "not_found_error", `no route ${req.method} ${path}`), 404);
-    let body: Record<string, unknown>;
-    try {
-      const parsed: unknown = JSON.parse(await req.text());
-      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) throw new Error();
-      body = parsed as Record<string, unknown>;
-    } catch {
-      return json(errorBody(format, "invalid_request_error", "the body is not a JSON object"), 400);
-    }
+    const body = await jsonObject(req, format);
+    if (body instanceof Response) return body;
     const incoming: Incoming = {
       seq: ++this.#seq,
       format,
@@ -273,6 +304,42 @@ export class BillingFake {
       if (!(e instanceof InvalidRequest)) throw e;
       return json(errorBody(format, "invalid_request_error", e.message), 400);
     }
+  }
+
+  /**
+   * A token count: the request is read as a call of its API would be (a 400 where the call's would be), its
+   * prompt counted by the same tokenizer and framing the bill uses, and `{ input_tokens }` answered. OpenAI's
+   * counts a Responses-shaped request ("Returns input token counts of the request").
+   */
+  async #count(req: Request, format: "anthropic" | "openai-responses"): Promise<Response> {
+    if (!this.counting)
+      return json(errorBody(format, "not_found_error", "no token counting here"), 404);
+    const request = await jsonObject(req, format);
+    if (request instanceof Response) return request;
+    let input_tokens: number;
+    try {
+      if (format === "anthropic") {
+        const prompt = promptOf(request);
+        input_tokens = tokenizerCounter.prompt(prompt, request).reduce((a, b) => a + b, 0);
+      } else {
+        if (typeof request.model !== "string" || request.model === "")
+          throw new InvalidRequest("model: a model is required");
+        input_tokens = responsesSegments(request).reduce((a, g) => a + g.tokens, 0);
+      }
+    } catch (e) {
+      if (!(e instanceof InvalidRequest)) throw e;
+      return json(errorBody(format, "invalid_request_error", e.message), 400);
+    }
+    const conversation = req.headers.get("x-fake-conversation") ?? "";
+    const credential = req.headers.get("x-api-key") ?? req.headers.get("authorization");
+    this.counts.push({ format, conversation, input_tokens, credential });
+    return json(
+      JSON.stringify(
+        format === "anthropic"
+          ? { input_tokens }
+          : { object: "response.input_tokens", input_tokens },
+      ),
+    );
   }
 
   #answer(incoming: Incoming): Scripted {

@@ -98,8 +98,13 @@ export interface Outcome {
 
 /** The text of a result as measured and offloaded: its text pieces, joined by newlines. */
 export function textOf(ctx: TurnContext, site: ToolResultSite): string {
-  if (site.json_text !== undefined) return ctx.raw.slice(site.json_text.start, site.json_text.end);
-  return site.texts.map((t) => decodeString(ctx.raw, t)).join("\n");
+  return siteText(ctx.raw, site);
+}
+
+/** The text of a result of the request `raw`, as measured and offloaded (`textOf` without a turn). */
+export function siteText(raw: string, site: ToolResultSite): string {
+  if (site.json_text !== undefined) return raw.slice(site.json_text.start, site.json_text.end);
+  return site.texts.map((t) => decodeString(raw, t)).join("\n");
 }
 
 /** Decoded chars of a result without decoding it (escaped strings are counted once). */

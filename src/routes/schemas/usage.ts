@@ -48,8 +48,11 @@ export const UsageRequestSchema = z
     seq: z
       .int()
       .min(1)
+      .nullable()
       .optional()
-      .describe("The `seq` of the compact call's x-offload-summary: that exact turn line."),
+      .describe(
+        "The `seq` of the compact call's x-offload-summary: that exact turn line. null (a steady turn's summary names none) is as absent: give `turn` then.",
+      ),
     format: z
       .enum(["anthropic", "openai-chat", "openai-responses"])
       .default("anthropic")
@@ -66,7 +69,7 @@ export const UsageRequestSchema = z
         "The answer's usage, or one per provider call the turn made (the client's first, then each recall hop).",
       ),
   })
-  .refine((b) => (b.turn === undefined) !== (b.seq === undefined), {
+  .refine((b) => (b.turn === undefined) !== (b.seq === undefined || b.seq === null), {
     message: "give exactly one of turn and seq",
     path: ["turn"],
   });

@@ -281,7 +281,8 @@ async function driveSession(
       const usage = ((await answer.json()) as Json).usage;
       // The turn's line by its seq when the summary names one (a steady turn's commit follows the
       // answer: then by its turn number).
-      const seq = summary.seq as number | undefined;
+      // A steady turn's summary names no seq (null): its usage goes by its turn number.
+      const seq = (summary.seq ?? undefined) as number | undefined;
       const landing = stubAt < 0 && ((summary.offloaded as number) ?? 0) > 0;
       if (seq !== undefined) seqs.push(seq);
       if (!(s.missingUsage && landing)) {
@@ -359,6 +360,10 @@ export async function startEnv(
   const secrets = {
     OFFLOAD_API_KEYS: runs.map((_, i) => `agree${i}:${keyOf(i)}`).join(","),
     OFFLOAD_SECRET: "agreement-bench-secret-0123456789",
+    // The compact route's clients call the fake themselves: the deployment's own keys count what they
+    // never send (the proxy routes count with the client's credentials).
+    OFFLOAD_COUNT_ANTHROPIC_KEY: "sk-ant-agreement-counting",
+    OFFLOAD_COUNT_OPENAI_KEY: "sk-agreement-counting",
   };
   const start = () => startProxyWorker({ provider: fake.url, secrets, persist: dir });
   const env = {
