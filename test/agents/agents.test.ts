@@ -71,8 +71,11 @@ function workspace(name: string): { home: string; work: string } {
   return { home, work };
 }
 
-/** Requests outside the task's conversation: token counts (Claude Code counts a large Read), model lists. */
-const SIDE = new Set(["count_tokens", "models", "side"]);
+/**
+ * Requests outside the task's conversation: token counts (Claude Code counts a large Read; the proxy counts
+ * a result it stubbed on arrival), model lists.
+ */
+const SIDE = new Set(["count_tokens", "input_tokens", "models", "side"]);
 
 /** The task's requests (those of the conversation), in order. */
 function conversation(list: readonly Received[]): Received[] {
@@ -274,7 +277,13 @@ describe("Codex CLI through the proxy", () => {
       credential: (r) => r.headers.authorization as string | undefined,
       expectedCredential: "Bearer sk-openai-fake-credential",
     });
-    expect(task.every((r) => r.json.stream === true && r.json.store === false)).toBe(true);
+    expect(conversation(task).every((r) => r.json.stream === true && r.json.store === false)).toBe(
+      true,
+    );
+    // A result stubbed on arrival is counted upstream with the agent's own credential, never ours.
+    const counts = task.filter((r) => r.phase === "input_tokens");
+    for (const r of counts)
+      expect(r.headers.authorization).toBe("Bearer sk-openai-fake-credential");
     expect(filesContaining(home, RECALL_NAME)).toEqual([]);
     expect(filesContaining(home, "trm_")).toEqual([]);
     expect(first.stdout + second.stdout).not.toContain(RECALL_NAME);

@@ -159,6 +159,14 @@ export class FakeModel {
       r.phase = "count_tokens";
       return json(200, { input_tokens: Math.ceil(r.body.length / 4) });
     }
+    // The proxy counts a result it stubbed on arrival (src/proxy/token-count.ts).
+    if (r.method === "POST" && path === "/openai/v1/responses/input_tokens") {
+      r.phase = "input_tokens";
+      return json(200, {
+        object: "response.input_tokens",
+        input_tokens: Math.ceil(r.body.length / 4),
+      });
+    }
     // A scripted failure of the phase, in the provider's error shape.
     const failed = (phase: string, error: (message: string) => unknown) => {
       r.phase = phase;
