@@ -36,7 +36,7 @@ export interface ProxyCall {
   estimate?: TurnEstimate | undefined;
   /**
    * The provider's counts of the results stubbed on arrival (token-count.ts), asked beside the call;
-   * the turn's usage carries them.
+   * the turn's line keeps them.
    */
   counts?: Promise<Record<string, number>>;
   /** Usage was asked for upstream on the client's behalf: its stream gets none (stream-usage.ts). */

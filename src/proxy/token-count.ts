@@ -24,6 +24,8 @@ export const COUNT_MIN_TOKENS = 1_000;
 /** The counts' deadline from the call's start: the turn's usage does not wait longer for them. */
 export const COUNT_DEADLINE_MS = 10_000;
 const UNSUPPORTED_FOR_MS = 3_600_000;
+/** Upstreams remembered as lacking the endpoint, at most (a deployment talks to a handful). */
+const UNSUPPORTED_LIMIT = 64;
 
 /** The counting endpoint under each provider's base, by the path its calls take. */
 const COUNT_PATH: Record<Provider, string> = {
@@ -137,6 +139,7 @@ export async function countResults(input: CountInput): Promise<Record<string, nu
     const res = sent.response;
     if (res.status === 404 || res.status === 405 || res.status === 501) {
       const u = new URL(input.url);
+      if (unsupported.size >= UNSUPPORTED_LIMIT) unsupported.clear();
       unsupported.set(`${u.origin}${u.pathname}`, (input.now ?? Date.now()) + UNSUPPORTED_FOR_MS);
     }
     try {
