@@ -239,7 +239,12 @@ describe('attachment_policy "extract"', () => {
   });
 
   it("moves the advancing cache anchor into a replaced block instead of splicing into it", async () => {
-    const config = { ...EXTRACT, tool_result_medium_tier: "cache_anchor" };
+    // (without its risk bound: a first call has spent nothing yet)
+    const config = {
+      ...EXTRACT,
+      tool_result_medium_tier: "cache_anchor",
+      tool_result_anchor_risk_share: null,
+    };
     const req = { ...first([pdfBlock()]), system: "x".repeat(20_000) };
     const out = await run(req, new MemoryStore(), config);
     expect(out.report.anchor?.placed).toBe(true);

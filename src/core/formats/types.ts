@@ -144,6 +144,12 @@ export interface RequestAnalysis {
   /** Prompt-order offset where the last message starts. */
   last_message_position: number;
   /**
+   * The prompts of the conversation's earlier calls, summed (chars in prompt order, as the client sends
+   * them): where each assistant message starts is the prompt of the call that wrote it. What the session
+   * has spent so far, at a flat rate (the anchor's risk bound). Absent where the format does not count it.
+   */
+  spent_prompt_chars?: number;
+  /**
    * How often the model answered tool results with another tool call, in this request's history: of the
    * assistant messages that follow a message holding tool results (the last one excepted), how many call a
    * tool. A fresh result leaves the hot window on the next call only when the model calls a tool again

@@ -4,13 +4,21 @@
  * be stubbed once settled — so everything the model has read is billed at cache-read price next
  * turn. The client's own breakpoints and TTLs are kept; nothing is added when the client already
  * advances a breakpoint or uses automatic caching, when 4 breakpoints are set, below the model's
- * minimum cacheable length, or when no TTL is cheaper than not caching at the session's observed
- * gap between turns.
+ * minimum cacheable length, when no TTL is cheaper than not caching at the session's observed
+ * gap between turns, or while its write could make the session dearer than the risk bound allows.
+ *
+ * The risk bound (`tool_result_anchor_risk_share`): an anchor pays from the next call on (it reads at a
+ * tenth of input what it wrote at 1.25×), so what it can lose is its write's premium over input, when
+ * the session ends or pauses past the TTL before another call. That premium, on what the anchor would
+ * write beyond the client's own breakpoints, must be at most the share of what the session has spent so
+ * far (its earlier calls' prompts, as the client sent them): a session the anchor makes dearer is dearer
+ * by at most that share. It binds on the first calls of a session; once the session has spent enough, the
+ * anchor advances every call, and each call's premium is on the new tokens only.
  */
 
 import type { AnchorSlot, Edit, ToolResultSite } from "../formats/types.ts";
 import { unpricedModel } from "../gate.ts";
-import { ratesFor } from "../pricing.ts";
+import { ratesFor, usd } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
 
@@ -64,6 +72,11 @@ export function placeAnchor(
   const ttl = chooseTtl(ctx, prefix);
   if (ttl === null)
     return skip("at this session's gap between turns no TTL is cheaper than not caching");
+  const risk = riskOf(ctx, prefix, ttl);
+  if (risk !== null)
+    return skip(
+      `its cache write's premium ($${risk.premium.toFixed(4)}) is more than ${risk.share} of what the session has spent so far ($${risk.spent.toFixed(4)})`,
+    );
   return {
     edit: ctx.adapter.anchorEdit(ctx.raw, slot, ttl),
     report: { placed: true, ttl, reason: `cache breakpoint at ${prefix} tokens` },
@@ -100,4 +113,31 @@ function chooseTtl(ctx: TurnContext, prefixTokens: number): "5m" | "1h" | null {
   if (a.breakpoints.every((b) => b.ttl === "1h"))
     options.push(["1h", cost(rates.cache_write_1h, 3600)]);
   return options.reduce((best, o) => (o[1] < best[1] ? o : best))[0];
+}
+
+/**
+ * The risk bound (see the top of this file): null when the anchor's write may go, else what it would
+ * risk against what the session has spent. The premium is on the tokens past the client's last
+ * breakpoint (those the client caches are written whatever we do); the spend is the earlier calls'
+ * prompts, the part under the client's breakpoint at the read rate, the rest at input.
+ */
+function riskOf(
+  ctx: TurnContext,
+  prefixTokens: number,
+  ttl: "5m" | "1h",
+): { premium: number; spent: number; share: number } | null {
+  const share = ctx.config.tool_result_anchor_risk_share;
+  if (share === null) return null;
+  const a = ctx.analysis;
+  const rates = ratesFor(ctx.price!, prefixTokens);
+  const covered = Math.min(
+    prefixTokens,
+    Math.round((a.breakpoints[a.breakpoints.length - 1]?.position ?? 0) / REQUEST_CHARS_PER_TOKEN),
+  );
+  const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
+  const premium = usd(prefixTokens - covered, write - rates.input);
+  const spentTokens = (a.spent_prompt_chars ?? 0) / REQUEST_CHARS_PER_TOKEN;
+  const read = Math.min(spentTokens, covered * a.assistant_turns);
+  const spent = usd(spentTokens - read, rates.input) + usd(read, rates.cache_read);
+  return premium <= share * spent ? null : { premium, spent, share };
 }
