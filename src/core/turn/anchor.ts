@@ -11,8 +11,8 @@
  * tenth of input what it wrote at 1.25×), so what it can lose is its write's premium over input, when
  * the session ends or pauses past the TTL before another call. That premium, on what the anchor would
  * write beyond the client's own breakpoints, must be at most the share of what the session has spent so
- * far (its earlier calls' prompts, as the client sent them): a session the anchor makes dearer is dearer
- * by at most that share. It binds on the first calls of a session; once the session has spent enough, the
+ * far (the prompts of its calls, this one included, as the client sent them): a session the anchor makes
+ * dearer is dearer by at most that share. It binds on the first calls of a session; once the session has spent enough, the
  * anchor advances every call, and each call's premium is on the new tokens only.
  */
 
@@ -118,8 +118,9 @@ function chooseTtl(ctx: TurnContext, prefixTokens: number): "5m" | "1h" | null {
 /**
  * The risk bound (see the top of this file): null when the anchor's write may go, else what it would
  * risk against what the session has spent. The premium is on the tokens past the client's last
- * breakpoint (those the client caches are written whatever we do); the spend is the earlier calls'
- * prompts, the part under the client's breakpoint at the read rate, the rest at input.
+ * breakpoint (those the client caches are written whatever we do); the spend is the prompts of the
+ * earlier calls and of this one (paid whatever the anchor does), as the client sends them: the part
+ * under the client's breakpoint at the read rate, the rest at input.
  */
 function riskOf(
   ctx: TurnContext,
@@ -136,8 +137,8 @@ function riskOf(
   );
   const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
   const premium = usd(prefixTokens - covered, write - rates.input);
-  const spentTokens = (a.spent_prompt_chars ?? 0) / REQUEST_CHARS_PER_TOKEN;
-  const read = Math.min(spentTokens, covered * a.assistant_turns);
+  const spentTokens = ((a.spent_prompt_chars ?? 0) + a.prompt_chars) / REQUEST_CHARS_PER_TOKEN;
+  const read = Math.min(spentTokens, covered * (a.assistant_turns + 1));
   const spent = usd(spentTokens - read, rates.input) + usd(read, rates.cache_read);
   return premium <= share * spent ? null : { premium, spent, share };
 }
