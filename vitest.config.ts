@@ -14,10 +14,10 @@ const DEPLOYMENT_VARS = { OFFLOAD_DASHBOARD_URL_KEYS: "off" };
 /** English trained data, gzipped as @tesseract.js-data/eng ships it (what `npm run ocr:setup` uploads). */
 const OCR_MODEL_FILE = "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz";
 
-// Five projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
+// Six projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
-// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1; then,
-// alone, the work budgets.
+// official SDKs against the proxy routes of a locally started Worker, with a fake provider on 127.0.0.1; the
+// stores against real Postgres and Redis servers; then, alone, the work budgets.
 export default defineConfig({
   test: {
     projects: [
@@ -76,6 +76,28 @@ export default defineConfig({
           name: "cf-agents",
           include: ["test/cf-agents/**/*.test.ts"],
           testTimeout: 30_000,
+        },
+      },
+      // The official clients' proxy suites again, against `edge-offload serve` on Node (test/support/worker.ts).
+      {
+        test: {
+          name: "serve",
+          include: ["test/clients/sdk.test.ts", "test/clients/billing.test.ts"],
+          environment: "node",
+          env: { EDGE_OFFLOAD_TARGET: "serve" },
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+      // The stores against real servers: one Postgres and one Redis started for the run (servers.setup.ts).
+      {
+        test: {
+          name: "stores",
+          include: ["test/stores/**/*.test.ts"],
+          environment: "node",
+          globalSetup: ["test/stores/servers.setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
         },
       },
       {

@@ -23,7 +23,7 @@ async function recallOn(body: string, args: Record<string, unknown>) {
     return async () => ({ status: "n/a", note: "this tree has no queries / json_paths" });
   const { MemoryStore } = await src("store/memory.ts");
   const store = new MemoryStore();
-  await store.putBody(SESSION, body, {
+  const meta = {
     mem_id: MEM,
     tool_use_id: "t1",
     tool_name: "x",
@@ -32,7 +32,11 @@ async function recallOn(body: string, args: Record<string, unknown>) {
     kind: "json",
     outline: "",
     turn: 1,
-  });
+  };
+  // A tree with the turn port stores a body through a turn; an older one on the store.
+  if (typeof store.beginTurn === "function")
+    await (await store.beginTurn(SESSION, { ids: [], names: [] })).putBody(body, meta);
+  else await store.putBody(SESSION, body, meta);
   return async () => {
     const a = await recall({ store, session: SESSION, mem_id: MEM, ...args });
     const shown = /showing matches 1–([\d,]+)/.exec(a.content)?.[1];

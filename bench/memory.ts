@@ -9,15 +9,25 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { compact } from "../src/core/compact.ts";
-import type { BodyMeta, ResultRecord, SessionRef } from "../src/core/types.ts";
-import { MemoryStore } from "../src/store/memory.ts";
+import type { ResultRecord } from "../src/core/types.ts";
+import { ComposedStore } from "../src/store/composed.ts";
+import { MemoryIndex } from "../src/store/memory-index.ts";
+import { MemoryLedger } from "../src/store/memory-ledger.ts";
+import { MemorySessionState } from "../src/store/memory-state.ts";
+import { turnLog } from "../test/support/records.ts";
 import { corpus } from "./lib/corpus.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
 
 /** Session state in memory, bodies dropped (as if streamed to R2). */
-class NullLedgerStore extends MemoryStore {
-  override async putBody(_ref: SessionRef, _body: string, _meta: BodyMeta): Promise<void> {}
+function nullLedgerStore(): ComposedStore {
+  const ledger = new MemoryLedger();
+  ledger.put = async () => {};
+  return new ComposedStore({
+    sessions: new MemorySessionState(),
+    ledger,
+    index: new MemoryIndex(),
+  });
 }
 
 function compose(targetChars: number): string {
@@ -68,31 +78,19 @@ async function child(mode: string, requestPath: string, recordsPath: string): Pr
     if (s.length === 0) process.exit(3);
     return;
   }
-  const store = new NullLedgerStore();
+  const store = nullLedgerStore();
   if (mode === "compact-steady") {
     const records = JSON.parse(readFileSync(recordsPath, "utf8")) as ResultRecord[];
-    await store.commit(
+    const turn = await store.beginTurn(
       { tenant: "default", session: "mem" },
-      {
-        records,
-        recall_declared: true,
-        log: {
-          turn: 0,
-          results: 0,
-          kept: 0,
-          compacted: 0,
-          offloaded: 0,
-          new_decisions: 0,
-          tokens_before: 0,
-          tokens_after: 0,
-          saved_usd: 0,
-          errors: 0,
-          shadow: false,
-          gate_fired: 0,
-          gate_declined: 0,
-        },
-      },
+      { ids: [], names: [] },
     );
+    await turn.commit({
+      records,
+      recall_declared: true,
+      log: turnLog(0),
+    });
+    await turn.finish();
   }
   const out = await compact({ request: text, session: "mem", store, config: ON });
   if (mode === "compact-first") {

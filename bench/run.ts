@@ -17,6 +17,7 @@ import { benchMemory } from "./memory.ts";
 import { benchProxy } from "./proxy.ts";
 import { benchReplay, type ReplayPart } from "./replay.ts";
 import { benchScale } from "./scale-sim.ts";
+import { benchStores } from "./stores.ts";
 import { benchTransform } from "./transform.ts";
 
 /** Benchmarks written as scripts run in a child process of their own. */
@@ -65,6 +66,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   },
   // The SessionDO's rows written per steady turn, in workerd (what Durable Objects bill per row).
   rows: async () => benchLatencyWorkerd("bench/workerd/rows.test.ts"),
+  stores: () => benchStores(),
 };
 
 const wanted = process.argv.slice(2).filter((a) => !a.startsWith("-"));

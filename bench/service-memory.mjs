@@ -34,7 +34,7 @@ function requestBytes(kind, mib) {
 
 async function probe(kind, mib) {
   const { createApp } = await import("../src/app.ts");
-  const { MemorySessionState } = await import("../src/session/memory-state.ts");
+  const { MemorySessionState } = await import("../src/store/memory-state.ts");
   const { ComposedStore } = await import("../src/store/composed.ts");
   const { MemoryIndex } = await import("../src/store/memory-index.ts");
   const encoder = new TextEncoder();

@@ -35,14 +35,14 @@ import { recallRoutes } from "./routes/recall.ts";
 import { sessionReportRoutes, tenantReportRoutes } from "./routes/report.ts";
 import { sessionRoutes } from "./routes/sessions.ts";
 import { usageRoutes } from "./routes/usage.ts";
-import { DurableCalibration } from "./session/durable-calibration.ts";
-import { DurableSessionState } from "./session/durable-state.ts";
-import { indexTtlSeconds } from "./session/state.ts";
 import { ComposedStore, type StoreParts } from "./store/composed.ts";
+import { durableSessionState, durableTenants } from "./store/durable.ts";
 import { KvIndex } from "./store/kv.ts";
-import type { CalibrationPort, ServiceStore } from "./store/ports.ts";
+import type { ServiceStore } from "./store/ports.ts";
 import { R2Ledger } from "./store/r2.ts";
 import { R2ExtractionCache } from "./store/r2-extractions.ts";
+import { indexTtlSeconds } from "./store/state.ts";
+import { tenantCacheOf } from "./store/tenant-cache.ts";
 
 // Production Workers forbid `new Function`; zod would only probe for it, but the probe is not worth
 // a failure.
@@ -64,8 +64,7 @@ export interface AppDeps {
 
 /**
  * The production backends: session state in the SessionDO, bodies and cached extractions in R2, the
- * index in KV. The learning statistics are the SessionDO's business (it holds the tenant's counts
- * and exchanges them with the TenantDO's shards in the background), so none is composed here.
+ * index in KV, the tenant's learning in the TenantDO, read through the isolate's cache.
  */
 export function defaultParts(
   env: Env,
@@ -74,21 +73,14 @@ export function defaultParts(
   defer?: Defer,
 ) {
   return {
-    sessions: new DurableSessionState(env.SESSIONS),
+    sessions: durableSessionState(env.SESSIONS),
     ledger: new R2Ledger(env.LEDGER),
     index: new KvIndex(env.INDEX, { ttlSeconds: indexTtlSeconds(settings.retentionSeconds) }),
-    // Read by the reports only: the SessionDO holds the tenant's calibration for its turns and
-    // learns it in batches (tenant-copy.ts), so no turn calls the tenant's object.
-    calibration: readOnly(new DurableCalibration(env.TENANTS)),
+    tenants: tenantCacheOf(durableTenants(env.TENANTS)),
     extractions: new R2ExtractionCache(env.LEDGER),
     log,
     defer,
   } satisfies StoreParts;
-}
-
-/** A calibration port that reads only (its learning happens elsewhere). */
-function readOnly(port: CalibrationPort): CalibrationPort {
-  return { get: (t, m) => port.get(t, m), all: (t) => port.all(t) };
 }
 
 /** The production store: the production backends composed. */

@@ -2,7 +2,8 @@
 /**
  * `edge-offload` command line. `edge-offload replay <sessions.jsonl[.gz]>` prices a set of sessions under each
  * policy (see README "Measuring it"); `edge-offload eval` A/Bs the model's answers with offload off and on
- * against the user's provider (cli-eval.ts). Plain Node, no workerd.
+ * against the user's provider (cli-eval.ts); `edge-offload serve` runs the service on Node (src/serve.ts).
+ * Plain Node, no workerd.
  *
  * Every failure a user can cause (a bad flag, a bad --config, a missing or unreadable file) is one line on
  * stderr and exit code 2; anything else is one line and exit code 1 (EDGE_OFFLOAD_DEBUG=1 adds the stack).
@@ -87,6 +88,8 @@ Options:
   --help             this text
 
 Progress (on stderr, only when it is a terminal) counts session×policy runs and estimates the time left.
+
+Also: edge-offload serve runs the service on Node (edge-offload serve --help).
 `;
 }
 
@@ -193,6 +196,96 @@ async function replayCommand(rest: string[]): Promise<number> {
   return 0;
 }
 
+const SERVE_HELP = `edge-offload serve [options]
+
+Runs the service (the same routes, proxy, dashboard and OpenAPI document as the Worker) on Node.
+
+Options:
+  --port N       the port (default: the PORT variable, else 8787)
+  --host H       the address to listen on (default 127.0.0.1; 0.0.0.0 for every interface)
+  --store URL    where sessions live (default sqlite:./edge-offload.db):
+                 sqlite:<file>, postgres://…, redis://…, or memory:
+  --help         this text
+
+The Worker's variables configure it: OFFLOAD_API_KEYS, OFFLOAD_SECRET, OFFLOAD_DEFAULT_CONFIG,
+ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OFFLOAD_RETENTION_SECONDS… (docs/stores.md).
+`;
+
+function portOf(text: string, where: string): number {
+  const port = Number(text);
+  if (!/^\d+$/.test(text.trim()) || port < 1 || port > 65535)
+    throw new UsageError(
+      `${where} must be a port number from 1 to 65535, not ${JSON.stringify(text)}`,
+    );
+  return port;
+}
+
+async function serveCommand(rest: string[]): Promise<number> {
+  let args: ReturnType<typeof parseServeArgs>;
+  try {
+    args = parseServeArgs(rest);
+  } catch (e) {
+    throw new UsageError(`${e instanceof Error ? e.message : String(e)} (see --help)`);
+  }
+  if (args.values.help) {
+    process.stdout.write(SERVE_HELP);
+    return 0;
+  }
+  if (args.positionals.length > 0)
+    throw new UsageError(`serve takes no arguments, got ${JSON.stringify(args.positionals[0])}`);
+  const port =
+    args.values.port !== undefined
+      ? portOf(args.values.port, "--port")
+      : process.env.PORT !== undefined && process.env.PORT !== ""
+        ? portOf(process.env.PORT, "PORT")
+        : undefined;
+  // The service is its own bundle in the package (dist/serve.js: the Worker's app and its routes);
+  // from the sources, the module itself.
+  const entry = import.meta.url.endsWith(".ts") ? "./serve.ts" : "./serve.js";
+  const { serve } = (await import(/* @vite-ignore */ entry)) as ServeModule;
+  const { isOffloadError } = await import("./errors.ts");
+  let server: Awaited<ReturnType<ServeModule["serve"]>>;
+  try {
+    server = await serve({
+      ...(port === undefined ? {} : { port }),
+      ...(args.values.host === undefined ? {} : { host: args.values.host }),
+      ...(args.values.store === undefined ? {} : { store: args.values.store }),
+    });
+  } catch (e) {
+    if (isOffloadError(e) && e.type === "invalid_argument") throw new UsageError(e.message);
+    throw e;
+  }
+  process.stderr.write(`edge-offload: serving on ${server.url} (store ${server.store})\n`);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", resolve);
+    process.once("SIGTERM", resolve);
+  });
+  await server.close();
+  return 0;
+}
+
+/** What the CLI uses of src/serve.ts (loaded by name: its types are the Worker's). */
+interface ServeModule {
+  serve(options: {
+    port?: number;
+    host?: string;
+    store?: string;
+  }): Promise<{ url: string; store: string; close(): Promise<void> }>;
+}
+
+function parseServeArgs(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      port: { type: "string" },
+      host: { type: "string" },
+      store: { type: "string" },
+      help: { type: "boolean", default: false },
+    },
+  });
+}
+
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (command === "--version" || command === "-v" || command === "version") {
@@ -211,6 +304,7 @@ export async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   try {
+    if (command === "serve") return await serveCommand(rest);
     if (command === "eval") return await evalCommand(rest);
     if (command !== "replay")
       throw new UsageError(`unknown command ${JSON.stringify(command)} (try --help)`);

@@ -313,6 +313,19 @@ export function parseConfigPatch(input: unknown, where = "config"): OffloadConfi
   return result.data as OffloadConfigPatch;
 }
 
+/**
+ * Whether these layers (each already validated), lowest first, turn compaction on, without
+ * resolving them: a turn reads its request before it asks its session only when the layers it knows
+ * then say so.
+ */
+export function compactionEnabledIn(...layers: readonly OffloadConfigPatch[]): boolean {
+  let on = DEFAULT_CONFIG.tool_result_compaction_enabled;
+  for (const layer of layers)
+    if (layer.tool_result_compaction_enabled !== undefined)
+      on = layer.tool_result_compaction_enabled;
+  return on;
+}
+
 /** Defaults, then each layer in order (later wins). Each layer is validated on its own. */
 export function resolveConfig(...layers: unknown[]): OffloadConfig {
   const merged: Record<string, unknown> = { ...DEFAULT_CONFIG };

@@ -2,12 +2,12 @@
  * The Worker's bindings and vars (wrangler.toml, `.dev.vars` locally, `wrangler secret put` in
  * production), and the service settings read from them.
  */
-import type { SessionDO } from "./session/session-do.ts";
-import type { TenantDO } from "./session/tenant-do.ts";
+import type { SessionDO } from "./store/session-do.ts";
+import type { TenantDO } from "./store/tenant-do.ts";
 
 export interface Env {
   SESSIONS: DurableObjectNamespace<SessionDO>;
-  /** Per-tenant learning statistics (adaptive gate). */
+  /** The tenant's learning (the adaptive gate's statistics, the estimates' calibration). */
   TENANTS: DurableObjectNamespace<TenantDO>;
   LEDGER: R2Bucket;
   INDEX: KVNamespace;
@@ -27,12 +27,6 @@ export interface Env {
   /** Idle session retention in seconds (default 7 days, 0 = until deleted). */
   OFFLOAD_RETENTION_SECONDS?: string;
   /**
-   * How long a steady turn's log line, and a measured turn's calibration sample, may wait in its
-   * session's memory to be written with others (default 5000 ms, at most 60000; 0 writes each with
-   * its turn).
-   */
-  OFFLOAD_TURN_LOG_WINDOW_MS?: string;
-  /**
    * Proxy upstreams, as the official SDKs mean them (defaults: https://api.anthropic.com,
    * https://api.openai.com/v1).
    */
@@ -46,6 +40,4 @@ export interface Env {
   OFFLOAD_OCR_LIMITS?: string;
   /** "on": `GET /?key=` signs in to the dashboard (local use; the key lands in URLs). Off by default. */
   OFFLOAD_DASHBOARD_URL_KEYS?: string;
-  /** Shards of each tenant's learning statistics (default 16; docs/scale.md). */
-  OFFLOAD_TENANT_STATS_SHARDS?: string;
 }

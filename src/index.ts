@@ -6,8 +6,8 @@ import { createApp } from "./app.ts";
 import type { Env } from "./env.ts";
 
 export type { Env } from "./env.ts";
-export { SessionDO } from "./session/session-do.ts";
-export { TenantDO } from "./session/tenant-do.ts";
+export { SessionDO } from "./store/session-do.ts";
+export { TenantDO } from "./store/tenant-do.ts";
 
 const app = createApp();
 

@@ -4,7 +4,8 @@
  * functions.
  *
  * - The turn: `compact` a provider request, `recall` a slice of what was offloaded, over an
- *   `OffloadStore` (`MemoryStore` keeps everything in the process).
+ *   `OffloadStore` (`MemoryStore` keeps everything in the process; `edge-offload/store` has what a
+ *   store of one's own is built from).
  * - The price of a decision: `offloadGate`, `resolveModel`, the price table, token estimates, and
  *   `expectedRemainingCalls` (the horizon a store's observed `session_lengths` give).
  * - Attachments: `extractText` and friends turn a file into text once; the typed errors all say
@@ -17,6 +18,7 @@ import type { OffloadConfigLike } from "./config.ts";
 import type { CompactOutput, CompactInput as TurnInput } from "./core/compact.ts";
 import { type AttachmentOptions, attachmentExtractor } from "./extract/attachment-extractor.ts";
 import { guardedCompact } from "./secret-guard.ts";
+import { deadlineOf, withDeadline } from "./store/deadline.ts";
 
 export interface CompactInput<
   R extends string | object,
@@ -24,6 +26,12 @@ export interface CompactInput<
 > extends TurnInput<R, C> {
   /** OCR and the extractor for the attachment policy, when `extractor` is not given. */
   attachments?: AttachmentOptions | undefined;
+  /**
+   * How long one store call may take (ms, default 5,000; Infinity: no bound): a store that does not
+   * answer in time fails that call as a `storage_error` (the request then passes through, or the
+   * result stays full), reported in `report.errors`.
+   */
+  storeTimeoutMs?: number | undefined;
 }
 
 /**
@@ -46,8 +54,13 @@ export interface CompactInput<
 export function compact<R extends string | object, C extends OffloadConfigLike = OffloadConfigLike>(
   input: CompactInput<R, C>,
 ): Promise<CompactOutput<R>> {
-  const { attachments, ...turn } = input;
-  return guarded<R, C>({ ...turn, extractor: turn.extractor ?? attachmentExtractor(attachments) });
+  const { attachments, storeTimeoutMs, ...turn } = input;
+  const ms = deadlineOf(storeTimeoutMs, "storeTimeoutMs");
+  return guarded<R, C>({
+    ...turn,
+    ...(turn.store === undefined ? {} : { store: withDeadline(turn.store, ms) }),
+    extractor: turn.extractor ?? attachmentExtractor(attachments),
+  });
 }
 
 /** Warns once per process about the development secret on a shared store (secret-guard.ts). */
@@ -91,11 +104,15 @@ export type {
   ExtractionFailure,
   ExtractionInput,
   ExtractionRequest,
-  LoadedState,
   OffloadStore,
+  RecallStore,
   SessionSummary,
   ToolStats,
+  Turn,
+  TurnAsk,
   TurnCommit,
+  TurnFinish,
+  TurnStart,
 } from "./core/ports.ts";
 export type { ModelPrice, Provider, Rates } from "./core/pricing.ts";
 export { normalizeModelId, PRICE_TABLE, ratesFor, resolveModel } from "./core/pricing.ts";
@@ -201,10 +218,10 @@ export type {
 } from "./integrations/options.ts";
 export type { AgentStoreOptions } from "./store/agent.ts";
 export { AgentStore } from "./store/agent.ts";
-export type { AgentLedgerOptions, BodyBucket } from "./store/agent-ledger.ts";
-export type { AgentStorage } from "./store/agent-sql.ts";
 export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MemoryStore } from "./store/memory.ts";
+export type { DurableStorage } from "./store/sql.ts";
+export type { BodyBucket } from "./store/sql-ledger.ts";
 export type {
   PagedInput,
   PagedToolSpec,

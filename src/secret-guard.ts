@@ -21,7 +21,7 @@ export const MIN_SECRET_CHARS = 16;
 
 /** Why `input` would be flagged, or null. */
 export function devSecretProblem(input: {
-  store: unknown;
+  store?: unknown;
   secret?: string | undefined;
   config?: unknown;
 }): string | null {

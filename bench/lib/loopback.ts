@@ -3,6 +3,8 @@
  * 127.0.0.1 with a fake Anthropic next to it, a keep-alive client, percentiles, and the isolate's heap read
  * through the inspector port (Chrome DevTools protocol, as `wrangler dev` exposes it).
  */
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { type DevServer, freePort, startDevServer } from "../../test/smoke/dev-server.ts";
 import { type LocalServer, listenLocal, writeEvents } from "../../test/support/local-server.ts";
 import { anthropicEvents, anthropicMessage } from "../../test/support/providers.ts";
@@ -52,6 +54,10 @@ export async function startRig(
     120_000,
     undefined,
     inspector,
+    // The local objects' storage in memory where the machine has a RAM disk: in `wrangler dev` every object
+    // runs in the one workerd process, so a write's flush to this shared machine's disk would stall the
+    // Worker's own answers, which a Durable Object's write in production (replicated elsewhere) does not.
+    process.env.BENCH_STATE_ROOT ?? (existsSync("/dev/shm") ? "/dev/shm" : tmpdir()),
   );
   return {
     base: worker.base,

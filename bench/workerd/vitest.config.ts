@@ -1,6 +1,6 @@
-// The in-workerd half of the latency bench (`npm run bench -- latency`): the Worker called through SELF, in
-// the same isolate as its Durable Objects, R2 and KV (no HTTP between client and Worker). Not part of
-// `npm test`: it prints ratios, it asserts none.
+// The in-workerd benches: the latency bench's second half (`npm run bench -- latency`: the Worker called through
+// SELF, in the same isolate as its Durable Objects, R2 and KV, no HTTP between client and Worker) and the round
+// trips and rows a turn costs (`npm run bench -- rows`). Not part of `npm test`: they print, they assert none.
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -10,7 +10,8 @@ export default defineConfig({
       wrangler: { configPath: "./wrangler.toml" },
       miniflare: {
         bindings: {
-          OFFLOAD_API_KEYS: "bench:loopback-bench-key-0001",
+          // The rows bench drives the app as the workers tests do (their helpers, tenant "acme").
+          OFFLOAD_API_KEYS: "bench:loopback-bench-key-0001,acme:test-key-acme-0001",
           OFFLOAD_SECRET: "loopback-bench-secret-0123456789",
         },
       },

@@ -15,10 +15,10 @@ import { openaiResponsesAdapter } from "./formats/openai-responses.ts";
 import type { Edit, FormatAdapter, RequestAnalysis } from "./formats/types.ts";
 import { unpricedModel } from "./gate.ts";
 import { DEV_SECRET } from "./memid.ts";
-import type { AttachmentExtractor, OffloadStore } from "./ports.ts";
-import { type PreparedRequest, prepareRequest } from "./prepare.ts";
+import type { AttachmentExtractor, OffloadStore, Turn } from "./ports.ts";
+import { type PreparedRequest, prepareRequest, turnKeys } from "./prepare.ts";
 import { resolveModel } from "./pricing.ts";
-import type { Problem } from "./problems.ts";
+import { describeCause, type Problem } from "./problems.ts";
 import { type SessionInput, sessionRef } from "./session.ts";
 import type { Decision } from "./turn/context.ts";
 import { type CompactReport, emptyReport, shadowReport } from "./turn/report.ts";
@@ -41,7 +41,13 @@ export interface CompactInput<
    * does not exist is a type error here and an `invalid_config` OffloadError at run time.
    */
   config?: C & CheckedConfig<C>;
-  store: OffloadStore;
+  /**
+   * Where the session lives: `compact` begins the turn, commits it and finishes it. A caller that
+   * began the turn itself (to read the session's config first) passes `turn` instead, and
+   * finishes it.
+   */
+  store?: OffloadStore;
+  turn?: Turn;
   /** Deployment secret that keys mem_ids. */
   secret?: string;
   /**
@@ -131,6 +137,32 @@ export async function compact<
   // An unpriced model never offloads nor anchors: say so, naming the config key that prices it.
   if (price === null && (offload || config.tool_result_medium_tier === "cache_anchor"))
     problems.push({ code: "unpriced_model", message: unpricedModel(model) });
+  let turn = input.turn;
+  if (turn === undefined) {
+    if (input.store === undefined)
+      throw new OffloadError("invalid_argument", "compact needs a store (or a begun turn)", {
+        path: "store",
+      });
+    try {
+      turn = await input.store.beginTurn(ref, turnKeys(prepared));
+    } catch (cause) {
+      // Without the sticky decisions any change could contradict an earlier turn: pass the
+      // request through.
+      const report = {
+        ...emptyReport(format, true, offload),
+        model: analysis.model,
+        results: analysis.sites.length,
+        errors: [
+          ...problems,
+          {
+            code: "storage_error" as const,
+            message: `session state unavailable, request passed through (${describeCause(cause)})`,
+          },
+        ],
+      };
+      return { request: input.request, changed: false, decisions: [], report };
+    }
+  }
   const { edits, decisions, report } = await runTurn({
     raw,
     root,
@@ -139,16 +171,26 @@ export async function compact<
     format,
     config,
     ref,
-    store: input.store,
+    turn,
     secret: input.secret ?? DEV_SECRET,
     offload,
     model,
     price,
     extractor: input.extractor,
     problems,
-    loaded: { records: new Map(), recall_declared: false },
+    loaded: turn,
     toolDeclared: false,
   });
+  // A turn begun here ends here (its log line is written now, when the commit left it to here).
+  if (input.turn === undefined)
+    try {
+      await turn.finish();
+    } catch (cause) {
+      report.errors.push({
+        code: "storage_error",
+        message: `the turn's log line could not be written (${describeCause(cause)})`,
+      });
+    }
   // Shadow mode: the turn above ran in full (bodies ledgered, decisions committed, its log marked
   // shadow), but the caller gets its own request back, the very same value, and no recall tool is
   // declared. Decisions taken in shadow stay sticky: once shadow is off, they are rendered (stubs

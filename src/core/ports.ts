@@ -1,22 +1,25 @@
 /**
  * The ports of the core: every interface the turn transform and recall need from the outside. The
- * core does all its I/O through these; adapters (src/store, src/session, src/extract) import them
- * and implement them, never the other way round (test/unit/dependencies.test.ts keeps the
- * direction).
+ * core does all its I/O through these; adapters (src/store, src/extract) import them and implement
+ * them, never the other way round (test/unit/dependencies.test.ts keeps the direction).
  *
- * - `OffloadStore`: sticky decisions, the body ledger, the session's report. Adapters hold their
- *   binding (Maps, an R2 bucket, a Durable Object stub…) and pass the contract suite in
- *   test/contract.
- * - `ExtractionCache`: attachment extractions per tenant, keyed by content hash (optional on a
- *   store).
+ * - `OffloadStore`: where sessions live. A turn is explicit: `beginTurn` answers everything the
+ *   turn needs to start in one round trip and hands back a `Turn`, through which the turn stores
+ *   bodies, commits its decisions and finishes; nothing of a turn lives on the store. Recall needs
+ *   only `getBody` and `noteRecall`.
+ * - `ExtractionCache`: attachment extractions per tenant, keyed by content hash.
  * - `AttachmentExtractor`: turns an attachment into text; the core never loads an extraction engine
  *   itself.
  */
-
+import type { OffloadConfigPatch } from "../config.ts";
+import type { TurnUsage } from "./billing.ts";
 import type { Calibration } from "./calibration.ts";
 import type { SessionLengths } from "./horizon.ts";
+import type { Problem } from "./problems.ts";
 import type {
   BodyMeta,
+  ProxyMemo,
+  ProxyTurnNote,
   ResultRecord,
   SessionRef,
   StoredBody,
@@ -32,67 +35,115 @@ export interface ToolStats {
   recalls: number;
 }
 
-export interface LoadedState {
-  /** Records for the requested tool_use_ids that have one. */
-  records: Map<string, ResultRecord>;
-  /** Whether the recall tool has been declared in this session (sticky once true). */
-  recall_declared: boolean;
+/** What a turn asks its session for when it begins. */
+export interface TurnAsk {
   /**
-   * Per tool name (of those asked for), across the tenant's sessions. Optional: not every store
-   * learns.
+   * The ids whose records the turn needs (tool_use_ids with their `#pressure` and `#warm` ids);
+   * ids found later (attachment ids) are read with `Turn.read`. [] asks for the start alone.
    */
-  tool_stats?: Record<string, ToolStats>;
-  /** Per tool name, this session only. */
-  session_tool_stats?: Record<string, ToolStats>;
-  /**
-   * The tenant's calibration per model, when the store holds a copy with the session (then the
-   * turn reads no other store for it); absent: the turn asks `calibration`.
-   */
-  calibrations?: Record<string, Calibration>;
-  /**
-   * Typical seconds between this session's turns (median of recent gaps), null before two turns.
-   */
-  gap_seconds?: number | null;
-  /**
-   * Seconds since the session's last turn was committed (the store's clock), null before the
-   * first: past the provider's cache TTL, rewriting earlier bytes costs nothing extra.
-   */
-  idle_seconds?: number | null;
-  /**
-   * Optional: the tenant's observed session lengths (horizon.ts), from which the gate learns how many
-   * more calls a session that has run this long will make. Absent: the configured horizon (or the
-   * adaptive gate's estimate). A store supplies what it knows of ended sessions; it is a cache of the
-   * tenant's history, never read back to decide anything but the horizon.
-   */
-  session_lengths?: SessionLengths;
-  /**
-   * The store's hold on the session for this turn (opaque to the core): handed back with every
-   * ledger write and the commit, so a store can refuse a turn that a delete overtook.
-   */
-  lease?: unknown;
+  ids: readonly string[];
+  /** The tool names of the request (their learning statistics, for the adaptive gate). */
+  names: readonly string[];
+  /** Proxy: ids the request carries that a memo may be anchored on (only those memos come back). */
+  anchors?: readonly string[];
 }
 
+/** Everything a turn starts from, read in one round trip: the one shape of turn-start data. */
+export interface TurnStart {
+  /** The session's own config layer (what `PUT …/config` stored), `{}` when none. */
+  config: OffloadConfigPatch;
+  /** The records of the asked ids that exist. */
+  records: ReadonlyMap<string, ResultRecord>;
+  /** Whether the recall tool has been declared in this session (sticky once true). */
+  recall_declared: boolean;
+  /** The proxy's memos anchored on the asked anchors, oldest first. */
+  memos: readonly ProxyMemo[];
+  /** Per asked tool name: the tenant's statistics (as last cached; `{}` before any). */
+  tool_stats: Readonly<Record<string, ToolStats>>;
+  /** Per asked tool name: this session's own. */
+  session_tool_stats: Readonly<Record<string, ToolStats>>;
+  /**
+   * Provider tokens per estimated token, per price-table model: the session's own calibration once
+   * it is ready, else the tenant's (as last cached).
+   */
+  calibrations: Readonly<Record<string, Calibration>>;
+  /** Typical seconds between this session's turns (median of recent gaps), null before two. */
+  gap_seconds: number | null;
+  /**
+   * Seconds since the session's last turn was logged (the store's clock), null before the first:
+   * past the provider's cache TTL, rewriting earlier bytes costs nothing extra.
+   */
+  idle_seconds: number | null;
+  /**
+   * The tenant's ended sessions' lengths (horizon.ts, as last cached), from which the gate learns how
+   * many more calls a session that has run this long will make. Absent: the configured horizon (or
+   * the adaptive gate's estimate), as before the tenant has ended a session.
+   */
+  session_lengths?: SessionLengths;
+}
+
+/** A turn's decisions, committed once it has taken them. */
 export interface TurnCommit {
+  /** New records (first decisions); a record that already exists for its id is not replaced. */
   records: readonly ResultRecord[];
   recall_declared: boolean;
   log: TurnLog;
-  /** The lease the turn's load gave (`LoadedState.lease`). */
-  lease?: unknown;
   /**
    * Every result's decision on this turn, for the session report's "last turn" (a store may keep
-   * only the latest turn's, or none: nothing reads them back to decide).
+   * only the latest ones: nothing reads them back to decide).
    */
   decisions?: readonly TurnDecision[];
-  /** How many results the turn decided, when `decisions` holds only the last of them. */
-  decisions_total?: number;
 }
 
 export interface CommitResult {
   /**
    * The standing record for every committed tool_use_id (the earlier one where a record already
-   * existed).
+   * existed: first writer wins). A record it does not return was not saved.
    */
-  records: Map<string, ResultRecord>;
+  records: ReadonlyMap<string, ResultRecord>;
+}
+
+/** What a turn adds once its answer is known (all optional: a compact turn adds nothing). */
+export interface TurnFinish {
+  /** The proxy's hops and recalls (noted on the turn's log line). */
+  proxy?: ProxyTurnNote;
+  /** What the provider billed for the call, when the answers said (kept on the turn's line). */
+  usage?: TurnUsage;
+  /** The proxy's memos (kept before the next request may need them). */
+  memos?: readonly ProxyMemo[];
+}
+
+/**
+ * One turn of one session, from `beginTurn` to `finish`. Guarantees an adapter gives:
+ * - `putBody` resolves only once the body is durable (nothing is stubbed before its body is safe),
+ *   and refuses a write after the turn's lease has run out;
+ * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two
+ *   turns of one session racing each other render the same bytes; a commit after the session was
+ *   deleted (since the turn began) fails and writes nothing;
+ * - the turn's log line and the usage `finish` brings are written in one transaction, with a seq
+ *   that is never issued twice in the session; a steady turn's line (nothing new to save) may wait
+ *   for `finish`, so its answer never waits for it;
+ * - values come back as copies.
+ */
+export interface Turn extends TurnStart {
+  /** Records of ids the begin did not ask for (attachment ids, a request read after it). */
+  read(ids: readonly string[]): Promise<ReadonlyMap<string, ResultRecord>>;
+  putBody(body: string, meta: BodyMeta): Promise<void>;
+  getBody(memId: string): Promise<StoredBody | null>;
+  /** Whether the ledger holds this mem_id in the turn's session, without reading the body. */
+  hasBody(memId: string): Promise<boolean>;
+  commit(commit: TurnCommit): Promise<CommitResult>;
+  /**
+   * The turn is over: its line (if the commit left it to here), the proxy's note, the usage and
+   * the memos are written. At most once; a turn that never committed writes only the memos.
+   */
+  finish(finish?: TurnFinish): Promise<void>;
+  /** The turn's log line, once written (the usage route names it), else null. */
+  readonly seq: number | null;
+  /** Non-fatal problems of the turn's storage (an index or statistics write), for its summary. */
+  readonly notes: readonly Problem[];
+  /** The tenant's extraction cache, where the store keeps one. */
+  readonly extractions?: ExtractionCache | undefined;
 }
 
 export interface SessionSummary {
@@ -149,53 +200,38 @@ export interface ExtractionCache {
   putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void>;
 }
 
-/**
- * The storage port. Guarantees an adapter gives:
- * - `putBody` resolves only once the body is durable (nothing is stubbed before its body is safe);
- * - `commit` is first-writer-wins per tool_use_id and returns the records that now stand, so two
- *   turns of one session racing each other render the same bytes; a record it does not return
- *   was not saved (the result is then kept full);
- * - everything is scoped by tenant and session: another scope's mem_id reads exactly like an
- *   unknown one;
- * - values come back as copies: a caller mutating what it got changes nothing stored;
- * - a shadow turn's offloads (`log.shadow`) do not count in the tenant's learning statistics: the
- *   model saw those results full, so it could not recall them, and counting them would teach live
- *   sessions that nobody recalls.
- */
-export interface OffloadStore extends Partial<ExtractionCache> {
-  /**
-   * The sticky records of `toolUseIds`, the session flags, and (for the adaptive gate) the recall
-   * statistics of `toolNames`. A commit's newly stored offloaded records count as offloads of their
-   * tool; `noteRecall` counts a recall of the mem_id's tool.
-   */
-  load(
-    ref: SessionRef,
-    toolUseIds: readonly string[],
-    toolNames?: readonly string[],
-  ): Promise<LoadedState>;
-  commit(ref: SessionRef, commit: TurnCommit): Promise<CommitResult>;
-  /** `lease`: the turn's (`LoadedState.lease`), when the write belongs to a turn. */
-  putBody(ref: SessionRef, body: string, meta: BodyMeta, lease?: unknown): Promise<void>;
+/** What recall needs of a store: a session's bodies, and the count of a recall. */
+export interface RecallStore {
   getBody(ref: SessionRef, memId: string): Promise<StoredBody | null>;
-  /**
-   * Whether the ledger holds this mem_id in this session, without reading the body (optional: the
-   * core falls back to `getBody`).
-   */
-  hasBody?(ref: SessionRef, memId: string): Promise<boolean>;
+  /** Counts a successful recall (a recall of an offloaded result teaches the adaptive gate). */
   noteRecall(ref: SessionRef, memId: string): Promise<void>;
+  /**
+   * Why a body is not there when the store knows (a bounded store dropped its session): the model's
+   * answer names the cause rather than calling the mem_id unknown. Null when it does not know.
+   */
+  whyMissing?(ref: SessionRef, memId: string): Promise<string | null>;
+}
+
+/**
+ * The storage port. Everything is scoped by tenant and session: another scope's mem_id reads
+ * exactly like an unknown one. A shadow turn's offloads (`log.shadow`) do not count in the tenant's
+ * learning statistics: the model saw those results full, so it could not recall them.
+ */
+export interface OffloadStore extends RecallStore, Partial<ExtractionCache> {
+  /**
+   * A turn begins: the session's config layer, the records of `ask.ids`, the memos anchored on
+   * `ask.anchors`, the statistics and calibrations, and a lease on the session (a turn that a
+   * delete overtakes cannot commit), in one round trip. Fails (a `storage_error`) when the session
+   * cannot be read, or is being deleted.
+   */
+  beginTurn(ref: SessionRef, ask: TurnAsk): Promise<Turn>;
+  hasBody?(ref: SessionRef, memId: string): Promise<boolean>;
   describeSession(ref: SessionRef): Promise<SessionSummary | null>;
   /** Removes the session's state and bodies; deleting an unknown session is not an error. */
   deleteSession(ref: SessionRef): Promise<void>;
-  /**
-   * Optional: the tenant's calibration for a model (provider tokens per estimated token, learned
-   * from measured usage), null before any. A store without it leaves the estimates uncalibrated; a
-   * failure to read it is not the turn's failure (the estimates stay as they are).
-   */
-  calibration?(ref: SessionRef, model: string): Promise<Calibration | null>;
   // getExtraction / putExtraction (optional, from ExtractionCache): the tenant's extraction cache,
   // so a file is extracted once per tenant whatever the session. Not scoped by session and not
-  // removed with one. A store without it makes the attachment policy extract again whenever a
-  // decision needs the text.
+  // removed with one.
 }
 
 /**

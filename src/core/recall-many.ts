@@ -12,7 +12,7 @@
  * parses the body once and does no more than a bounded multiple of one question's work.
  */
 import { RECALL_HARD_CAP_CHARS } from "../config.ts";
-import type { OffloadStore } from "./ports.ts";
+import type { RecallStore } from "./ports.ts";
 import { type RecallInput, recall } from "./recall.ts";
 import { echo, type RecallAnswer } from "./recall-answer.ts";
 import { RecallWork } from "./recall-work.ts";
@@ -53,27 +53,24 @@ function questions(value: unknown, name: string): string[] | string {
  * The store as one call sees it: a body is read once however many questions it answers, and only the first
  * successful answer counts as a recall.
  */
-function oneCallStore(store: OffloadStore): OffloadStore {
-  const bodies = new Map<string, ReturnType<OffloadStore["getBody"]>>();
+function oneCallStore(store: RecallStore): RecallStore {
+  const bodies = new Map<string, ReturnType<RecallStore["getBody"]>>();
   let counted = false;
-  return new Proxy(store, {
-    get: (target, key) => {
-      if (key === "getBody")
-        return (ref: Parameters<OffloadStore["getBody"]>[0], memId: string) => {
-          let body = bodies.get(memId);
-          if (body === undefined) bodies.set(memId, (body = target.getBody(ref, memId)));
-          return body;
-        };
-      if (key === "noteRecall")
-        return async (...args: Parameters<OffloadStore["noteRecall"]>) => {
-          if (counted) return;
-          counted = true;
-          await target.noteRecall(...args);
-        };
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
+  return {
+    getBody: (ref, memId) => {
+      let body = bodies.get(memId);
+      if (body === undefined) bodies.set(memId, (body = store.getBody(ref, memId)));
+      return body;
     },
-  });
+    noteRecall: async (ref, memId) => {
+      if (counted) return;
+      counted = true;
+      await store.noteRecall(ref, memId);
+    },
+    ...(store.whyMissing === undefined
+      ? {}
+      : { whyMissing: (ref, memId) => store.whyMissing!(ref, memId) }),
+  };
 }
 
 /**

@@ -6,7 +6,7 @@
 import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { boundedStringify } from "./json/stringify.ts";
-import type { OffloadStore } from "./ports.ts";
+import type { RecallStore } from "./ports.ts";
 import { echo, mistake, type RecallAnswer } from "./recall-answer.ts";
 import { byJsonPath } from "./recall-json-path.ts";
 import { byQuery } from "./recall-query.ts";
@@ -28,7 +28,7 @@ export interface RecallArguments {
 }
 
 export interface RecallInput extends RecallArguments {
-  store: OffloadStore;
+  store: RecallStore;
   session: SessionInput;
   /** Which arguments are enabled (the session's tool_result_recall_mode). */
   mode?: RecallMode;
@@ -94,6 +94,11 @@ export async function recall(input: RecallInput): Promise<RecallAnswer> {
     throw new OffloadError("storage_error", "the ledger could not be read", { cause });
   }
   if (stored === null) {
+    const why = await input.store.whyMissing?.(ref, memId).catch(() => null);
+    if (typeof why === "string")
+      return mistake(
+        `${echo(memId, 64)} is no longer stored: ${why}. Work from what the conversation still shows, or run the tool again.`,
+      );
     return mistake(
       `No offloaded result has mem_id ${echo(memId, 64)} in this conversation. Use a mem_id exactly as shown in a stub.`,
     );

@@ -1,4 +1,5 @@
 /** The vocabulary shared by the core, its ports and the service. */
+import type { RecallMode } from "../config.ts";
 import type { TurnUsage } from "./billing.ts";
 import type { ExtractionProblem } from "./problems.ts";
 import type { ContentKind } from "./tokens.ts";
@@ -238,6 +239,48 @@ export interface ProxyTurnNote {
   /** The hop limit stopped the loop while the model still asked for recalls. */
   exhausted: boolean;
 }
+
+/**
+ * A recall_tool_result call the model made, as the proxy replays it: the call's id and its
+ * arguments' JSON text.
+ */
+export interface RememberedCall {
+  id: string;
+  arguments: string;
+}
+
+/** The recall settings an answer was computed with, so replaying it yields the same bytes. */
+export interface RecallParams {
+  mode: RecallMode;
+  max_chars: number;
+  window: number;
+}
+
+/**
+ * What the proxy remembers about a session so the client never has to see its tool (docs/proxy.md):
+ * - "recall": a mixed answer's recall calls, spliced back (call and answer) next to the client's
+ *   own calls (`anchors`, their ids) whenever a later request carries them;
+ * - "alias" (Responses with stored history): the response id the client saw stands for the last
+ *   hop's response, and `calls` are answers the provider still expects there (the hop limit left
+ *   them open). Only small records: the answers are recomputed from the ledger with the stored
+ *   params, never stored.
+ */
+export type ProxyMemo =
+  | {
+      kind: "recall";
+      format: Format;
+      anchors: string[];
+      calls: RememberedCall[];
+      params: RecallParams;
+    }
+  | {
+      kind: "alias";
+      format: "openai-responses";
+      from: string;
+      to: string;
+      calls: RememberedCall[];
+      params: RecallParams;
+    };
 
 /** One result's decision on a turn, as the session report shows it (no body, no stub text). */
 export interface TurnDecision {

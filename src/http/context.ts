@@ -13,9 +13,8 @@ import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import type { Extractor } from "../extract/cache.ts";
 import { beyondCeiling, type ExtractCeilings, parseExtractCeilings } from "../extract/options.ts";
-import { parseLineWindow } from "../session/held-writes.ts";
-import { parseRetention } from "../session/state.ts";
 import type { ServiceStore } from "../store/ports.ts";
+import { parseRetention } from "../store/state.ts";
 import { DEFAULT_MAX_BODY_BYTES } from "./body.ts";
 
 export interface Settings {
@@ -24,12 +23,6 @@ export interface Settings {
   /** Limit on the small JSON bodies (recall, config). */
   controlBodyBytes: number;
   retentionSeconds: number;
-  /**
-   * How long a SessionDO holds a steady turn's log line (OFFLOAD_TURN_LOG_WINDOW_MS): the objects
-   * read it themselves; it is parsed here too so a bad value is a clear error at the front door
-   * rather than a storage error every turn passes through on.
-   */
-  turnLogWindowMs: number;
   /** The deployment's config layer (OFFLOAD_DEFAULT_CONFIG). */
   defaultConfig: OffloadConfigPatch;
   secret: string | undefined;
@@ -107,7 +100,6 @@ export function settingsOf(env: Env, overrides: { maxBodyBytes?: number } = {}):
     maxBodyBytes,
     controlBodyBytes: Math.min(maxBodyBytes, CONTROL_BODY_BYTES),
     retentionSeconds: parseRetention(env.OFFLOAD_RETENTION_SECONDS),
-    turnLogWindowMs: parseLineWindow(env.OFFLOAD_TURN_LOG_WINDOW_MS),
     defaultConfig: deploymentConfig(env.OFFLOAD_DEFAULT_CONFIG),
     secret:
       env.OFFLOAD_SECRET === undefined || env.OFFLOAD_SECRET === ""

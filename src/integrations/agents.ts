@@ -5,8 +5,8 @@
 
 export type { AgentStoreOptions } from "../store/agent.ts";
 export { AgentStore } from "../store/agent.ts";
-export type { AgentLedgerOptions, BodyBucket } from "../store/agent-ledger.ts";
-export type { AgentStorage } from "../store/agent-sql.ts";
+export type { DurableStorage } from "../store/sql.ts";
+export type { BodyBucket } from "../store/sql-ledger.ts";
 export type { OffloadMiddlewareOptions } from "./ai-sdk.ts";
 export { offloadMiddleware } from "./ai-sdk.ts";
 export type { OffloadCallReport, OffloadProblem } from "./options.ts";

@@ -11,9 +11,11 @@ import type {
   LanguageModelV4GenerateResult,
   LanguageModelV4ToolCall,
 } from "@ai-sdk/provider";
+import type { Turn } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Summary } from "../http/summary.ts";
 import type { Ending } from "../proxy/dialect.ts";
+import { finishOf } from "../proxy/loop-outcome.ts";
 import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
 import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
 import { isOurCall } from "./ai-sdk-prompt.ts";
@@ -30,6 +32,8 @@ export interface Prepared {
   settings: Settings<ModelCall>;
   ref: SessionRef;
   store: ProxyStore;
+  /** The call's turn: finished once the app has its answer. */
+  turn: Turn;
   model: LanguageModelV4;
   /** The call as sent (compacted, recalls spliced). */
   params: LanguageModelV4CallOptions;
@@ -110,20 +114,8 @@ export function finish(p: Prepared, outcome: Outcome): Promise<void> {
     },
   };
   const report = () => p.settings.report({ session: p.ref, format: "ai-sdk", summary });
-  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0) {
-    report();
-    return Promise.resolve();
-  }
-  return p.store
-    .finishProxyTurn(p.ref, {
-      turn_seq: p.store.lastTurnSeq,
-      note: {
-        hops: outcome.hops,
-        recalls: outcome.recalls,
-        exhausted: outcome.ending === "exhausted",
-      },
-      memos: outcome.memos,
-    })
+  return p.turn
+    .finish(finishOf(outcome))
     .catch(() => {
       summary.errors.push({
         code: "storage_error",

@@ -19,7 +19,9 @@ import type {
   LanguageModelV4GenerateResult,
   LanguageModelV4Middleware,
 } from "@ai-sdk/provider";
-import { compact } from "../core/compact.ts";
+import { adapterFor, compact } from "../core/compact.ts";
+import type { Turn, TurnAsk } from "../core/ports.ts";
+import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { passThroughSummary, type Summary, summaryOf } from "../http/summary.ts";
@@ -93,7 +95,7 @@ async function prepare(
     settings.problem(passedThrough(ref, "no session"), null);
     return null;
   }
-  const store = settings.store.forCall();
+  const store = settings.store;
   const asIs = (summary: Summary) => {
     settings.report({
       session: ref,
@@ -103,32 +105,55 @@ async function prepare(
     return null;
   };
   try {
-    let state: Awaited<ReturnType<ProxyStore["proxyState"]>>;
-    try {
-      state = await store.proxyState(ref);
-    } catch (e) {
-      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-      const message = `${e.message}; call passed through unchanged`;
-      return asIs({
-        ...passThroughSummary("ai-sdk"),
-        errors: [{ code: "storage_error", message }],
-        errors_total: 1,
-      });
-    }
-    const config = settings.config(state.config);
+    // The prompt is read before the session is asked when the app's layer turns compaction on, so
+    // the session answers its config, the records and the memos at once; a session that turns it
+    // on by its own layer alone is asked again once the prompt is read.
+    const wire = wireOf(params, model);
+    const read = () => prepareRequest("ai-sdk", adapterFor("ai-sdk"), wire);
+    const askOf = (prepared: PreparedRequest | null): TurnAsk =>
+      prepared === null
+        ? { ids: [], names: [] }
+        : { ...turnKeys(prepared), anchors: [...appCallIds(params)] };
+    let prepared = settings.config({}).tool_result_compaction_enabled ? read() : null;
+    let turn: Turn;
+    const begin = async (): Promise<Turn | null> => {
+      try {
+        return await store.beginTurn(ref, askOf(prepared));
+      } catch (e) {
+        if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+        const message = `${e.message}; call passed through unchanged`;
+        asIs({
+          ...passThroughSummary("ai-sdk"),
+          errors: [{ code: "storage_error", message }],
+          errors_total: 1,
+        });
+        return null;
+      }
+    };
+    const begun = await begin();
+    if (begun === null) return null;
+    turn = begun;
+    const config = settings.config(turn.config);
     if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary("ai-sdk"));
+    if (prepared === null) {
+      prepared = read();
+      const again = await begin();
+      if (again === null) return null;
+      turn = again;
+    }
     const recall: RecallParams = {
       mode: config.tool_result_recall_mode,
       max_chars: config.tool_result_recall_max_chars,
       window: config.tool_result_recall_window_chars,
     };
-    const spliced = await spliceMemos(settings, store, ref, params, state.memos);
+    const spliced = await spliceMemos(settings, store, ref, params, turn.memos);
     const out = await compact({
       format: "ai-sdk",
-      request: wireOf(spliced.params, model),
+      request: spliced.count === 0 ? wire : wireOf(spliced.params, model),
+      prepared: spliced.count === 0 ? prepared : undefined,
       session: ref,
       config,
-      store,
+      turn,
       secret: settings.secret,
       extractor: settings.extractor,
     });
@@ -136,12 +161,13 @@ async function prepare(
       settings,
       ref,
       store,
+      turn,
       model,
       params: out.changed ? rebuild(spliced.params, out.request, out.decisions) : spliced.params,
       intercept: out.report.recall_tool === "added",
       recall,
       summary: {
-        ...summaryOf(out.report, out.changed, store.notes),
+        ...summaryOf(out.report, out.changed, turn.notes),
         proxy: { stream, spliced: spliced.count },
       },
     };
@@ -152,6 +178,15 @@ async function prepare(
     settings.problem(passedThrough(err, "call sent as it was"), ref);
     return null;
   }
+}
+
+/** The ids of the tool calls in the prompt: what a memo may be anchored on. */
+function appCallIds(params: LanguageModelV4CallOptions): Set<string> {
+  const ids = new Set<string>();
+  for (const m of params.prompt)
+    if (m.role === "assistant")
+      for (const p of m.content) if (p.type === "tool-call") ids.add(p.toolCallId);
+  return ids;
 }
 
 /** The session's remembered recalls of mixed turns, answered again from the ledger and spliced in. */
@@ -167,10 +202,7 @@ async function spliceMemos(
       m.kind === "recall" && m.format === "ai-sdk",
   );
   if (mine.length === 0) return { params, count: 0 };
-  const ids = new Set<string>();
-  for (const m of params.prompt)
-    if (m.role === "assistant")
-      for (const p of m.content) if (p.type === "tool-call") ids.add(p.toolCallId);
+  const ids = appCallIds(params);
   const candidates = mine.filter((m) => m.anchors.some((a) => ids.has(a)));
   const answers = await memoAnswers(candidates, { store, ref, log: settings.log });
   const { prompt, spliced } = spliceRecalls(params.prompt, candidates, answers);

@@ -169,7 +169,7 @@ async function offloaded(
       headers: upstreamHeaders(call.headers),
       body: { bytes: async () => text, text: async () => text },
       ref: session,
-      store: settings.store.forCall(),
+      store: settings.store,
       config: settings.config,
       secret: () => settings.secret,
       extractor: settings.extractor,

@@ -13,14 +13,13 @@ import { isOffloadError, OffloadError, type OffloadErrorType } from "../errors.t
 import type { Summary } from "../http/summary.ts";
 import type { ProxyStore } from "../proxy/port.ts";
 import { DEFAULT_MAX_HOPS } from "../proxy/upstream.ts";
+import { deadlineOf, withDeadline } from "../store/deadline.ts";
 
 /**
- * A store the integrations can use: one instance per call (`forCall()`), so calls running at once
- * keep their own notes. `MemoryStore`, the Worker's composed store and `AgentStore` all qualify.
+ * A store the integrations can use: any store of the core's port (a turn per call, recalls read
+ * and counted). `MemoryStore`, the Worker's composed store and `AgentStore` all qualify.
  */
-export interface InProcessStore {
-  forCall(): ProxyStore;
-}
+export type InProcessStore = ProxyStore;
 
 /** The session of a call: fixed, or read from the call (a header, a field the app sets). */
 export type SessionOf<C> = SessionInput | ((call: C) => SessionInput | Promise<SessionInput>);
@@ -69,6 +68,12 @@ export interface InProcessOptions<C> {
   onProblem?: (problem: OffloadProblem, session: SessionRef | null) => void;
   /** Operator lines (no bodies, no keys); default `console.warn`. */
   log?: (line: string) => void;
+  /**
+   * How long one store call may take (ms, default 5,000; Infinity: no bound). A store that does not
+   * answer in time costs the call that much once: the request goes out full, with a `storage_error`
+   * problem.
+   */
+  storeTimeoutMs?: number;
 }
 
 export interface Settings<C> {
@@ -87,8 +92,8 @@ const MAX_HOPS_LIMIT = 16;
 
 /** Checks the options once; what is wrong with them is the app's setup, so it throws here. */
 export function settingsOf<C>(options: InProcessOptions<C>): Settings<C> {
-  if (typeof options.store?.forCall !== "function")
-    throw new OffloadError("invalid_argument", "store must be a store with forCall()", {
+  if (typeof options.store?.beginTurn !== "function")
+    throw new OffloadError("invalid_argument", "store must be a store with beginTurn()", {
       path: "store",
     });
   if (typeof options.secret !== "string" || options.secret.length < 16)
@@ -108,7 +113,7 @@ export function settingsOf<C>(options: InProcessOptions<C>): Settings<C> {
   const log = options.log ?? ((line: string) => console.warn(line));
   const { onReport, onProblem } = options;
   return {
-    store: options.store,
+    store: withDeadline(options.store, deadlineOf(options.storeTimeoutMs, "storeTimeoutMs")),
     session: options.session,
     config: (sessionLayer) =>
       isEmpty(sessionLayer) ? resolved : resolveConfig(layer, sessionLayer),

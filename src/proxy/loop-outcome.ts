@@ -4,6 +4,7 @@
  * line.
  */
 import { type TurnUsage, turnUsage, usageUsd } from "../core/billing.ts";
+import type { TurnFinish } from "../core/ports.ts";
 import { resolveModel } from "../core/pricing.ts";
 import type { Summary } from "../http/summary.ts";
 import type { Ending } from "./dialect.ts";
@@ -66,31 +67,38 @@ export function billedOf(call: ProxyCall, outcome: TurnOutcome): Billed | null {
 }
 
 /**
- * Notes the hops on the turn's log line and keeps the memos. A failure loses only that (logged, and
- * said in the summary).
+ * What a proxied call adds to its turn's line: nothing when it made no hop, ran no recall, kept no
+ * memo and measured no usage (the line then has no proxy note), else its note, memos and usage.
+ */
+export function finishOf(
+  outcome: Pick<TurnOutcome, "hops" | "recalls" | "ending" | "memos">,
+  usage?: TurnUsage,
+): TurnFinish {
+  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && !usage)
+    return {};
+  return {
+    proxy: {
+      hops: outcome.hops,
+      recalls: outcome.recalls,
+      exhausted: outcome.ending === "exhausted",
+    },
+    memos: outcome.memos,
+    ...(usage === undefined ? {} : { usage }),
+  };
+}
+
+/**
+ * Finishes the call's turn: its log line (a steady turn's is written only now), the hops, the
+ * provider's usage and the memos. A failure loses only that (logged, and said in the summary).
  */
 export async function finishTurn(
   call: ProxyCall,
   outcome: TurnOutcome,
   summary: Summary | null,
 ): Promise<void> {
-  // A steady turn's line may not be written yet (its commit follows the answer): the store puts the
-  // usage on it once it is there.
   const billed = billedOf(call, outcome);
-  if (outcome.hops === 0 && outcome.recalls === 0 && outcome.memos.length === 0 && billed === null)
-    return;
   try {
-    await call.store.finishProxyTurn(call.ref, {
-      turn_seq: call.store.lastTurnSeq,
-      note: {
-        hops: outcome.hops,
-        recalls: outcome.recalls,
-        exhausted: outcome.ending === "exhausted",
-      },
-      memos: outcome.memos,
-      ...(billed === null ? {} : { usage: billed.usage }),
-      ...(billed === null || call.estimate === undefined ? {} : { estimate: call.estimate }),
-    });
+    await call.turn.finish(finishOf(outcome, billed?.usage));
   } catch {
     // The store logged the cause. The answer stands; a lost memo only means a later turn is sent as
     // the client holds it.

@@ -2,6 +2,7 @@
  * A proxied call as the loop gets it, and the steps the buffered and the streamed loops share: the
  * way the loop goes after an answer, the recalls run here, a hop's headers, the client's headers.
  */
+import type { Turn } from "../core/ports.ts";
 import type { SessionRef, TurnEstimate } from "../core/types.ts";
 import { type Summary, summaryHeader } from "../http/summary.ts";
 import type { Dialect, Ending, Inspection } from "./dialect.ts";
@@ -22,7 +23,10 @@ export interface ProxyCall {
    */
   intercept: boolean;
   maxHops: number;
+  /** Where recalls are read and counted. */
   store: ProxyStore;
+  /** The call's turn: finished with its hops, usage and memos once the answer is known. */
+  turn: Turn;
   ref: SessionRef;
   params: RecallParams;
   summary: Summary;

@@ -43,14 +43,21 @@ export function droppedResponse(
 
 export async function proxyCall(call: ProxyCall): Promise<Response> {
   const first = await send(call.fetcher, call.url, call.headers, call.request);
-  if (!first.ok) return droppedResponse(call.dialect, first.reason, call.summary);
+  const refused: TurnOutcome = { hops: 0, recalls: 0, ending: "failed", memos: [], usages: [] };
+  if (!first.ok) {
+    // The turn is still logged (its line, when the commit left it to the finish).
+    await finishTurn(call, refused, null);
+    return droppedResponse(call.dialect, first.reason, call.summary);
+  }
   const res = first.response;
   // Errors, and answers that cannot hold our tool, go back exactly as the provider sent them.
-  if (!res.ok)
+  if (!res.ok) {
+    await finishTurn(call, refused, null);
     return new Response(res.body, {
       status: res.status,
       headers: responseHeaders(res, withProxy(call.summary, null, isEventStream(res))),
     });
+  }
   if (!call.intercept) return passedThrough(call, res);
   if (isEventStream(res)) return streamed(call, res);
   return buffered(call, res);

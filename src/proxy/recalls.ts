@@ -5,7 +5,7 @@
  * call (`count: false`) throws instead: its answer must have the same bytes as before, or not be sent, and the
  * caller leaves it out.
  */
-import type { OffloadStore } from "../core/ports.ts";
+import type { RecallStore } from "../core/ports.ts";
 import { recallMany } from "../core/recall-many.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError } from "../errors.ts";
@@ -18,15 +18,13 @@ export interface RecallResult {
 }
 
 /** A store that reads bodies but does not count: a remembered answer replayed on a later turn is not a new recall. */
-function uncounted(store: OffloadStore): OffloadStore {
+function uncounted(store: RecallStore): RecallStore {
   return {
-    load: (...a) => store.load(...a),
-    commit: (...a) => store.commit(...a),
-    putBody: (...a) => store.putBody(...a),
-    getBody: (...a) => store.getBody(...a),
+    getBody: (ref, memId) => store.getBody(ref, memId),
     noteRecall: async () => {},
-    describeSession: (...a) => store.describeSession(...a),
-    deleteSession: (...a) => store.deleteSession(...a),
+    ...(store.whyMissing === undefined
+      ? {}
+      : { whyMissing: (ref, memId) => store.whyMissing!(ref, memId) }),
   };
 }
 
@@ -43,7 +41,7 @@ function parseArguments(text: string): Record<string, unknown> | null {
 
 export async function runRecalls(
   calls: readonly RememberedCall[],
-  ctx: { store: OffloadStore; ref: SessionRef; params: RecallParams; count: boolean },
+  ctx: { store: RecallStore; ref: SessionRef; params: RecallParams; count: boolean },
 ): Promise<RecallResult[]> {
   const store = ctx.count ? ctx.store : uncounted(ctx.store);
   const out: RecallResult[] = [];

@@ -1,24 +1,24 @@
 /**
  * One proxied call, from the client's request to the answer it reads, with nothing of HTTP routing
- * in it: read the session's proxy state, pass the request through untouched when compaction is off
- * (or the state cannot be read), else splice back what the session remembers (recall answers of
- * mixed turns), compact, forward and answer recalls (loop.ts). The Worker's routes call it with the
- * request's store and the runtime's fetch; it runs as well in one process, over a `MemoryStore` and
- * any `fetch`.
+ * in it: begin the session's turn, pass the request through untouched when compaction is off (or
+ * the session cannot be read), else splice back what the session remembers (recall answers of
+ * mixed turns), compact, forward and answer recalls (loop.ts), and finish the turn. The Worker's
+ * routes call it with the store and the runtime's fetch; it runs as well in one process, over a
+ * `MemoryStore` and any `fetch`.
  */
 import type { OffloadConfig, OffloadConfigPatch } from "../config.ts";
 import { adapterFor, compact, splice } from "../core/compact.ts";
-import type { AttachmentExtractor } from "../core/ports.ts";
+import type { AttachmentExtractor, Turn, TurnAsk } from "../core/ports.ts";
 import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError, type OffloadError } from "../errors.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import type { Dialect } from "./dialect.ts";
-import { dryRunStore } from "./dry-run-store.ts";
+import { dryRunTurn } from "./dry-run.ts";
 import { clientHeaders } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
 import { failureName, memoAnswers } from "./memo-answers.ts";
-import type { ProxyMemo, ProxyStore, TurnStart } from "./port.ts";
+import type { ProxyMemo, ProxyStore } from "./port.ts";
 import { send } from "./upstream.ts";
 
 /**
@@ -41,7 +41,6 @@ export interface ProxyTurnInput {
   headers: Headers;
   body: ClientBody;
   ref: SessionRef;
-  /** One instance for this call (its notes and turn line are the call's). */
   store: ProxyStore;
   /** The effective config, given the session's stored layer. */
   config: (sessionLayer: OffloadConfigPatch) => OffloadConfig;
@@ -58,20 +57,14 @@ export interface ProxyTurnInput {
   log: (line: string) => void;
   /**
    * A token count: the request is compacted exactly as the next real call would be, against a
-   * store that writes nothing (no turn is recorded), and the provider's answer is not watched.
+   * turn that writes nothing (no turn is recorded), and the provider's answer is not watched.
    */
   dryRun?: boolean;
   /**
-   * The session's config layer as last seen here (a guess: whether to read the request before
-   * asking the session), and where to keep the one the session answers.
+   * Whether the layers known before the session is asked turn compaction on (then the request is
+   * read first); default: `config({})`'s answer.
    */
-  hint?:
-    | {
-        /** Compaction (and learning) as the layers last seen suggest. */
-        guess(): { enabled: boolean; adaptive: boolean };
-        set(layer: OffloadConfigPatch): void;
-      }
-    | undefined;
+  readFirst?: boolean;
 }
 
 export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
@@ -103,36 +96,37 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
       errors_total: 1,
     });
 
-  // One round trip to the session before the provider is called: when compaction will likely be
-  // on, the request is read first so the session answers its config, the records and the memos
-  // the request is anchored on, at once.
-  const guess = input.hint?.guess() ?? guessFrom(input.config({}));
-  let read: Read | null = null;
-  if (guess.enabled) read = readRequest(dialect, (text = await input.body.text()));
-  let start: TurnStart;
-  try {
-    start = await beginTurn(store, ref, read, guess);
-  } catch (e) {
-    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-    return unavailable(e);
-  }
-  input.hint?.set(start.config);
-  const config = input.config(start.config);
-  if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary(dialect.format));
-  if (read === null) {
-    // The guess was wrong: the request is read now, and the session asked again.
-    read = readRequest(dialect, (text = await input.body.text()));
+  // One round trip to the session before the provider is called: when the layers known before it
+  // (the deployment's, the request's) turn compaction on, the request is read first, so the
+  // session answers its config, the records and the memos the request is anchored on, at once. A
+  // session that turns compaction on by its own layer alone is asked again once the request is
+  // read (its first begin answered only the config).
+  const begin = async (read: Read | null): Promise<Turn | Response> => {
     try {
-      start = await beginTurn(store, ref, read, guessFrom(config));
+      return await store.beginTurn(ref, askOf(read));
     } catch (e) {
       if (!isOffloadError(e) || e.type !== "storage_error") throw e;
       return unavailable(e);
     }
+  };
+  let read =
+    (input.readFirst ?? input.config({}).tool_result_compaction_enabled)
+      ? readRequest(dialect, (text = await input.body.text()))
+      : null;
+  let turn = await begin(read);
+  if (turn instanceof Response) return turn;
+  const config = input.config(turn.config);
+  if (!config.tool_result_compaction_enabled) return asIs(passThroughSummary(dialect.format));
+  if (read === null) {
+    read = readRequest(dialect, (text = await input.body.text()));
+    turn = await begin(read);
+    if (turn instanceof Response) return turn;
   }
   if (read.unreadable !== null) throw read.unreadable;
+  if (input.dryRun === true) turn = dryRunTurn(turn);
 
   const secret = input.secret();
-  const spliced = await spliceMemos(input, read.text, start.memos);
+  const spliced = await spliceMemos(input, read.text, turn.memos);
   const out = await compact({
     format: dialect.format,
     request: spliced.text,
@@ -140,7 +134,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     prepared: spliced.spliced === 0 ? (read.prepared ?? undefined) : undefined,
     session: ref,
     config,
-    store: input.dryRun === true ? dryRunStore(store) : store,
+    turn,
     secret,
     extractor: typeof input.extractor === "function" ? input.extractor(config) : input.extractor,
   });
@@ -164,6 +158,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     intercept: input.dryRun !== true && out.report.recall_tool === "added",
     maxHops: input.maxHops,
     store,
+    turn,
     ref,
     params: {
       mode: config.tool_result_recall_mode,
@@ -171,19 +166,12 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
       window: config.tool_result_recall_window_chars,
     },
     summary: {
-      ...summaryOf(out.report, out.changed, store.notes),
+      ...summaryOf(out.report, out.changed, turn.notes),
       proxy: { stream: false, spliced: spliced.spliced },
     },
     model: out.report.priced_as ?? out.report.model,
     estimate: out.report.estimate,
   });
-}
-
-function guessFrom(config: OffloadConfig): { enabled: boolean; adaptive: boolean } {
-  return {
-    enabled: config.tool_result_compaction_enabled,
-    adaptive: config.tool_result_offload_adaptive,
-  };
 }
 
 /** The client's request as read before the session is asked. */
@@ -207,25 +195,11 @@ function readRequest(dialect: Dialect, text: string): Read {
   }
 }
 
-/**
- * The session's config layer and the memos the request is anchored on, with the records the turn
- * needs kept by the store for its load: one round trip where the store offers `begin`.
- */
-async function beginTurn(
-  store: ProxyStore,
-  ref: SessionRef,
-  read: Read | null,
-  guess: { adaptive: boolean },
-): Promise<TurnStart> {
-  const keys = read?.prepared == null ? null : turnKeys(read.prepared);
-  if (store.begin !== undefined)
-    return store.begin(ref, {
-      ids: read === null ? null : (keys?.ids ?? []),
-      names: guess.adaptive ? (keys?.names ?? []) : [],
-      ...(read === null ? {} : { anchors: read.anchors }),
-    });
-  const state = await store.proxyState(ref);
-  return { config: state.config, memos: state.memos };
+/** What the turn asks its session for: the request's records and memos, once it is read. */
+function askOf(read: Read | null): TurnAsk {
+  if (read === null) return { ids: [], names: [] };
+  const keys = read.prepared === null ? { ids: [], names: [] } : turnKeys(read.prepared);
+  return { ...keys, anchors: read.anchors };
 }
 
 /** The ids a request names that a memo may be anchored on (one regex pass over the text). */

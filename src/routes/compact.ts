@@ -4,12 +4,14 @@
  * decoded), with the turn's summary in `x-offload-summary`.
  */
 import { Hono } from "hono";
+import { compactionEnabledIn } from "../config.ts";
 import { adapterFor, compact } from "../core/compact.ts";
-import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
+import type { Turn } from "../core/ports.ts";
+import { prepareRequest, turnKeys } from "../core/prepare.ts";
+import type { Problem } from "../core/problems.ts";
 import type { Format } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
 import { readBytes, readText } from "../http/body.ts";
-import { guessOf, hintedLayer, rememberLayer } from "../http/config-hint.ts";
 import { type AppEnv, effectiveConfig, headerConfig } from "../http/context.ts";
 import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
 import { refOf } from "./session-param.ts";
@@ -57,64 +59,83 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
       headers: { ...headers, "x-offload-summary": summaryHeader(summary) },
     });
 
-  // One round trip to the session: when compaction will likely be on, the request is read first,
-  // so the session answers its config and the records the turn needs at once.
-  const guess = guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer);
-  let prepared: PreparedRequest | null = null;
+  // One round trip to the session: when the layers known before it (the deployment's, the
+  // request's) turn compaction on, the request is read first, so the session answers its config
+  // and the records the turn needs at once. A session that turns compaction on by its own layer
+  // alone is asked again once the request is read (its first begin answered only the config).
+  const read = () => {
+    const prepared = prepareRequest(format, adapterFor(format), text!);
+    return { prepared, keys: turnKeys(prepared) };
+  };
+  const begin = async (keys: { ids: string[]; names: string[] }): Promise<Turn | Response> => {
+    try {
+      return await store.beginTurn(ref, keys);
+    } catch (e) {
+      if (!isOffloadError(e) || e.type !== "storage_error") throw e;
+      // Like the core when it cannot read the session: fail open, the request goes out exactly as
+      // sent.
+      return passThrough({
+        ...passThroughSummary(format),
+        errors: [
+          { code: "storage_error", message: `${e.message}; request passed through unchanged` },
+        ],
+        errors_total: 1,
+      });
+    }
+  };
+  let prepared: ReturnType<typeof read> | null = null;
   let unreadable: unknown = null;
-  if (guess.enabled) {
+  if (compactionEnabledIn(settings.defaultConfig, requestLayer)) {
     text = await readText(c.req.raw, settings.maxBodyBytes);
     try {
-      prepared = prepareRequest(format, adapterFor(format), text);
+      prepared = read();
     } catch (e) {
       // Invalid JSON is a 400 only when compaction is on: with it off, the bytes pass through.
       if (!isOffloadError(e) || e.type !== "invalid_json") throw e;
       unreadable = e;
     }
   }
-  const keys = prepared === null ? null : turnKeys(prepared);
-  let sessionLayer;
-  try {
-    ({ config: sessionLayer } = await store.begin(ref, {
-      ids: keys?.ids ?? null,
-      names: guess.adaptive ? (keys?.names ?? []) : [],
-    }));
-  } catch (e) {
-    if (!isOffloadError(e) || e.type !== "storage_error") throw e;
-    // Like the core when it cannot load the session: fail open, the request goes out exactly as
-    // sent.
-    return passThrough({
-      ...passThroughSummary(format),
-      errors: [
-        { code: "storage_error", message: `${e.message}; request passed through unchanged` },
-      ],
-      errors_total: 1,
-    });
-  }
-  rememberLayer(ref, sessionLayer);
-  const config = effectiveConfig(settings, sessionLayer, requestLayer);
+  let turn = await begin(prepared?.keys ?? { ids: [], names: [] });
+  if (turn instanceof Response) return turn;
+  const config = effectiveConfig(settings, turn.config, requestLayer);
   if (!config.tool_result_compaction_enabled) return passThrough(passThroughSummary(format));
   if (unreadable !== null) throw unreadable;
+  if (text === null) {
+    text = await readText(c.req.raw, settings.maxBodyBytes);
+    prepared = read();
+    turn = await begin(prepared.keys);
+    if (turn instanceof Response) return turn;
+  }
 
   const secret = secretOf(settings.secret);
-  text ??= await readText(c.req.raw, settings.maxBodyBytes);
   const out = await compact({
     format,
     request: text,
-    prepared: prepared ?? undefined,
+    prepared: prepared?.prepared,
     session: ref,
     config,
-    store,
+    turn,
     secret,
     extractor: c.var.extractor(c.env, config, settings.extractCeilings),
   });
+  // A steady turn's line is written only now: after the answer where the runtime keeps work alive
+  // (a failure is then only logged), else before it (a failure then goes in the summary).
+  const problems: Problem[] = [];
+  try {
+    await turn.finish();
+  } catch (e) {
+    problems.push({
+      code: "storage_error",
+      message: `the turn's log line could not be written (${isOffloadError(e) ? e.message : "storage failure"})`,
+    });
+  }
   return new Response(out.request, {
     headers: {
       ...headers,
       "x-offload-summary": summaryHeader({
-        ...summaryOf(out.report, out.changed, store.notes),
+        ...summaryOf(out.report, out.changed, [...turn.notes, ...problems]),
         // The turn line to post the provider's usage against (POST …/usage).
-        ...(store.lastTurnSeq === null ? {} : { seq: store.lastTurnSeq }),
+        ...(turn.seq === null ? {} : { seq: turn.seq }),
       }),
     },
   });

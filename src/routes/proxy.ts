@@ -13,14 +13,15 @@
  * outside the Worker. Every error, ours or the provider's, reaches the client in the provider's
  * error shape; ours say `edge-offload:` and carry an `x-offload-error` header with our error type.
  */
+
 import { type Context, Hono } from "hono";
+import { compactionEnabledIn } from "../config.ts";
 import { sessionRef } from "../core/session.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import { parseApiKeys, presentedKey, tenantOf } from "../http/auth.ts";
 import { readBytes, readText } from "../http/body.ts";
-import { guessOf, hintedLayer, rememberLayer } from "../http/config-hint.ts";
 import {
   type AppEnv,
   type ExtractorFor,
@@ -29,7 +30,7 @@ import {
   type Settings,
   settingsOf,
 } from "../http/context.ts";
-import { type Defer, deferOf, heldDefer } from "../http/defer.ts";
+import { type Defer, deferOf } from "../http/defer.ts";
 import { toOffloadError } from "../http/errors.ts";
 import { anthropicDialect } from "../proxy/anthropic.ts";
 import type { Dialect } from "../proxy/dialect.ts";
@@ -126,40 +127,30 @@ async function handle(
   );
   const upstream = proxySettingsOf(c.env);
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
-  // Work after the answer (a steady turn's log line) starts once the provider has answered: the
-  // provider call is the answer's critical path, and the line needs nothing from it.
-  const later = heldDefer(deferOf(c));
-  try {
-    return await proxyTurn({
-      dialect,
-      fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
-      url: upstreamUrl(
-        upstream.baseUrls[dialect.provider],
-        count?.path ?? dialect.path,
-        new URL(c.req.url).search,
-      ),
-      headers: upstreamHeaders(c.req.raw.headers),
-      body: {
-        bytes: () => readBytes(c.req.raw, settings.maxBodyBytes),
-        text: () => readText(c.req.raw, settings.maxBodyBytes),
-      },
-      ref,
-      store: deps.store(c.env, settings, log, later.defer),
-      config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
-      secret: () => secretOf(settings.secret),
-      // The attachment policy extracts under the deployment's ceilings here too.
-      extractor: (config) => deps.extractor(c.env, config, settings.extractCeilings),
-      maxHops: upstream.maxHops,
-      log,
-      dryRun: count !== undefined,
-      hint: {
-        guess: () => guessOf(settings.defaultConfig, hintedLayer(ref), requestLayer),
-        set: (layer) => rememberLayer(ref, layer),
-      },
-    });
-  } finally {
-    later.release();
-  }
+  return proxyTurn({
+    dialect,
+    fetch: deps.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    url: upstreamUrl(
+      upstream.baseUrls[dialect.provider],
+      count?.path ?? dialect.path,
+      new URL(c.req.url).search,
+    ),
+    headers: upstreamHeaders(c.req.raw.headers),
+    body: {
+      bytes: () => readBytes(c.req.raw, settings.maxBodyBytes),
+      text: () => readText(c.req.raw, settings.maxBodyBytes),
+    },
+    ref,
+    store: deps.store(c.env, settings, log, deferOf(c)),
+    config: (sessionLayer) => effectiveConfig(settings, sessionLayer, requestLayer),
+    secret: () => secretOf(settings.secret),
+    // The attachment policy extracts under the deployment's ceilings here too.
+    extractor: (config) => deps.extractor(c.env, config, settings.extractCeilings),
+    maxHops: upstream.maxHops,
+    log,
+    dryRun: count !== undefined,
+    readFirst: compactionEnabledIn(settings.defaultConfig, requestLayer),
+  });
 }
 
 export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {

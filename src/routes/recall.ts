@@ -5,7 +5,7 @@
  * `is_error` answer the client passes on to the model.
  */
 import { Hono } from "hono";
-import type { OffloadStore } from "../core/ports.ts";
+import type { RecallStore } from "../core/ports.ts";
 import { recallMany } from "../core/recall-many.ts";
 import type { SessionRef } from "../core/types.ts";
 import { parseJsonBody, readText } from "../http/body.ts";
@@ -37,18 +37,15 @@ export const recallRoutes = new Hono<AppEnv>().post("/:id/recall", async (c) => 
 });
 
 /** The store with one body's read already started (a failure surfaces where it is read). */
-function early(store: OffloadStore, ref: SessionRef, memId: string): OffloadStore {
+function early(store: RecallStore, ref: SessionRef, memId: string): RecallStore {
   const read = store.getBody(ref, memId);
   read.catch(() => {});
-  return new Proxy(store, {
-    get(target, key) {
-      if (key === "getBody")
-        return (r: SessionRef, m: string) =>
-          r.tenant === ref.tenant && r.session === ref.session && m === memId
-            ? read
-            : target.getBody(r, m);
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  return {
+    getBody: (r, m) =>
+      r.tenant === ref.tenant && r.session === ref.session && m === memId
+        ? read
+        : store.getBody(r, m),
+    noteRecall: (r, m) => store.noteRecall(r, m),
+    ...(store.whyMissing === undefined ? {} : { whyMissing: (r, m) => store.whyMissing!(r, m) }),
+  };
 }

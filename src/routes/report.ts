@@ -12,7 +12,7 @@ import { type Calibration, calibrationErrors, calibrationReady } from "../core/c
 import { OffloadError } from "../errors.ts";
 import type { AppEnv } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import { type BilledTotals, billedSession, type TurnBilled } from "../session/billing-report.ts";
+import { type BilledTotals, billedSession, type TurnBilled } from "../store/billing-report.ts";
 import type { LoggedTurn, SessionReportData } from "../store/ports.ts";
 import { refOf } from "./session-param.ts";
 

@@ -8,8 +8,8 @@ import { z } from "zod";
 import { OffloadError } from "../errors.ts";
 import { type AppEnv, effectiveConfig, type Settings } from "../http/context.ts";
 import { validate } from "../http/errors.ts";
-import { expiresAt } from "../session/state.ts";
 import type { SessionDetail } from "../store/ports.ts";
+import { expiresAt } from "../store/state.ts";
 import { refOf } from "./session-param.ts";
 
 const ListQuery = z.strictObject({

@@ -1,19 +1,24 @@
 /**
  * `AgentStore`: edge-offload's store inside a Cloudflare Agent's own Durable Object (the Agents SDK
  * runs one SQLite-backed object per conversation), so no second object is needed: the session
- * state, the lookup index and the gate's statistics in `eo_` tables of the agent's SQLite, bodies in
- * the same SQLite (chunked, no row over 1 MB) or, with a bucket, large ones in R2. Composed by the
- * same class as every other store, under the same rules.
+ * state, the lookup index, the tenant's learning and the bodies are the SQL classes every SQL host
+ * runs (sql-*.ts), in `eo_` tables of the agent's SQLite beside its own; with a bucket, large
+ * bodies go to R2. Nothing here wipes the object's storage or touches its alarm (both are the
+ * agent's): retention is the agent's, and `deleteSession` forgets a session when the app clears it.
  */
-
-import { AgentIndex, AgentTenantStats } from "./agent-index.ts";
-import { AgentLedger, type AgentLedgerOptions } from "./agent-ledger.ts";
-import type { AgentStorage } from "./agent-sql.ts";
-import { AgentSessionState } from "./agent-state.ts";
 import { ComposedStore } from "./composed.ts";
+import { type DurableStorage, durableSql } from "./sql.ts";
+import { SqlIndex } from "./sql-index.ts";
+import { type BodyBucket, SqlLedger } from "./sql-ledger.ts";
+import { SqlSessionState } from "./sql-session.ts";
+import { SqlTenantLearning } from "./sql-tenant.ts";
 
-export interface AgentStoreOptions extends AgentLedgerOptions {
-  /** The clock of the session state (turn gaps, activity) and of the index (ms). */
+export interface AgentStoreOptions {
+  /** Where bodies over `inlineMaxChars` go; without one, every body is chunked into SQLite. */
+  bucket?: BodyBucket | undefined;
+  /** Bodies up to this many characters stay in SQLite when a bucket is given (default 160,000). */
+  inlineMaxChars?: number | undefined;
+  /** The clock of the session state (turn gaps, activity) (ms). */
   now?: () => number;
   /** Where backend failures are reported (default: console.error). */
   log?: (line: string) => void;
@@ -28,13 +33,18 @@ export interface AgentStoreOptions extends AgentLedgerOptions {
  * const middleware = offloadMiddleware({ store, session: this.name, secret: this.env.OFFLOAD_SECRET });
  */
 export class AgentStore extends ComposedStore {
-  constructor(storage: AgentStorage, options: AgentStoreOptions = {}) {
+  constructor(storage: DurableStorage, options: AgentStoreOptions = {}) {
+    const sql = durableSql(storage);
     const now = options.now ?? Date.now;
     super({
-      sessions: new AgentSessionState(storage, { now }),
-      ledger: new AgentLedger(storage, options),
-      index: new AgentIndex(storage),
-      tenants: new AgentTenantStats(storage),
+      // The agent's lifetime is the conversation's: no retention of our own.
+      sessions: new SqlSessionState(sql, { now, retentionSeconds: 0 }),
+      ledger: new SqlLedger(sql, {
+        bucket: options.bucket,
+        inlineMaxChars: options.inlineMaxChars,
+      }),
+      index: new SqlIndex(sql),
+      tenants: new SqlTenantLearning(sql),
       now,
       ...(options.log === undefined ? {} : { log: options.log }),
     });

@@ -5,6 +5,7 @@
 import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
 import { extractionKey } from "./keys.ts";
 
+/** The tenant's extraction cache in memory (values cloned in and out). */
 export class MemoryExtractionCache implements ExtractionCache {
   readonly #entries = new Map<string, CachedExtraction>();
 

@@ -12,6 +12,7 @@ import {
 } from "./keys.ts";
 import { badCursor, type IndexedBody, type IndexedSession, type IndexPort } from "./ports.ts";
 
+/** The lookup index in memory; `lagging: true` never shows a write (as KV may not, for a while). */
 export class MemoryIndex implements IndexPort {
   readonly #entries = new Map<string, unknown>();
   readonly #lagging: boolean;

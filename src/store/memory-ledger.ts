@@ -3,6 +3,7 @@ import type { BodyMeta, SessionRef, StoredBody } from "../core/types.ts";
 import { ledgerKey, ledgerPrefix } from "./keys.ts";
 import type { BodyLedgerPort } from "./ports.ts";
 
+/** Bodies in memory, by tenant, session and mem_id. */
 export class MemoryLedger implements BodyLedgerPort {
   readonly #objects = new Map<string, StoredBody>();
 

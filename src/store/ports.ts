@@ -1,81 +1,118 @@
 /**
- * The service's storage, split by what each backend is good at:
- * - `SessionStatePort`: the authority for a session (sticky records, turn log, config, counters,
- *   the proxy's memos). The Worker's adapter is the SessionDO; it sees only small records, never a
- *   body.
- * - `BodyLedgerPort`: full bodies, one object per mem_id (R2). Strongly consistent: recall reads
- *   here.
- * - `IndexPort`: lookups that may lag (KV): mem_id → location and structural index, tenant →
- *   sessions. Nothing may depend on reading a write back; a miss falls back to the session state or
- *   the ledger.
- * - `TenantStatsPort`: the adaptive gate's learning statistics per tenant (the TenantDO).
- * - the core's `ExtractionCache`: attachment extractions per tenant, keyed by content hash (R2,
- *   `extracts/`). Each has an in-memory twin and its own contract suite in test/contract.
- *   `ComposedStore` (composed.ts) puts them together into the core's `OffloadStore` plus
- *   `ServiceStore`, what the routes and the proxy need.
+ * What a store is made of, each part a port with an in-memory twin and a contract suite in
+ * src/contract, and what the routes need of a store:
+ * - `SessionState`: the session's authority (sticky records, turn log with usage, config, the
+ *   session's own statistics and calibration, the proxy's memos, the lifecycle). One SQL class
+ *   (sql-session.ts) serves every SQL host (the SessionDO, a Cloudflare Agent's SQLite, node:sqlite,
+ *   Postgres); `MemorySessionState` is its twin. It sees only small records, never a body.
+ * - `BodyLedgerPort`: full bodies, one per mem_id (R2). Strongly consistent: recall reads here.
+ * - `IndexPort`: lookups that may lag (KV): mem_id → location, tenant → sessions. Nothing may
+ *   depend on reading a write back; a miss falls back to the session state or the ledger.
+ * - `TenantLearning`: the tenant's aggregate of its sessions' statistics, calibration and lengths,
+ *   read through a per-isolate cache (tenant-cache.ts) and added to in the background.
+ * - the core's `ExtractionCache`: attachment extractions per tenant, keyed by content hash.
+ * `ComposedStore` (composed.ts) puts them together into the core's `OffloadStore` plus
+ * `ServiceStore`, what the routes need.
  */
 import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "../core/billing.ts";
-import type { Calibration } from "../core/calibration.ts";
+import type { Calibration, CalibrationSample } from "../core/calibration.ts";
+import type { SessionLengths } from "../core/horizon.ts";
 import type {
   CachedExtraction,
   OffloadStore,
   SessionSummary,
   ToolStats,
-  TurnCommit,
+  TurnAsk,
 } from "../core/ports.ts";
-import type { IndexProblem, StatsProblem } from "../core/problems.ts";
-import type { BodyMeta, ResultRecord, SessionRef, StoredBody } from "../core/types.ts";
+import type {
+  BodyMeta,
+  ProxyMemo,
+  ProxyTurnNote,
+  ResultRecord,
+  SessionRef,
+  StoredBody,
+  TurnDecision,
+  TurnLog,
+} from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
-import type { ProxyState, ProxyTurn } from "../proxy/port.ts";
-import type { TurnKey, UsageOutcome } from "../session/usage.ts";
-import type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "./report-data.ts";
-import type { BeginAsk, Refusal, TurnLease, TurnProtocol, TurnStart } from "./turn-protocol.ts";
+import type { Refusal, TurnLease } from "./lifecycle.ts";
+import type { SessionReportData } from "./report.ts";
+import type { TurnKey, UsageOutcome } from "./usage.ts";
 
-export type { LastTurn, LoggedTurn, SessionReportData, TurnTotals };
+export type { Refusal, TurnLease } from "./lifecycle.ts";
+export type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "./report.ts";
+export type { TurnKey, UsageOutcome } from "./usage.ts";
 
-export interface SessionCommitResult {
-  /**
-   * Standing record per committed tool_use_id (an earlier one where it existed: first writer wins).
-   */
+/** What the session state answers a turn's begin (the tenant's part is the store's to add). */
+export interface SessionStart {
+  /** The session's config layer, `{}` when none. */
+  config: OffloadConfigPatch;
+  /** The records of the asked ids (and of the memos' recall calls) that exist. */
   records: ResultRecord[];
   /**
-   * The tenant → session index entry should be (re)written (first commit, then about once a day).
+   * How many of the asked ids (then the memos' call ids) were looked up: the rest did not fit the
+   * call's budget, and are asked with `records`.
    */
+  answered: number;
+  recall_declared: boolean;
+  /** The proxy's memos anchored on the asked anchors, oldest first. */
+  memos: ProxyMemo[];
+  /** Per asked tool name, this session's offloads and recalls. */
+  session_tool_stats: Record<string, ToolStats>;
+  /** The session's own calibration per model (ready or not). */
+  calibrations: Record<string, Calibration>;
+  gap_seconds: number | null;
+  idle_seconds: number | null;
+  /** Null: the session is being deleted; the turn must not write (it passes through). */
+  lease: TurnLease | null;
+}
+
+/** What a finished turn adds: the proxy's note and usage on its line, its memos. */
+export interface SessionFinish {
+  proxy?: ProxyTurnNote | undefined;
+  usage?: TurnUsage | undefined;
+  memos?: readonly ProxyMemo[] | undefined;
+}
+
+export interface SessionCommit {
+  /** First writer wins per tool_use_id, also within one commit. */
+  records: readonly ResultRecord[];
+  recall_declared: boolean;
+  log: TurnLog;
+  /** The latest turn's decisions for the report (at most LAST_DECISIONS_LIMIT, the last ones). */
+  decisions?: readonly TurnDecision[] | undefined;
+  /** How many results the turn decided, when `decisions` holds only the last of them. */
+  decisions_total?: number | undefined;
+  /** The turn's lease, from its begin. */
+  lease: TurnLease | null;
+  /** A steady turn's line is written at its finish: what the finish adds, in the same transaction. */
+  finish?: SessionFinish | undefined;
+}
+
+export interface SessionCommitResult {
+  /** The standing record per committed tool_use_id, in order (an earlier one where it existed). */
+  records: ResultRecord[];
+  /** The turn's log line: a number never issued before in the session. */
+  seq: number;
+  /** The tenant → session index entry is due (first commit, then about once a day). */
   index_due: boolean;
-  /**
-   * Offloaded records this commit inserted, per tool name (for the tenant's learning statistics).
-   */
+  /** Offloaded records this commit inserted, per tool name (for the tenant's statistics). */
   offloads: Record<string, number>;
-  /**
-   * The turn log line this commit wrote (the proxy notes its hops on it once the provider has
-   * answered).
-   */
-  turn_seq: number;
-  /**
-   * Set when the commit was refused (nothing written): the session was deleted since the turn's
-   * lease, or the turn ran too long. Its bodies are noted for deletion.
-   */
+  /** The commit was refused (nothing written): the session was deleted since, or the turn ran long. */
   refused?: Refusal;
 }
 
-export interface SessionLoad {
+/** A batch of a large commit's records, ahead of the commit itself (each call under the budget). */
+export interface RecordsBatch {
+  records: readonly ResultRecord[];
+  lease: TurnLease | null;
+}
+
+export interface RecordsResult {
   records: ResultRecord[];
-  recall_declared: boolean;
-  /** Per asked tool name, this session's offloads and recalls. */
-  session_tool_stats: Record<string, ToolStats>;
-  /** Median seconds between the session's recent turns, null before two. */
-  gap_seconds: number | null;
-  /** Seconds since the last turn, null before the first. */
-  idle_seconds?: number | null;
-  /** The turn's lease (see turn-protocol.ts); null: the session is being deleted. */
-  lease?: TurnLease | null;
-  /** How many of the asked ids were answered (the rest did not fit the budget); all when absent. */
-  answered?: number;
-  /** The tenant's statistics for the asked names, when the session holds a copy of them. */
-  tool_stats?: Record<string, ToolStats>;
-  /** The tenant's calibration per model, when the session holds a copy of it. */
-  calibrations?: Record<string, Calibration>;
+  offloads: Record<string, number>;
+  refused?: Refusal;
 }
 
 export interface SessionDetail extends SessionSummary {
@@ -89,82 +126,85 @@ export interface SessionDetail extends SessionSummary {
 }
 
 /**
- * The session's authority. The turn protocol's methods (`begin`, `addRecords`, `purged`:
- * turn-protocol.ts) are optional: a store composes an adapter without them as before.
+ * The session's authority. Every method is one transaction; a turn begins (`begin`, a read but for
+ * a lifecycle mark), commits under the lease it got (`commit`, `addRecords`) and finishes
+ * (`finish`); each turn's log line, with the usage that comes with it, is written in one
+ * transaction and gets a seq never issued before in the session.
  */
-export interface SessionStatePort extends Partial<TurnProtocol> {
-  load(
+export interface SessionState {
+  begin(ref: SessionRef, ask: TurnAsk): Promise<SessionStart>;
+  /** Records of `ids` in their order, until the budget: `answered` says how many were looked up. */
+  records(
     ref: SessionRef,
-    toolUseIds: readonly string[],
-    toolNames?: readonly string[],
-  ): Promise<SessionLoad>;
-  /** `decisions` (optional): kept as the session's last turn, replacing the previous one's. */
-  commit(ref: SessionRef, commit: TurnCommit): Promise<SessionCommitResult>;
+    ids: readonly string[],
+  ): Promise<{ records: ResultRecord[]; answered: number }>;
+  addRecords(ref: SessionRef, batch: RecordsBatch): Promise<RecordsResult>;
+  commit(ref: SessionRef, commit: SessionCommit): Promise<SessionCommitResult>;
   /**
-   * Counts a recall (also for the latest logged turn); returns the tool name of the mem_id's result
-   * when a record names it.
+   * After a turn's answer, on its line `seq` (null: the turn logged none): the proxy's note, the
+   * usage (learned into the session's calibration), the memos (the oldest beyond MEMO_LIMIT go).
+   */
+  finish(ref: SessionRef, seq: number | null, finish: SessionFinish): Promise<void>;
+  /**
+   * Counts a recall (also on the latest logged turn); returns the tool name of the mem_id's
+   * offloaded record, null when none names it.
    */
   noteRecall(ref: SessionRef, memId: string): Promise<string | null>;
-  describe(ref: SessionRef): Promise<SessionDetail | null>;
   /**
-   * The savings report's data, null for an unknown session; `turns: false` leaves out the per-turn
-   * lines.
+   * A turn's measured usage on its line (the first report stands; the same numbers again change
+   * nothing), learned into the session's calibration. Null for an unknown session.
    */
+  recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null>;
+  describe(ref: SessionRef): Promise<SessionDetail | null>;
+  /** The report's data, null for an unknown session; `turns: false` leaves out the lines. */
   report(ref: SessionRef, options?: { turns?: boolean }): Promise<SessionReportData | null>;
   getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
   /** Replaces the session's config layer (`{}` clears it). */
   setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
   /**
-   * Forgets the session; returns the mem_ids its records named (so their index entries can go too).
+   * Starts a purge: the generation moves (no turn that began earlier can commit), the session's
+   * state is emptied, and new turns pass through until `purged`. Returns the mem_ids its records
+   * named, for the caller's purge of bodies and index entries.
    */
   destroy(ref: SessionRef): Promise<string[]>;
+  /** The caller's purge is done: turns may write again. */
+  purged(ref: SessionRef): Promise<void>;
   /**
-   * The config layer and the proxy's memos in one read (a proxied call makes it before compacting).
+   * The session ended (session-lengths.ts): it is being deleted, or (`idle`) it has had no activity
+   * for SESSION_END_MS by the state's clock. Its length in client calls (`calls` of its report),
+   * once: null when it was counted before, has no live state or no call, or (`idle`) is active.
    */
-  proxyState(ref: SessionRef): Promise<ProxyState>;
+  end(ref: SessionRef, options?: { idle?: boolean }): Promise<number | null>;
+}
+
+/** The tenant's learning: its sessions' statistics, calibration and lengths, aggregated. */
+export interface TenantAggregate {
+  /** Offloads and recalls per tool name (live turns only). */
+  tools: Record<string, ToolStats>;
+  /** The estimates' calibration per price-table model. */
+  calibrations: Record<string, Calibration>;
   /**
-   * After a proxied call: notes its hops on its turn log line and keeps its memos (the oldest
-   * beyond MEMO_LIMIT go).
+   * The ended sessions' lengths in client calls, decayed to the last ~1,000 and bucketed
+   * (session-lengths.ts); absent before any session of the tenant has ended.
    */
-  finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
-  /**
-   * Keeps a turn's measured usage on its log line (the compact route's clients post it back): the
-   * first report stands. Null for an unknown session.
-   */
-  recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null>;
+  session_lengths?: SessionLengths;
+}
+
+/** What a turn, a recall, a measured usage or an ended session adds to its tenant's aggregate. */
+export interface TenantDelta {
+  tools?: Record<string, Partial<ToolStats>>;
+  samples?: readonly CalibrationSample[];
+  /** The lengths (client calls) of sessions that ended, one entry per session (counted once). */
+  ended?: readonly number[];
 }
 
 /**
- * The estimates' calibration per tenant and model (calibration.ts): provider tokens per estimated
- * token, learned from measured turns. Small state per model; best effort like the statistics (a
- * lost update only slows learning).
+ * The tenant's aggregate. Best effort both ways: a lost addition only slows learning, and a turn
+ * never waits for either (ComposedStore reads through a cache and adds in the background).
  */
-export interface CalibrationPort {
-  get(tenant: string, model: string): Promise<Calibration | null>;
-  /** Every model's calibration of the tenant (for the reports). */
-  all(tenant: string): Promise<Record<string, Calibration>>;
-  /**
-   * Learns one measured turn (`calibrate`, applied atomically); returns the new state.
-   * `estimate`: the request as sent, estimated per class; `measured`: its billed prompt tokens.
-   * Absent: the session state learns (the SessionDO holds its tenant's calibration and sends its
-   * samples in batches, tenant-copy.ts), so no turn waits on a tenant-wide object.
-   */
-  learn?(
-    tenant: string,
-    model: string,
-    estimate: Record<string, number>,
-    measured: number,
-  ): Promise<Calibration>;
-}
-
-/**
- * Learning statistics across a tenant's sessions (the adaptive gate's recall rate per tool name).
- * Counts only, no content; they outlive deleted sessions as aggregates. Best effort: a lost
- * increment only slows learning.
- */
-export interface TenantStatsPort {
-  load(tenant: string, toolNames: readonly string[]): Promise<Record<string, ToolStats>>;
-  add(tenant: string, deltas: Record<string, Partial<ToolStats>>): Promise<void>;
+export interface TenantLearning {
+  read(tenant: string): Promise<TenantAggregate>;
+  add(tenant: string, delta: TenantDelta): Promise<void>;
 }
 
 export interface BodyLedgerPort {
@@ -221,47 +261,20 @@ export interface BodyInfo {
   source: "index" | "ledger";
 }
 
-/**
- * What the routes and the proxy need of a store, beyond the core's port. One instance serves one
- * call: its `notes` and `lastTurnSeq` are that call's (the Worker builds a store per request;
- * `forCall()` gives another instance over the same backends, e.g. for calls running in one
- * process).
- */
+/** What the routes need of a store, beyond the core's port. */
 export interface ServiceStore extends OffloadStore {
-  /**
-   * Non-fatal problems of this call (a lookup-index or statistics write that failed), for its
-   * summary.
-   */
-  readonly notes: readonly (IndexProblem | StatsProblem)[];
-  /**
-   * The turn log line of this call's last commit (the proxy notes its hops on it), null before one.
-   */
-  readonly lastTurnSeq: number | null;
-  /** Another instance over the same backends, with notes of its own: one per concurrent call. */
-  forCall(): ServiceStore;
-  /**
-   * A turn's first read (turn-protocol.ts): the config layer, the records of `ask.ids` (served to
-   * the turn's `load`) and the memos anchored on `ask.anchors`, in one round trip where the
-   * session state offers it.
-   */
-  begin(ref: SessionRef, ask: BeginAsk): Promise<TurnStart>;
   describeSession(ref: SessionRef): Promise<SessionDetail | null>;
   /** The tenant's extraction cache (a store without one misses every time and stores nothing). */
   getExtraction(tenant: string, key: string): Promise<CachedExtraction | null>;
   putExtraction(tenant: string, key: string, value: CachedExtraction): Promise<void>;
-  /**
-   * The savings report's data (null: unknown session); `turns: false` leaves out the per-turn
-   * lines.
-   */
+  /** The savings report's data (null: unknown session); `turns: false` leaves out the lines. */
   sessionReport(ref: SessionRef, options?: { turns?: boolean }): Promise<SessionReportData | null>;
   getConfig(ref: SessionRef): Promise<OffloadConfigPatch>;
   /** Replaces the session's config layer (`{}` clears it). */
   setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void>;
-  proxyState(ref: SessionRef): Promise<ProxyState>;
-  finishProxyTurn(ref: SessionRef, turn: ProxyTurn): Promise<void>;
   /**
-   * Keeps a turn's measured usage (first report stands) and calibrates the tenant's estimates with
-   * it. Null for an unknown session.
+   * Keeps a turn's measured usage (first report stands), durable once this resolves, and teaches
+   * the calibration with it. Null for an unknown session.
    */
   recordUsage(ref: SessionRef, key: TurnKey, usage: TurnUsage): Promise<UsageOutcome | null>;
   /** The tenant's calibration per model ({} for a store that keeps none). */

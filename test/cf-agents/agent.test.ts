@@ -9,17 +9,19 @@ import { getAgentByName } from "agents";
 import type { UIMessage } from "ai";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ChatAgent } from "../../examples/agent-chat/src/agent.ts";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import { AgentStore } from "../../src/store/agent.ts";
-import { AgentIndex, AgentTenantStats } from "../../src/store/agent-index.ts";
-import { AgentLedger, type BodyBucket } from "../../src/store/agent-ledger.ts";
-import type { AgentStorage } from "../../src/store/agent-sql.ts";
-import { AgentSessionState } from "../../src/store/agent-state.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
+import { type DurableStorage, durableSql } from "../../src/store/sql.ts";
+import { SqlIndex } from "../../src/store/sql-index.ts";
+import { type BodyBucket, SqlLedger } from "../../src/store/sql-ledger.ts";
+import { SqlSessionState } from "../../src/store/sql-session.ts";
+import { SqlTenantLearning } from "../../src/store/sql-tenant.ts";
 import { anthropicEvents, anthropicMessage, memIdIn, RECALL_NAME } from "../support/providers.ts";
+import { clocked, clockHooks } from "../support/records.ts";
 import { mockProvider, type Seen, sseReply } from "../worker/proxy-mock.ts";
 
 interface AgentEnv {
@@ -34,36 +36,64 @@ afterEach(() => {
 
 /**
  * A port whose every call runs inside one ChatAgent object, over its own storage (what the adapters get
- * from `this.ctx.storage` in an agent).
+ * from `this.ctx.storage` in an agent). What a call returns that has methods of its own (a turn) runs its
+ * calls there too.
  */
-function inAgent<T extends object>(make: (storage: AgentStorage) => T, name = "contracts"): T {
+function inAgent<T extends object>(make: (storage: DurableStorage) => T, name = "contracts"): T {
   const stub = agentEnv.ChatAgent.get(agentEnv.ChatAgent.idFromName(name));
+  const inside = (run: (storage: DurableStorage) => unknown) =>
+    runInDurableObject(stub, async (_agent, state) =>
+      handle(await run(state.storage as unknown as DurableStorage)),
+    );
+  /** A class instance (a turn) stays in the object: its methods are called there. */
+  const handle = (value: unknown): unknown => {
+    if (typeof value !== "object" || value === null) return value;
+    const proto = Object.getPrototypeOf(value) as object | null;
+    if (
+      proto === Object.prototype ||
+      proto === null ||
+      value instanceof Map ||
+      Array.isArray(value)
+    )
+      return value;
+    return new Proxy(value, {
+      get: (target, prop) => {
+        const v = Reflect.get(target, prop) as unknown;
+        if (typeof v !== "function") return v;
+        return (...args: unknown[]) =>
+          inside(() => (v as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+  };
   return new Proxy({} as T, {
     // Not a thenable: the contracts `await` what their factory returns.
     get: (_target, method: string) =>
       method === "then"
         ? undefined
         : (...args: unknown[]) =>
-            runInDurableObject(stub, (_agent, state) => {
-              const port = make(state.storage as unknown as AgentStorage) as Record<
-                string,
-                (...a: unknown[]) => unknown
-              >;
-              return port[method]!(...args);
-            }),
+            inside((storage) =>
+              (make(storage) as Record<string, (...a: unknown[]) => unknown>)[method]!(...args),
+            ),
   });
 }
 
-runSessionStateContract("AgentSessionState (an agent's SQLite)", () =>
-  inAgent((s) => new AgentSessionState(s)),
+runSessionStateContract(
+  "SqlSessionState (an agent's SQLite)",
+  () =>
+    clocked((now) =>
+      inAgent((s) => new SqlSessionState(durableSql(s), { retentionSeconds: 0, now })),
+    ),
+  clockHooks,
 );
-runLedgerContract("AgentLedger (an agent's SQLite)", () => inAgent((s) => new AgentLedger(s)));
-runLedgerContract("AgentLedger (an agent's SQLite + R2)", () =>
-  inAgent((s) => new AgentLedger(s, { bucket: agentEnv.BODIES, inlineMaxChars: 100 })),
+runLedgerContract("SqlLedger (an agent's SQLite)", () =>
+  inAgent((s) => new SqlLedger(durableSql(s))),
 );
-runIndexContract("AgentIndex (an agent's SQLite)", () => inAgent((s) => new AgentIndex(s)));
-runTenantStatsContract("AgentTenantStats (an agent's SQLite)", () =>
-  inAgent((s) => new AgentTenantStats(s)),
+runLedgerContract("SqlLedger (an agent's SQLite + R2)", () =>
+  inAgent((s) => new SqlLedger(durableSql(s), { bucket: agentEnv.BODIES, inlineMaxChars: 100 })),
+);
+runIndexContract("SqlIndex (an agent's SQLite)", () => inAgent((s) => new SqlIndex(durableSql(s))));
+runTenantLearningContract("SqlTenantLearning (an agent's SQLite)", () =>
+  inAgent((s) => new SqlTenantLearning(durableSql(s))),
 );
 runStoreContract("AgentStore (an agent's SQLite + R2)", () =>
   inAgent((s) => new AgentStore(s, { bucket: agentEnv.BODIES, log: () => {} })),

@@ -6,10 +6,10 @@
 import { tool } from "ai";
 import { expect } from "vitest";
 import { z } from "zod";
-import { MemorySessionState } from "../../src/session/memory-state.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
+import { MemorySessionState } from "../../src/store/memory-state.ts";
 import {
   anthropicEvents,
   anthropicMessage,
@@ -114,7 +114,7 @@ export function brokenStore(which: { ledger?: boolean } = {}): ComposedStore {
     throw new Error("backend down");
   };
   if (which.ledger) ledger.put = down;
-  else Object.assign(sessions, { begin: down, proxyState: down, load: down, commit: down });
+  else Object.assign(sessions, { begin: down, records: down, commit: down });
   return new ComposedStore({ sessions, ledger, index: new MemoryIndex(), log: () => {} });
 }
 

@@ -36,16 +36,18 @@ export function freePort(): Promise<number> {
 /**
  * `vars` become `--var NAME:value` (secrets included: they never reach a file). `prepare` runs on
  * the fresh state directory before wrangler starts (to seed its local bucket). `inspectorPort`: where
- * the Worker's inspector listens (a free port by default).
+ * the Worker's inspector listens (a free port by default). `stateRoot`: where the state directory is
+ * made (default: the system's temporary directory).
  */
 export async function startDevServer(
   vars: Record<string, string>,
   timeoutMs = 90_000,
   prepare?: (state: string) => void,
   inspectorPort?: number,
+  stateRoot = tmpdir(),
 ): Promise<DevServer> {
   const [port, inspector] = [await freePort(), inspectorPort ?? (await freePort())];
-  const state = mkdtempSync(join(tmpdir(), "edge-offload-smoke-"));
+  const state = mkdtempSync(join(stateRoot, "edge-offload-smoke-"));
   prepare?.(state);
   return launch({
     command: process.execPath,

@@ -1,18 +1,23 @@
 /**
- * A Durable Object's `ctx.storage` SQL surface over Node's own SQLite (node:sqlite), so the agent store's
- * adapters run their contracts in plain Node too (the same suites run in workerd over a real
- * SQLite-backed Durable Object: test/agents/). Bindings and results as workerd's: rows of plain values.
+ * A Durable Object's `ctx.storage` SQL surface over Node's own SQLite (node:sqlite), so the hosts of the SQL
+ * classes (`durableSql`: the SessionDO, the TenantDO, a Cloudflare Agent) run their contracts in plain Node
+ * too (the same suites run in workerd over real SQLite-backed objects). Bindings and results as workerd's:
+ * rows of plain values; `transaction(closure)` as a SQLite-backed object runs it: what the closure does is
+ * one transaction, across its awaits, and one closure runs at a time.
  */
 import { DatabaseSync } from "node:sqlite";
-import type { AgentStorage, SqlRows, SqlValue } from "../../src/store/agent-sql.ts";
+import type { DurableStorage, SqlValue } from "../../src/store/sql.ts";
 
-export function nodeSqliteStorage(): AgentStorage & { close(): void } {
+export function nodeSqliteStorage(): DurableStorage & {
+  sql: { exec<T>(query: string, ...bindings: unknown[]): { toArray(): T[]; one(): T } };
+  close(): void;
+} {
   const db = new DatabaseSync(":memory:");
-  let depth = 0;
+  let queue: Promise<unknown> = Promise.resolve();
   return {
     sql: {
-      exec<T extends Record<string, SqlValue>>(query: string, ...bindings: unknown[]): SqlRows<T> {
-        const rows = db.prepare(query).all(...(bindings as (string | number | null)[])) as T[];
+      exec<T>(query: string, ...bindings: unknown[]) {
+        const rows = db.prepare(query).all(...(bindings as SqlValue[])) as T[];
         return {
           toArray: () => rows,
           one: () => {
@@ -22,20 +27,21 @@ export function nodeSqliteStorage(): AgentStorage & { close(): void } {
         };
       },
     },
-    transactionSync<T>(run: () => T): T {
-      const name = `sp${depth++}`;
-      db.exec(`SAVEPOINT ${name}`);
-      try {
-        const out = run();
-        db.exec(`RELEASE ${name}`);
-        return out;
-      } catch (e) {
-        db.exec(`ROLLBACK TO ${name}`);
-        db.exec(`RELEASE ${name}`);
-        throw e;
-      } finally {
-        depth--;
-      }
+    transaction<T>(closure: () => Promise<T>): Promise<T> {
+      const run = async () => {
+        db.exec("BEGIN");
+        try {
+          const out = await closure();
+          db.exec("COMMIT");
+          return out;
+        } catch (e) {
+          db.exec("ROLLBACK");
+          throw e;
+        }
+      };
+      const next = queue.then(run, run);
+      queue = next.catch(() => {});
+      return next;
     },
     close: () => db.close(),
   };

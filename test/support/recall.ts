@@ -1,6 +1,7 @@
 /** A store holding one body under a fixed mem_id, for recall tests. */
 import type { BodyMeta } from "../../src/core/types.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { putBody } from "./records.ts";
 
 export const SESSION = { tenant: "t", session: "s" };
 export const MEM = "trm_00000000000000000000abcd";
@@ -17,6 +18,6 @@ export async function withBody(body: string): Promise<MemoryStore> {
     outline: "",
     turn: 1,
   };
-  await store.putBody(SESSION, body, meta);
+  await putBody(store, SESSION, body, meta);
   return store;
 }

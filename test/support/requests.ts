@@ -1,5 +1,6 @@
 /** Builders for Anthropic Messages requests used across tests (plain data, no I/O). */
-import type { OffloadStore } from "../../src/core/ports.ts";
+import type { CachedExtraction, OffloadStore } from "../../src/core/ports.ts";
+import { turnOver } from "../../src/core/turn/over.ts";
 
 export type Block = Record<string, unknown>;
 export type Message = { role: "user" | "assistant"; content: string | Block[] };
@@ -106,9 +107,7 @@ export function untouchableStore(): OffloadStore & { calls: string[] } {
   };
   return {
     calls,
-    load: fail("load"),
-    commit: fail("commit"),
-    putBody: fail("putBody"),
+    beginTurn: fail("beginTurn"),
     getBody: fail("getBody"),
     noteRecall: fail("noteRecall"),
     describeSession: fail("describeSession"),
@@ -116,27 +115,47 @@ export function untouchableStore(): OffloadStore & { calls: string[] } {
   };
 }
 
-/** Wrap a store so chosen methods fail (storage fault injection). */
+/** What a fault may be injected into: the store's begin, a turn's writes, the recall path. */
+export type Fault =
+  | "beginTurn"
+  | "read"
+  | "putBody"
+  | "commit"
+  | "finish"
+  | "getBody"
+  | "hasBody"
+  | "noteRecall";
+
+/** Wrap a store so chosen methods (the store's, or its turns') fail (storage fault injection). */
 export function faultyStore(
   inner: OffloadStore,
-  failing: Partial<Record<keyof OffloadStore, boolean>>,
+  failing: Partial<Record<Fault, boolean>>,
 ): OffloadStore {
-  const wrap = <K extends keyof OffloadStore>(name: K): OffloadStore[K] =>
-    (failing[name]
-      ? async () => Promise.reject(new Error(`injected ${name} fault`))
-      : (inner[name] as (...args: never[]) => unknown).bind(inner)) as OffloadStore[K];
+  const fault = (name: Fault) => async () => Promise.reject(new Error(`injected ${name} fault`));
+  const turnFaults = (
+    ["read", "putBody", "commit", "finish", "getBody", "hasBody"] as const
+  ).filter((f) => failing[f] === true);
   return {
-    load: wrap("load"),
-    commit: wrap("commit"),
-    putBody: wrap("putBody"),
-    getBody: wrap("getBody"),
-    noteRecall: wrap("noteRecall"),
-    describeSession: wrap("describeSession"),
-    deleteSession: wrap("deleteSession"),
-    ...(inner.hasBody === undefined ? {} : { hasBody: wrap("hasBody") }),
+    beginTurn: failing.beginTurn
+      ? fault("beginTurn")
+      : async (ref, ask) =>
+          turnOver(
+            await inner.beginTurn(ref, ask),
+            Object.fromEntries(turnFaults.map((f) => [f, fault(f)])),
+          ),
+    getBody: failing.getBody ? fault("getBody") : (ref, memId) => inner.getBody(ref, memId),
+    noteRecall: failing.noteRecall
+      ? fault("noteRecall")
+      : (ref, memId) => inner.noteRecall(ref, memId),
+    describeSession: (ref) => inner.describeSession(ref),
+    deleteSession: (ref) => inner.deleteSession(ref),
     ...(inner.getExtraction === undefined
       ? {}
-      : { getExtraction: wrap("getExtraction"), putExtraction: wrap("putExtraction") }),
+      : {
+          getExtraction: (t: string, k: string) => inner.getExtraction!(t, k),
+          putExtraction: (t: string, k: string, v: CachedExtraction) =>
+            inner.putExtraction!(t, k, v),
+        }),
   };
 }
 

@@ -3,7 +3,11 @@
  * miniflare's bindings) on 127.0.0.1, its provider base URLs pointed at a fake provider. workerd's own network
  * makes the provider calls, so a dropped connection is a failed fetch, as in production.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { unstable_startWorker } from "wrangler";
+import { startServe } from "./serve.ts";
 
 export interface LocalWorker {
   /** `http://127.0.0.1:<port>`, no trailing slash. */
@@ -11,7 +15,11 @@ export interface LocalWorker {
   dispose(): Promise<void>;
 }
 
-/** `provider` is the fake's origin; it serves Anthropic under /anthropic and OpenAI under /openai/v1. */
+/**
+ * `provider` is the fake's origin; it serves Anthropic under /anthropic and OpenAI under /openai/v1. With
+ * EDGE_OFFLOAD_TARGET=serve (the vitest project "serve"), the same service runs as `edge-offload serve` on
+ * Node over a fresh SQLite file instead: the suites run against both.
+ */
 export async function startProxyWorker(input: {
   provider: string;
   vars?: Record<string, string>;
@@ -19,6 +27,25 @@ export async function startProxyWorker(input: {
   /** A directory for the local state (DOs, R2, KV): a restart on it finds what the last run wrote. */
   persist?: string;
 }): Promise<LocalWorker> {
+  if (process.env.EDGE_OFFLOAD_TARGET === "serve") {
+    const dir = mkdtempSync(join(tmpdir(), "edge-offload-serve-"));
+    const server = await startServe({
+      store: `sqlite:${join(dir, "serve.db")}`,
+      vars: {
+        ANTHROPIC_BASE_URL: `${input.provider}/anthropic`,
+        OPENAI_BASE_URL: `${input.provider}/openai/v1`,
+        ...input.vars,
+        ...input.secrets,
+      },
+    });
+    return {
+      base: server.base,
+      dispose: async () => {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
   // No network here: miniflare would try to fetch the Request.cf data and log the failure.
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   const text = (value: string) => ({ type: "plain_text" as const, value });

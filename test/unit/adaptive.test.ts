@@ -9,6 +9,7 @@ import {
 import { compact } from "../../src/core/compact.ts";
 import { recall } from "../../src/core/recall.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { putBody } from "../support/records.ts";
 import { conversation, jsonBody, ON, textBody } from "../support/requests.ts";
 
 type Req = Record<string, any>;
@@ -191,7 +192,7 @@ describe("first-delivery offload (on by default)", () => {
     ]);
     // A recall answer: its mem_id is one this session issued.
     const store = new MemoryStore();
-    await store.putBody({ tenant: "default", session: "r" }, huge, {
+    await putBody(store, { tenant: "default", session: "r" }, huge, {
       mem_id: "trm_000000000000000000000000",
       tool_use_id: "earlier",
       tool_name: "bash",

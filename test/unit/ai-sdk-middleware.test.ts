@@ -21,11 +21,11 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { offloadMiddleware } from "../../src/integrations/ai-sdk.ts";
 import type { OffloadCallReport, OffloadProblem } from "../../src/integrations/options.ts";
-import { MemorySessionState } from "../../src/session/memory-state.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
+import { MemorySessionState } from "../../src/store/memory-state.ts";
 import { aiMessages } from "../support/ai-sdk.ts";
 import { memIdIn, ON, RECALL_NAME } from "../support/providers.ts";
 
@@ -287,7 +287,7 @@ describe("offloadMiddleware, generate", () => {
     const down = async (): Promise<never> => {
       throw new Error("backend down");
     };
-    Object.assign(sessions, { proxyState: down });
+    Object.assign(sessions, { begin: down });
     const store = new ComposedStore({
       sessions,
       ledger: new MemoryLedger(),

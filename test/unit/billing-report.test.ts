@@ -11,7 +11,7 @@ import { NO_USAGE, type TurnUsage, type UsageTokens, usageUsd } from "../../src/
 import { type CompactInput, compact } from "../../src/core/compact.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
 import type { SessionRef } from "../../src/core/types.ts";
-import { billedSession } from "../../src/session/billing-report.ts";
+import { billedSession } from "../../src/store/billing-report.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { BillingFake } from "../support/billing-fake.ts";
 import {

@@ -56,7 +56,7 @@ async function session(move: boolean): Promise<{ fake: BillingFake; sent: Req[] 
       headers: new Headers({ "content-type": "application/json", "x-api-key": "sk-test" }),
       body: { bytes: async () => new TextEncoder().encode(text), text: async () => text },
       ref: { tenant: "acme", session: "bill" },
-      store: store.forCall(),
+      store,
       config: (layer) =>
         resolveConfig(layer, {
           ...ON,

@@ -15,8 +15,9 @@ import {
 } from "../../src/core/calibration.ts";
 import { compact } from "../../src/core/compact.ts";
 import { whitespaceShare } from "../../src/core/tokens.ts";
-import { billedTurns } from "../../src/session/billing-report.ts";
+import { billedTurns } from "../../src/store/billing-report.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { startOf } from "../support/records.ts";
 import { conversation, jsonBody, textBody } from "../support/requests.ts";
 
 /** The scripted provider: JSON at 0.75 of the estimate, everything else at 1.2. */
@@ -114,7 +115,7 @@ describe("calibration through the store and the gate", () => {
       expect(est.calibrated).toBe(n > CALIBRATION_MIN_TURNS);
       const outcome = await store.recordUsage(
         ref,
-        { seq: store.lastTurnSeq! },
+        { turn: out.report.turn },
         {
           source: "client",
           model,
@@ -138,14 +139,18 @@ describe("calibration through the store and the gate", () => {
       );
       expect(outcome?.status).toBe("recorded");
     }
-    const cal = await store.calibration(ref, model);
-    expect(cal!.turns).toBe(CALIBRATION_MIN_TURNS + 3);
+    // The session learned its own calibration, and the tenant's learned the same turns.
+    const cal = (await startOf(store, ref)).calibrations[model]!;
+    expect(cal.turns).toBe(CALIBRATION_MIN_TURNS + 3);
     expect(ratioOf(cal, "request")).toBeGreaterThan(1.05);
-    // Another session of the tenant starts calibrated; another tenant does not.
-    expect((await store.calibration({ tenant: "acme", session: "other" }, model))!.turns).toBe(
-      cal!.turns,
-    );
-    expect(await store.calibration({ tenant: "globex", session: "cal-1" }, model)).toBeNull();
+    expect((await store.calibrations("acme"))[model]).toEqual(cal);
+    // Another session of the tenant starts calibrated (the tenant's); another tenant does not.
+    expect(
+      (await startOf(store, { tenant: "acme", session: "other" })).calibrations[model],
+    ).toEqual(cal);
+    expect(
+      (await startOf(store, { tenant: "globex", session: "cal-1" })).calibrations[model],
+    ).toBeUndefined();
 
     // The gate is asked about provider tokens: the JSON result at the json ratio.
     const next = await compact({

@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { putBody } from "../support/records.ts";
 import { conversation, jsonBody, ON, textBody, untouchableStore } from "../support/requests.ts";
 
 const LARGE = jsonBody(80_000);
@@ -275,7 +276,7 @@ describe("the bytes a model reads in place of a result", () => {
     const req = JSON.stringify(conversation([recallTurn, { id: "t2", result: "ok" }]));
     // A marker only for a mem_id this session issued: the ledger holds what it points at.
     const store = new MemoryStore();
-    await store.putBody({ tenant: "default", session: "recall" }, body, {
+    await putBody(store, { tenant: "default", session: "recall" }, body, {
       mem_id: recallTurn.input.mem_id,
       tool_use_id: "t0",
       tool_name: "bash",

@@ -1,27 +1,28 @@
 import { describe, expect, it } from "vitest";
-import { MemoryCalibration } from "../../src/session/memory-calibration.ts";
-import { MemorySessionState } from "../../src/session/memory-state.ts";
-import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
+import { runExtractionCacheContract } from "../../src/contract/extraction-cache.contract.ts";
+import { runIndexContract } from "../../src/contract/index.contract.ts";
+import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
+import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
+import { runStoreContract } from "../../src/contract/store.contract.ts";
+import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
-import { MemoryStore } from "../../src/store/memory.ts";
+import { MemoryStore, MemoryTenantLearning } from "../../src/store/memory.ts";
 import { MemoryExtractionCache } from "../../src/store/memory-extractions.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
-import type { BodyLedgerPort, IndexPort } from "../../src/store/ports.ts";
-import { runCalibrationContract } from "../contract/calibration.contract.ts";
-import { runExtractionCacheContract } from "../contract/extraction-cache.contract.ts";
-import { runIndexContract } from "../contract/index.contract.ts";
-import { runLedgerContract } from "../contract/ledger.contract.ts";
-import { runSessionStateContract } from "../contract/session-state.contract.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
-import { runTenantStatsContract } from "../contract/tenant-stats.contract.ts";
-import { turnLog } from "../support/records.ts";
+import { MemorySessionState } from "../../src/store/memory-state.ts";
+import type { BodyLedgerPort, IndexPort, TenantLearning } from "../../src/store/ports.ts";
+import { TenantCache } from "../../src/store/tenant-cache.ts";
+import { clocked, clockHooks, commitTurn, putBody, startOf, turnLog } from "../support/records.ts";
 
 const quiet = () => {};
 
-runSessionStateContract("MemorySessionState", () => new MemorySessionState());
-runTenantStatsContract("MemoryTenantStats", () => new MemoryTenantStats());
-runCalibrationContract("MemoryCalibration", () => new MemoryCalibration());
+runSessionStateContract(
+  "MemorySessionState",
+  () => clocked((now) => new MemorySessionState({ now })),
+  clockHooks,
+);
+runTenantLearningContract("MemoryTenantLearning", () => new MemoryTenantLearning());
 runLedgerContract("MemoryLedger", () => new MemoryLedger());
 runIndexContract("MemoryIndex", () => new MemoryIndex());
 runExtractionCacheContract("MemoryExtractionCache", () => new MemoryExtractionCache());
@@ -44,7 +45,7 @@ runStoreContract(
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex(),
-      tenants: new MemoryTenantStats(),
+      tenants: new MemoryTenantLearning(),
       log: quiet,
     }),
 );
@@ -56,10 +57,34 @@ runStoreContract(
       sessions: new MemorySessionState(),
       ledger: new MemoryLedger(),
       index: new MemoryIndex({ lagging: true }),
-      tenants: new MemoryTenantStats(),
+      tenants: new MemoryTenantLearning(),
       log: quiet,
     }),
 );
+// The tenant's learning read through an isolate's cache (as the Worker reads the TenantDO): settled by
+// reading it afresh, which is what the cache's time to live does in the background.
+{
+  const caches: TenantCache[] = [];
+  runStoreContract(
+    "ComposedStore with the tenant's learning behind a cache",
+    () => {
+      const cache = new TenantCache(new MemoryTenantLearning());
+      caches.push(cache);
+      return new ComposedStore({
+        sessions: new MemorySessionState(),
+        ledger: new MemoryLedger(),
+        index: new MemoryIndex(),
+        tenants: cache,
+        log: quiet,
+      });
+    },
+    {
+      settle: async (refs) => {
+        for (const r of refs) await caches.at(-1)!.read(r.tenant);
+      },
+    },
+  );
+}
 
 const ref = { tenant: "acme", session: "s1" };
 const MEM = `trm_${"a".repeat(24)}`;
@@ -97,9 +122,10 @@ describe("ComposedStore", () => {
       index: failingIndex(),
       log: quiet,
     });
-    await store.putBody(ref, "body", meta);
+    const turn = await startOf(store, ref);
+    await turn.putBody("body", meta);
     expect((await store.getBody(ref, MEM))?.body).toBe("body");
-    expect(store.notes).toEqual([
+    expect(turn.notes).toEqual([
       {
         code: "index_error",
         mem_id: MEM,
@@ -117,7 +143,7 @@ describe("ComposedStore", () => {
       index,
       log: quiet,
     });
-    await store.putBody(ref, "body", meta);
+    await putBody(store, ref, "body", meta);
     expect((await store.statBody(ref, MEM))?.source).toBe("index");
     const lagging = new ComposedStore({
       sessions: new MemorySessionState(),
@@ -153,7 +179,7 @@ describe("ComposedStore", () => {
       index: new MemoryIndex(),
       log: (l) => lines.push(l),
     });
-    const err = await store.putBody(ref, "body", meta).catch((e: unknown) => e);
+    const err = await putBody(store, ref, "body", meta).catch((e: unknown) => e);
     expect(err).toMatchObject({
       type: "storage_error",
       status: 503,
@@ -168,12 +194,8 @@ describe("ComposedStore", () => {
     const index = new MemoryIndex();
     const store = new ComposedStore({ sessions, ledger, index, log: quiet });
     const ids = Array.from({ length: 250 }, (_, i) => `trm_${i.toString(16).padStart(24, "0")}`);
-    for (const id of ids) await store.putBody(ref, "body", { ...meta, mem_id: id });
-    await store.commit(ref, {
-      records: [],
-      recall_declared: true,
-      log: turnLog(1),
-    });
+    for (const id of ids) await putBody(store, ref, "body", { ...meta, mem_id: id });
+    await commitTurn(store, ref, { records: [], recall_declared: true, log: turnLog(1) });
     let calls = 0;
     const flaky: IndexPort = {
       putBody: (r, e) => index.putBody(r, e),
@@ -244,15 +266,93 @@ describe("MemoryStore", () => {
     expect(new MemoryStore()).toBeInstanceOf(ComposedStore);
   });
 
-  it("forCall(): another instance over the same state, with notes and a turn line of its own", async () => {
+  it("serves calls at once: each turn has its own notes and its own line", async () => {
     const store = new MemoryStore();
-    const a = store.forCall();
-    const b = store.forCall();
-    const log = turnLog(1);
-    await a.commit(ref, { records: [], recall_declared: true, log });
-    expect(a.lastTurnSeq).toBe(1);
-    expect(b.lastTurnSeq).toBeNull();
-    expect((await b.load(ref, [])).recall_declared).toBe(true);
+    const [a, b] = [await startOf(store, ref), await startOf(store, ref)];
+    await a.commit({ records: [], recall_declared: true, log: turnLog(1) });
+    await a.finish();
+    expect(a.seq).toBe(1);
+    expect(b.seq).toBeNull();
+    expect((await startOf(store, ref)).recall_declared).toBe(true);
     expect((await store.describeSession(ref))?.calls).toBe(1);
+  });
+});
+
+describe("a turn's work after the answer", () => {
+  it("a steady turn's line waits for its finish, which hands it to the runtime's defer; memos do not wait", async () => {
+    const deferred: (() => Promise<unknown>)[] = [];
+    const store = new ComposedStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex(),
+      defer: (work) => void deferred.push(work),
+      log: quiet,
+    });
+    const steady = await startOf(store, ref);
+    await steady.commit({ records: [], recall_declared: false, log: turnLog(1) });
+    await steady.finish({ usage: undefined });
+    // Nothing written before the answer: the line is the deferred work.
+    expect(await store.describeSession(ref)).toBeNull();
+    expect(deferred).toHaveLength(1);
+    // Running it writes the line, and defers the session's first index entry in turn.
+    while (deferred.length > 0) await deferred.shift()!();
+    expect((await store.describeSession(ref))?.calls).toBe(1);
+    // A finish with memos is written before it returns: the client's next request needs them.
+    const mixed = await startOf(store, ref);
+    await mixed.commit({ records: [], recall_declared: false, log: turnLog(2) });
+    const memo = {
+      kind: "recall" as const,
+      format: "anthropic" as const,
+      anchors: ["a"],
+      calls: [],
+      params: { mode: "both" as const, max_chars: 100, window: 10 },
+    };
+    await mixed.finish({ memos: [memo] });
+    expect(deferred).toHaveLength(0);
+    expect((await startOf(store, ref)).memos).toEqual([]);
+    expect((await store.beginTurn(ref, { ids: [], names: [], anchors: ["a"] })).memos).toEqual([
+      memo,
+    ]);
+  });
+});
+
+describe("the tenant's learning behind a cache", () => {
+  it("never makes a turn wait: the first turn reads nothing, a stale entry is read again in the background", async () => {
+    let reads = 0;
+    let release = () => {};
+    const slow: TenantLearning = {
+      read: async () => {
+        reads++;
+        await new Promise<void>((r) => {
+          release = r;
+        });
+        return { tools: { bash: { offloaded: 3, recalls: 1 } }, calibrations: {} };
+      },
+      add: async () => {},
+    };
+    let now = 0;
+    const cache = new TenantCache(slow, { ttlMs: 1000, now: () => now });
+    const store = new ComposedStore({
+      sessions: new MemorySessionState(),
+      ledger: new MemoryLedger(),
+      index: new MemoryIndex(),
+      tenants: cache,
+      log: quiet,
+    });
+    // The read hangs: the turn begins anyway, learning from the session alone.
+    expect((await startOf(store, ref, [], ["bash"])).tool_stats).toEqual({});
+    expect((await startOf(store, ref, [], ["bash"])).tool_stats).toEqual({});
+    expect(reads).toBe(1); // one read at a time per tenant
+    release();
+    await new Promise((r) => setTimeout(r, 0));
+    expect((await startOf(store, ref, [], ["bash"])).tool_stats).toEqual({
+      bash: { offloaded: 3, recalls: 1 },
+    });
+    now = 2000; // stale: the cached value still serves, a read starts behind it
+    expect((await startOf(store, ref, [], ["bash"])).tool_stats).toEqual({
+      bash: { offloaded: 3, recalls: 1 },
+    });
+    expect(reads).toBe(2);
+    release();
   });
 });

@@ -309,7 +309,7 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
           format: kit.format,
           request: text,
           session: "s",
-          store: faultyStore(new MemoryStore(), { load: true }),
+          store: faultyStore(new MemoryStore(), { beginTurn: true }),
           config: ON,
         });
         expect(out.request).toBe(text);

@@ -9,7 +9,10 @@ import {
   type SessionLengths,
 } from "../../src/core/horizon.ts";
 import type { OffloadStore } from "../../src/core/ports.ts";
+import { turnOver } from "../../src/core/turn/over.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { SESSION_END_MS } from "../../src/store/session-lengths.ts";
+import { commitTurn, turnLog } from "../support/records.ts";
 import { conversation, jsonBody, ON } from "../support/requests.ts";
 
 const W = HORIZON_PRIOR_WEIGHT;
@@ -95,19 +98,16 @@ describe("SessionLengthLog", () => {
   });
 });
 
-/** A store whose load also supplies the tenant's session lengths, as a deployment's store may. */
+/** A store whose turns also start with the tenant's session lengths, as a deployment's store does. */
 function withLengths(store: MemoryStore, lengths: SessionLengths): OffloadStore {
-  return new Proxy(store, {
-    get: (target, key) => {
-      if (key === "load")
-        return async (...args: Parameters<OffloadStore["load"]>) => ({
-          ...(await target.load(...args)),
-          session_lengths: lengths,
-        });
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  return {
+    beginTurn: async (ref, ask) =>
+      turnOver(await store.beginTurn(ref, ask), { session_lengths: lengths }),
+    getBody: (ref, memId) => store.getBody(ref, memId),
+    noteRecall: (ref, memId) => store.noteRecall(ref, memId),
+    describeSession: (ref) => store.describeSession(ref),
+    deleteSession: (ref) => store.deleteSession(ref),
+  };
 }
 
 describe("the learned horizon in the transform", () => {
@@ -128,6 +128,7 @@ describe("the learned horizon in the transform", () => {
     const out = await compact({ request, session: "h", store, config: ON });
     const gate = out.decisions.find((d) => d.tool_use_id === "big")!.gate!;
     // call 3 of sessions that all ran 30 calls: 27 more, with the prior's weight
+    // Eight sessions of 30 calls ("h" made one: it never reached call 3, so it does not count here).
     expect(gate.inputs.horizon).toBeCloseTo((8 * 27 + W * 5) / (8 + W), 10);
     expect(gate.reason).toContain("over 19.7 turns");
   });
@@ -142,6 +143,33 @@ describe("the learned horizon in the transform", () => {
     expect(off.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBe(5);
     const plain = await compact({ request, session: "h", store: new MemoryStore(), config: ON });
     expect(plain.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBe(5);
+  });
+
+  it("learns the lengths from the tenant's ended sessions in the store itself, counted once each", async () => {
+    let now = Date.UTC(2026, 0, 1);
+    const store = new MemoryStore({ now: () => now });
+    // Eight sessions of the tenant ran 30 calls each; four ended idle, four were deleted.
+    for (let i = 0; i < 8; i++) {
+      const ref = { tenant: "default", session: `ended-${i}` };
+      for (let t = 1; t <= 30; t++)
+        await commitTurn(store, ref, { records: [], recall_declared: false, log: turnLog(t) });
+      if (i >= 4) await store.deleteSession(ref);
+    }
+    // The four deleted have ended; the other four are not idle for an hour yet.
+    const fresh = await compact({ request, session: "h", store, config: ON });
+    now += SESSION_END_MS;
+    // ended-0..3 and "h" (one call) are idle for an hour now; the deleted ones were counted.
+    expect(await store.endIdleSessions()).toBe(5);
+    await store.endSession({ tenant: "default", session: "ended-0" }); // once
+    expect(await store.endIdleSessions()).toBe(0);
+    const out = await compact({ request, session: "h2", store, config: ON });
+    const gate = out.decisions.find((d) => d.tool_use_id === "big")!.gate!;
+    // Eight sessions of 30 calls ("h" made one: it never reached call 3, so it does not count here).
+    expect(gate.inputs.horizon).toBeCloseTo((8 * 27 + W * 5) / (8 + W), 10);
+    expect(fresh.decisions.find((d) => d.tool_use_id === "big")!.gate!.inputs.horizon).toBeCloseTo(
+      (4 * 27 + W * 5) / (4 + W),
+      10,
+    );
   });
 
   it("declines where sessions end soon after this point (the stub would not pay back)", async () => {

@@ -5,7 +5,6 @@ import { emptyReport } from "../../src/core/turn/report.ts";
 import type { Format } from "../../src/core/types.ts";
 import { bearerKey, parseApiKeys, presentedKey, tenantOf } from "../../src/http/auth.ts";
 import { parseJsonBody, readBytes, readText } from "../../src/http/body.ts";
-import { heldDefer } from "../../src/http/defer.ts";
 import {
   MAX_SUMMARY_HEADER_CHARS,
   passThroughSummary,
@@ -26,30 +25,6 @@ function stream(chunks: Uint8Array[]): ReadableStream<Uint8Array> {
     },
   });
 }
-
-describe("work after the answer", () => {
-  it("a held defer starts nothing until released, then what it held in order, then at once", async () => {
-    const ran: string[] = [];
-    const runtime = (work: () => Promise<unknown>) => {
-      void work();
-    };
-    const later = heldDefer(runtime);
-    const job = (name: string) => async () => {
-      ran.push(name);
-    };
-    later.defer!(job("a"));
-    later.defer!(job("b"));
-    expect(ran).toEqual([]);
-    later.release();
-    later.defer!(job("c"));
-    await Promise.resolve();
-    expect(ran).toEqual(["a", "b", "c"]);
-    later.release(); // twice: nothing runs again
-    expect(ran).toEqual(["a", "b", "c"]);
-    // Without a runtime's defer (the store then awaits everything) there is nothing to hold.
-    expect(heldDefer(undefined).defer).toBeUndefined();
-  });
-});
 
 describe("api keys", () => {
   const K1 = "key-one-0123456789";

@@ -7,7 +7,7 @@
  * the machine's older Node when CI names one, Deno and Bun. Outside CI a runtime that is not installed is
  * skipped with a note saying how to get it; in CI (.ci/run installs them) its absence fails.
  */
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -24,6 +24,7 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { catalogTurn } from "../portable/catalog-turn.mjs";
+import { type RunningServer, type Started, startPostgres, startRedis } from "../support/servers.ts";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
@@ -248,5 +249,136 @@ describe("the portable checks on every runtime the README names", { timeout: 60_
 
   it("Bun", (ctx) => {
     expect(portable(ctx, "bun", which("bun"), [], RUNTIMES_HOW)).toMatch(/^bun 1\./m);
+  });
+});
+
+describe("a consumer project on shared stores (two processes, Postgres and Redis; serve on SQLite)", {
+  timeout: 90_000,
+}, () => {
+  const servers: RunningServer[] = [];
+  let pgUrl = "";
+  let redisUrl = "";
+
+  /** A server, or why this describe cannot run (a failure in CI, a skip with the reason outside). */
+  function running(s: Started, ctx: TestContext): string {
+    if ("missing" in s) {
+      if (CI) throw new Error(`${s.missing}; .ci/run installs it`);
+      ctx.skip(s.missing);
+    }
+    servers.push(s as RunningServer);
+    return (s as RunningServer).url;
+  }
+
+  beforeAll(() => {
+    npm(
+      [
+        "install",
+        "--prefer-offline",
+        `pg@${pkg.devDependencies.pg}`,
+        `ioredis@${pkg.devDependencies.ioredis}`,
+        `hono@${pkg.devDependencies.hono}`,
+        `@hono/node-server@${pkg.devDependencies["@hono/node-server"]}`,
+      ],
+      app,
+    );
+    for (const f of ["consumer.mjs", "catalog-turn.mjs"])
+      cpSync(join(root, "test", "portable", f), join(app, f));
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+  });
+
+  it("recalls in one Node process what another offloaded, on one Postgres and one Redis", async (ctx) => {
+    const [pg, redis] = await Promise.all([startPostgres(), startRedis()]);
+    pgUrl = running(pg, ctx);
+    redisUrl = running(redis, ctx);
+    const session = `consumer-${Date.now().toString(36)}`;
+    const node = (...args: string[]) =>
+      spawnSync(process.execPath, ["consumer.mjs", ...args], { cwd: app, env, encoding: "utf8" });
+    const wrote = node("write", pgUrl, redisUrl, session);
+    expect(wrote.status, wrote.stderr).toBe(0);
+    const mems = JSON.parse(wrote.stdout) as string[];
+    expect(mems).toHaveLength(2);
+    for (const m of mems) expect(m).toMatch(/^trm_[0-9a-f]{24}$/);
+    const read = node("read", pgUrl, redisUrl, session, ...mems);
+    expect(read.status, read.stderr).toBe(0);
+    for (const answer of JSON.parse(read.stdout) as { is_error: boolean; content: string }[]) {
+      expect(answer.is_error).toBe(false);
+      expect(answer.content).toContain("item-1499");
+    }
+  });
+
+  it("`edge-offload serve` restarted on the same SQLite file answers the recalls it had", async () => {
+    const bin = join(app, "node_modules", ".bin", "edge-offload");
+    const key = "sk-consumer-serve-0001";
+    const vars = {
+      ...env,
+      OFFLOAD_API_KEYS: `c:${key}`,
+      OFFLOAD_SECRET: "consumer-serve-secret-0123456789",
+    };
+    const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+    const session = `served-${Date.now().toString(36)}`;
+    const start = async () => {
+      const { freePort } = await import("../support/servers.ts");
+      const port = await freePort();
+      const child = spawn(bin, ["serve", "--port", String(port), "--store", "sqlite:./served.db"], {
+        cwd: app,
+        env: vars,
+      });
+      let out = "";
+      child.stderr.on("data", (d: Buffer) => {
+        out += d.toString();
+      });
+      const end = Date.now() + 30_000;
+      while (!out.includes("serving on")) {
+        if (child.exitCode !== null || Date.now() > end) throw new Error(`serve: ${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const exited = new Promise((r) => child.once("exit", r));
+      return {
+        base: `http://127.0.0.1:${port}`,
+        stop: async () => {
+          child.kill("SIGTERM");
+          await exited;
+        },
+      };
+    };
+    const recall = async (base: string, mem: string) =>
+      (await (
+        await fetch(`${base}/v1/sessions/${session}/recall`, {
+          method: "POST",
+          headers,
+          body: JSON.stringify({ mem_id: mem, json_path: "items[1499].name" }),
+        })
+      ).json()) as { is_error: boolean; content: string };
+    let server = await start();
+    let mem = "";
+    try {
+      const res = await fetch(`${server.base}/v1/sessions/${session}/compact?format=anthropic`, {
+        method: "POST",
+        headers: {
+          ...headers,
+          "x-offload-config": JSON.stringify({
+            tool_result_compaction_enabled: true,
+            tool_result_offload_enabled: true,
+          }),
+        },
+        body: JSON.stringify(catalogTurn()),
+      });
+      expect(res.status).toBe(200);
+      mem = /trm_[0-9a-f]{24}/.exec(await res.text())![0];
+      expect((await recall(server.base, mem)).content).toContain("item-1499");
+    } finally {
+      await server.stop();
+    }
+    server = await start();
+    try {
+      const again = await recall(server.base, mem);
+      expect(again.is_error).toBe(false);
+      expect(again.content).toContain("item-1499");
+    } finally {
+      await server.stop();
+    }
   });
 });

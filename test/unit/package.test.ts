@@ -35,7 +35,19 @@ beforeAll(() => {
 describe("package", { timeout: 60_000 }, () => {
   it("builds every entry of `exports` to its declared types and module files", () => {
     expect(entries.map(([name]) => name).sort()).toEqual(
-      [".", "./agents", "./ai-sdk", "./eval", "./fetch", "./hono"].sort(),
+      [
+        ".",
+        "./agents",
+        "./ai-sdk",
+        "./contract",
+        "./eval",
+        "./fetch",
+        "./hono",
+        "./postgres",
+        "./redis",
+        "./sqlite",
+        "./store",
+      ].sort(),
     );
     for (const [name, entry] of entries) {
       for (const file of [entry.types, entry.import, entry.require]) {
@@ -81,6 +93,11 @@ describe("package", { timeout: 60_000 }, () => {
         aiSdk: kinds(await import("edge-offload/ai-sdk"), ["offloadMiddleware"]),
         agents: kinds(await import("edge-offload/agents"), ["AgentStore", "offloadMiddleware"]),
         hono: kinds(await import("edge-offload/hono"), ["toolRoutes", "queryArguments"]),
+        store: kinds(await import("edge-offload/store"), ["ComposedStore", "SqlSessionState", "syncSqliteSql"]),
+        sqlite: kinds(await import("edge-offload/sqlite"), ["SqliteStore"]),
+        postgres: kinds(await import("edge-offload/postgres"), ["PostgresStore", "postgresSql"]),
+        redis: kinds(await import("edge-offload/redis"), ["RedisStore", "RedisSessionState"]),
+        contract: kinds(await import("edge-offload/contract"), ["runStoreContract", "runSessionStateContract"]),
         eval: kinds(await import("edge-offload/eval"), ["evaluate", "planEval", "fileLog", "renderTable"]),
       }));`);
     expect(out).toEqual({
@@ -88,6 +105,11 @@ describe("package", { timeout: 60_000 }, () => {
       aiSdk: { offloadMiddleware: "function" },
       agents: { AgentStore: "function", offloadMiddleware: "function" },
       hono: { toolRoutes: "function", queryArguments: "function" },
+      store: { ComposedStore: "function", SqlSessionState: "function", syncSqliteSql: "function" },
+      sqlite: { SqliteStore: "function" },
+      postgres: { PostgresStore: "function", postgresSql: "function" },
+      redis: { RedisStore: "function", RedisSessionState: "function" },
+      contract: { runStoreContract: "function", runSessionStateContract: "function" },
       eval: {
         evaluate: "function",
         planEval: "function",

@@ -55,7 +55,7 @@ function turn(
     headers: new Headers({ "content-type": "application/json", "x-api-key": "sk-test" }),
     body: { bytes: async () => new TextEncoder().encode(text), text: async () => text },
     ref: { tenant: "acme", session: "in-process" },
-    store: store.forCall(),
+    store,
     config: (session) => resolveConfig(session, config),
     secret: () => "an-in-process-secret-0123456789",
     maxHops: 3,

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { MAX_QUESTIONS, QUERY_ANSWER_CHARS, recallMany } from "../../src/core/recall-many.ts";
 import { recallInputSchema, recallToolDefinition } from "../../src/core/recall-tool.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { putBody } from "../support/records.ts";
 
 const SESSION = { tenant: "t", session: "s" };
 const MEM = "trm_00000000000000000000abcd";
@@ -11,7 +12,7 @@ const MEM = "trm_00000000000000000000abcd";
 async function withBody(body: string) {
   const store = new MemoryStore();
   const meta = { mem_id: MEM, tool_use_id: "t1", tool_name: "x", outline: "", turn: 1 };
-  await store.putBody(SESSION, body, { ...meta, chars: body.length, tokens: 1, kind: "text" });
+  await putBody(store, SESSION, body, { ...meta, chars: body.length, tokens: 1, kind: "text" });
   let reads = 0;
   const getBody = store.getBody.bind(store);
   store.getBody = (...a) => {

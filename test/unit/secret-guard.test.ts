@@ -22,9 +22,7 @@ const request = JSON.stringify(
 /** A store shared beyond the process, as far as compact can tell (it is not a MemoryStore). */
 class SharedStore implements OffloadStore {
   readonly inner = new MemoryStore();
-  load: OffloadStore["load"] = (...a) => this.inner.load(...a);
-  commit: OffloadStore["commit"] = (...a) => this.inner.commit(...a);
-  putBody: OffloadStore["putBody"] = (...a) => this.inner.putBody(...a);
+  beginTurn: OffloadStore["beginTurn"] = (...a) => this.inner.beginTurn(...a);
   getBody: OffloadStore["getBody"] = (...a) => this.inner.getBody(...a);
   noteRecall: OffloadStore["noteRecall"] = (...a) => this.inner.noteRecall(...a);
   describeSession: OffloadStore["describeSession"] = (...a) => this.inner.describeSession(...a);

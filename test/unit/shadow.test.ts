@@ -2,6 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { startOf } from "../support/records.ts";
 import {
   conversation,
   deepFreeze,
@@ -58,7 +59,7 @@ describe("shadow mode", () => {
     });
     const memId = out.decisions[0]!.mem_id!;
     expect((await store.getBody(REF, memId))?.body).toBe(LARGE);
-    const state = await store.load(REF, ["t1", "t2"]);
+    const state = await startOf(store, REF, ["t1", "t2"]);
     expect(state.records.get("t1")).toMatchObject({ action: "offloaded", mem_id: memId });
     // Recorded as it would be declared, so the tool comes with the stubs once shadow is off (it is not sent now).
     expect(state.recall_declared).toBe(true);
@@ -162,7 +163,7 @@ describe("shadow mode", () => {
     });
     expect(out.request).toBe(text);
     expect(out.decisions[0]).toMatchObject({ action: "compacted" });
-    expect((await store.load(REF, ["t1"])).records.get("t1")?.action).toBe("compacted");
+    expect((await startOf(store, REF, ["t1"])).records.get("t1")?.action).toBe("compacted");
   });
 
   it("counts the gate's declines (an unknown model never fires)", async () => {
@@ -192,7 +193,7 @@ describe("shadow mode", () => {
     const down = await compact({
       request: text,
       session: "s",
-      store: faultyStore(new MemoryStore(), { load: true }),
+      store: faultyStore(new MemoryStore(), { beginTurn: true }),
       config: SHADOW,
     });
     expect(down.request).toBe(text);
@@ -210,6 +211,6 @@ describe("shadow mode", () => {
     });
     expect(out.request).toBe(text);
     expect(out.decisions[0]).toMatchObject({ action: "kept" });
-    expect((await inner.load(REF, ["t1"])).records.has("t1")).toBe(false);
+    expect((await startOf(inner, REF, ["t1"])).records.has("t1")).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
+import { runStoreContract } from "../../src/contract/store.contract.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import { runStoreContract } from "../contract/store.contract.ts";
 
 runStoreContract("MemoryStore", () => new MemoryStore());

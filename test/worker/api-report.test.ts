@@ -1,10 +1,10 @@
 // The savings report routes and shadow mode through the service (workerd, real local bindings).
 
-import { createExecutionContext, env, runInDurableObject } from "cloudflare:test";
+import { createExecutionContext, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import { SessionReportSchema, TenantReportSchema } from "../../src/routes/schemas/report.ts";
-import { sessionObjectName } from "../../src/session/state.ts";
+import { durableTenants } from "../../src/store/durable.ts";
 import { indexSessionKey } from "../../src/store/keys.ts";
 import {
   call,
@@ -19,7 +19,6 @@ import {
   sid,
   summary,
 } from "./helpers.ts";
-import { settleTenantStats } from "./settle.ts";
 
 const SHADOW = { ...ON, tool_result_offload_shadow: true };
 
@@ -237,28 +236,21 @@ describe("shadow mode through the service", () => {
   });
 
   it("keeps the tenant's learning statistics free of shadow offloads", async () => {
-    const acme = (session: string) => ({ tenant: "acme", session });
     const session = sid("shadow-stats");
     const adaptive = { ...SHADOW, tool_result_offload_adaptive: true };
     await call(compactPath(session), { body: conversation(), config: adaptive });
-    await settleTenantStats([acme(session)]);
-    const stats = await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"]);
-    const before = stats.dump?.offloaded ?? 0;
+    const offloaded = async () =>
+      (await durableTenants(env.TENANTS).read("acme")).tools.dump?.offloaded ?? 0;
+    const before = await offloaded();
     const shadow = sid("shadow-stats-2");
     await call(compactPath(shadow), { body: conversation(), config: adaptive });
-    await settleTenantStats([acme(shadow)]);
-    expect(
-      (await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"])).dump?.offloaded ?? 0,
-    ).toBe(before);
+    expect(await offloaded()).toBe(before);
     const live = sid("live-stats");
     await call(compactPath(live), {
       body: conversation(),
       config: { ...ON, tool_result_offload_adaptive: true },
     });
-    await settleTenantStats([acme(live)]);
-    expect(
-      (await env.TENANTS.get(env.TENANTS.idFromName("acme")).stats(["dump"])).dump?.offloaded ?? 0,
-    ).toBe(before + 1);
+    expect(await offloaded()).toBe(before + 1);
   });
 });
 
@@ -344,70 +336,6 @@ describe("GET /v1/report", () => {
     expect(Object.keys(doc.components.schemas)).toEqual(
       expect.arrayContaining(["SessionReport", "TenantReport"]),
     );
-  });
-});
-
-describe("a session object created by the previous version", () => {
-  it("gains the new column on first use and reports its old turn lines as live, with no gate counts", async () => {
-    const session = sid("old-schema");
-    const stub = env.SESSIONS.get(
-      env.SESSIONS.idFromName(sessionObjectName({ tenant: "acme", session })),
-    );
-    const oldLog = {
-      turn: 2,
-      results: 1,
-      kept: 0,
-      compacted: 0,
-      offloaded: 1,
-      new_decisions: 1,
-      tokens_before: 1000,
-      tokens_after: 100,
-      saved_usd: 0.0045,
-      errors: 0,
-    };
-    await runInDurableObject(stub, (_instance, state) => {
-      const sql = state.storage.sql;
-      sql.exec(
-        "CREATE TABLE session (id INTEGER PRIMARY KEY CHECK (id = 1), tenant TEXT NOT NULL, session TEXT NOT NULL, recall_declared INTEGER NOT NULL DEFAULT 0, calls INTEGER NOT NULL DEFAULT 0, config TEXT NOT NULL DEFAULT '{}', created_at INTEGER NOT NULL, last_active INTEGER NOT NULL, last_indexed INTEGER)",
-      );
-      sql.exec(
-        "CREATE TABLE records (tool_use_id TEXT PRIMARY KEY, mem_id TEXT, record TEXT NOT NULL)",
-      );
-      sql.exec(
-        "CREATE TABLE turns (seq INTEGER PRIMARY KEY AUTOINCREMENT, log TEXT NOT NULL, at INTEGER NOT NULL DEFAULT 0)",
-      );
-      sql.exec("CREATE TABLE recalls (mem_id TEXT PRIMARY KEY, count INTEGER NOT NULL)");
-      const now = Date.now();
-      sql.exec(
-        "INSERT INTO session (id, tenant, session, calls, created_at, last_active) VALUES (1, 'acme', ?, 1, ?, ?)",
-        session,
-        now,
-        now,
-      );
-      sql.exec("INSERT INTO turns (log, at) VALUES (?, ?)", JSON.stringify(oldLog), now);
-    });
-    const r = await report(session);
-    expect(r.turns).toHaveLength(1);
-    expect(r.turns[0]).toMatchObject({
-      turn: 2,
-      shadow: false,
-      gate_fired: 0,
-      gate_declined: 0,
-      recalls: 0,
-      saved_tokens: 900,
-      saved_usd: 0.0045,
-    });
-    expect(r.last_turn).toBeNull();
-    await call(compactPath(session), { body: conversation(), config: ON });
-    const columns = await runInDurableObject(
-      stub,
-      (_instance, state) =>
-        state.storage.sql
-          .exec<{ sql: string }>("SELECT sql FROM sqlite_master WHERE name = 'turns'")
-          .one().sql,
-    );
-    expect(columns).toMatch(/\brecalls\b/);
-    expect((await report(session)).turns).toHaveLength(2);
   });
 });
 

@@ -1,9 +1,11 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { SessionListSchema, SessionResponseSchema } from "../../src/routes/schemas/session.ts";
-import { sessionObjectName } from "../../src/session/state.ts";
+import { durableTenants } from "../../src/store/durable.ts";
 import { indexBodyKey, indexSessionKey, ledgerPrefix } from "../../src/store/keys.ts";
-import { TURN_LEASE_MS } from "../../src/store/turn-protocol.ts";
+import { TURN_LEASE_MS } from "../../src/store/lifecycle.ts";
+import { SESSION_END_MS } from "../../src/store/session-lengths.ts";
+import { sessionObjectName } from "../../src/store/state.ts";
 import {
   call,
   compactPath,
@@ -44,19 +46,18 @@ async function objectTables(tenant: string, session: string): Promise<Record<str
 async function expectTombstone(tenant: string, session: string): Promise<void> {
   const stub = stubOf(tenant, session);
   const rows = await objectTables(tenant, session);
-  const own = ["session", "records", "turns", "recalls", "memos", "last_turn", "orphans"];
-  expect(own.filter((t) => (rows[t] ?? 0) > 0)).toEqual([]);
-  expect(rows.meta).toBeGreaterThan(0); // the lifecycle (and any statistics not yet sent)
+  const own = ["records", "turns", "recalls", "tools", "memos", "memo_anchors", "orphans"];
+  expect(own.filter((t) => (rows[`eo_${t}`] ?? 0) > 0)).toEqual([]);
+  expect(rows.eo_sessions).toBe(1); // the lifecycle, no live session
   expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
   await runInDurableObject(stub, (_i, state) => {
-    const life = state.storage.sql
-      .exec<{ value: string }>("SELECT value FROM meta WHERE key = 'lifecycle'")
+    const row = state.storage.sql
+      .exec<{ created_at: number | null }>("SELECT created_at FROM eo_sessions")
       .one();
-    const parsed = JSON.parse(life.value) as { tombstone_at: number };
-    parsed.tombstone_at -= TURN_LEASE_MS + 1;
+    expect(row.created_at).toBeNull();
     state.storage.sql.exec(
-      "UPDATE meta SET value = ? WHERE key = 'lifecycle'",
-      JSON.stringify(parsed),
+      "UPDATE eo_sessions SET tombstone_at = tombstone_at - ?",
+      TURN_LEASE_MS + 1,
     );
   });
   expect(await runDurableObjectAlarm(stub)).toBe(true);
@@ -160,10 +161,10 @@ describe("DELETE /v1/sessions/:id", () => {
       metadata: { session },
     });
     expect(await objectTables("acme", session)).toMatchObject({
-      session: 1,
-      records: 1,
-      turns: 2,
-      recalls: 1,
+      eo_sessions: 1,
+      eo_records: 1,
+      eo_turns: 2,
+      eo_recalls: 1,
     });
 
     const res = await call(`/v1/sessions/${session}`, { method: "DELETE" });
@@ -210,6 +211,43 @@ describe("DELETE /v1/sessions/:id", () => {
   });
 });
 
+describe("a session's end", () => {
+  /** Sessions of `calls` calls that acme's learning counts. */
+  const ended = async (calls: number) =>
+    (await durableTenants(env.TENANTS).read("acme")).session_lengths?.counts.find(
+      ([n]) => n === calls,
+    )?.[1] ?? 0;
+
+  it("an alarm counts a session idle for an hour into the tenant's lengths, once, and keeps the session", async () => {
+    const session = sid("end");
+    // Three calls: the first two are twoTurns', a third on the same conversation.
+    await twoTurns(session);
+    await call(compactPath(session), {
+      body: nextTurn(nextTurn(conversation(), 3), 4),
+      config: ON,
+    });
+    const stub = stubOf("acme", session);
+    const before = await ended(3);
+    // Not idle for an hour yet: nothing counted, the alarm stays armed.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ended(3)).toBe(before);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
+    await runInDurableObject(stub, (_i, state) => {
+      state.storage.sql.exec(
+        "UPDATE eo_sessions SET last_active = last_active - ?",
+        SESSION_END_MS,
+      );
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ended(3)).toBe(before + 1);
+    // Counted once; the session is still there, and its retention's alarm armed.
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await ended(3)).toBe(before + 1);
+    expect((await call(`/v1/sessions/${session}`)).status).toBe(200);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).not.toBeNull();
+  });
+});
+
 describe("retention", () => {
   it("an alarm purges an idle session (state, bodies, index) once its retention has passed", async () => {
     const session = sid("retention");
@@ -225,7 +263,7 @@ describe("retention", () => {
 
     // Idle for longer than OFFLOAD_RETENTION_SECONDS (7 days by wrangler.toml).
     await runInDurableObject(stub, (_i, state) => {
-      state.storage.sql.exec("UPDATE session SET last_active = last_active - ?", 604_800_001);
+      state.storage.sql.exec("UPDATE eo_sessions SET last_active = last_active - ?", 604_800_001);
     });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect((await env.LEDGER.list({ prefix: ledgerPrefix(ref) })).objects).toEqual([]);

@@ -8,7 +8,7 @@ import { call, compactPath, conversation, nextTurn, ON, request, sid, summary } 
 
 type Out = { messages: { content: { content?: string }[] }[] };
 
-/** An app whose session loads wait until `parties` turns have loaded: every turn decides before any commits. */
+/** An app whose turns' begins wait until `parties` turns have begun: every turn decides before any commits. */
 function racingApp(parties: number) {
   let waiting = 0;
   let release!: () => void;
@@ -23,22 +23,13 @@ function racingApp(parties: number) {
         index: real.index,
         log,
         sessions: {
-          load: async (ref, ids) => {
-            const state = await sessions.load(ref, ids);
+          ...sessions,
+          begin: async (ref, ask) => {
+            const state = await sessions.begin(ref, ask);
             if (++waiting >= parties) release();
             await allLoaded;
             return state;
           },
-          commit: (ref, c) => sessions.commit(ref, c),
-          noteRecall: (ref, m) => sessions.noteRecall(ref, m),
-          describe: (ref) => sessions.describe(ref),
-          report: (ref, o) => sessions.report(ref, o),
-          getConfig: (ref) => sessions.getConfig(ref),
-          setConfig: (ref, p) => sessions.setConfig(ref, p),
-          destroy: (ref) => sessions.destroy(ref),
-          proxyState: (ref) => sessions.proxyState(ref),
-          finishProxyTurn: (ref, t) => sessions.finishProxyTurn(ref, t),
-          recordUsage: (ref, k, u) => sessions.recordUsage(ref, k, u),
         },
       });
     },

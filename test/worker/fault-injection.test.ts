@@ -13,11 +13,11 @@ import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { SummarySchema } from "../../src/routes/schemas/summary.ts";
-import { MemorySessionState } from "../../src/session/memory-state.ts";
-import { MemoryTenantStats } from "../../src/session/memory-tenant-stats.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
+import { MemoryTenantLearning } from "../../src/store/memory.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
+import { MemorySessionState } from "../../src/store/memory-state.ts";
 import { anthropicMessage } from "../support/providers.ts";
 import { conversation, jsonBody, textBody } from "../support/requests.ts";
 
@@ -40,7 +40,7 @@ class Backends {
   readonly sessions = new MemorySessionState();
   readonly ledger = new MemoryLedger();
   readonly index = new MemoryIndex();
-  readonly tenants = new MemoryTenantStats();
+  readonly tenants = new MemoryTenantLearning();
   readonly calls: string[] = [];
   plan: { k: number; mode: Mode } | null = null;
   /** Operations that were left to land late. */
@@ -268,16 +268,23 @@ const firstSight = async (_b: Backends, app: ReturnType<typeof createApp>) => {
   return res;
 };
 
-/** A turn's outcome under a fault: a 200, nothing lost, the problem in the summary. */
+/**
+ * A turn's outcome under a fault: a 200, nothing lost, the problem in the summary. The index and the
+ * tenant's learning are off the turn's path: a call of theirs that hangs or lands late is not waited for
+ * (here, without a `waitUntil`, past the next tick), so the turn has nothing to say about it.
+ */
 async function turnHolds(
   b: Backends,
   app: ReturnType<typeof createApp>,
   res: Response,
+  fault: string,
 ): Promise<void> {
   expect(res.status).toBe(200);
   const text = await res.text();
   const s = summaryOf(res);
-  expect(s.errors_total, "the summary says what failed").toBeGreaterThan(0);
+  if (/^(hang|late) (index|tenants)\./.test(fault))
+    expect(s.errors.map((e) => e.code)).not.toContain("storage_error");
+  else expect(s.errors_total, "the summary says what failed").toBeGreaterThan(0);
   for (const e of s.errors) {
     expect(["storage_error", "index_error", "stats_error"]).toContain(e.code);
     expect(e.message).not.toContain("injected"); // internals stay in the operator's log
@@ -289,7 +296,9 @@ async function turnHolds(
 
 describe("fault injection: every storage call of a flow failing, hanging, or landing late", () => {
   it("a first sight (compact): passes full or stubs only durable bodies, and says so", async () => {
-    const runs = await everyFault(none, firstSight, (b, app, res) => turnHolds(b, app, res));
+    const runs = await everyFault(none, firstSight, (b, app, res, fault) =>
+      turnHolds(b, app, res, fault),
+    );
     expect(runs).toBeGreaterThanOrEqual(15);
   });
 
@@ -297,7 +306,7 @@ describe("fault injection: every storage call of a flow failing, hanging, or lan
     const runs = await everyFault(
       async (b, app) => void (await firstSight(b, app)),
       firstSight,
-      (b, app, res) => turnHolds(b, app, res),
+      (b, app, res, fault) => turnHolds(b, app, res, fault),
     );
     expect(runs).toBeGreaterThanOrEqual(3);
   });

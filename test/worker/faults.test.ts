@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { type AppDeps, createApp, defaultParts } from "../../src/app.ts";
 import type { Env } from "../../src/env.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
-import type { SessionStatePort } from "../../src/store/ports.ts";
+import type { SessionState } from "../../src/store/ports.ts";
 import {
   bound,
   call,
@@ -41,7 +41,7 @@ function failing<T extends object>(binding: T, methods: string[], calls: string[
 
 function appWith(
   bindings: Partial<Env>,
-  sessions?: (real: SessionStatePort) => SessionStatePort,
+  sessions?: (real: SessionState) => SessionState,
 ): ReturnType<typeof createApp> {
   const store: AppDeps["store"] = (e, settings, log) => {
     const real = defaultParts({ ...e, ...bindings }, settings, log);
@@ -138,23 +138,26 @@ describe("fault injection", () => {
 
   it("an unreachable DO: compact passes the request through unchanged; reads get a clear 503", async () => {
     const session = sid("do-down");
-    const down = (real: SessionStatePort): SessionStatePort => {
+    const down = (real: SessionState): SessionState => {
       const fail = async () => {
         throw new Error("Network connection lost.");
       };
       void real;
       return {
-        load: fail,
+        begin: fail,
+        records: fail,
+        addRecords: fail,
         commit: fail,
+        finish: fail,
         noteRecall: fail,
+        recordUsage: fail,
         describe: fail,
         report: fail,
         getConfig: fail,
         setConfig: fail,
         destroy: fail,
-        proxyState: fail,
-        finishProxyTurn: fail,
-        recordUsage: fail,
+        purged: fail,
+        end: fail,
       };
     };
     const app = appWith({}, down);
@@ -202,18 +205,18 @@ describe("fault injection", () => {
     await expectError(await send(app, "/v1/report"), 503, "storage_error");
   });
 
-  it("a DO that fails only to load: the core passes the turn through and says why", async () => {
+  it("a DO that fails only to begin a turn: the turn passes through and says why", async () => {
     const session = sid("do-load");
     const app = appWith({}, (real) => ({
       ...bound(real),
-      load: async () => {
+      begin: async () => {
         throw new Error("overloaded");
       },
     }));
     const body = JSON.stringify(conversation());
     const res = await send(app, compactPath(session), { body, config: ON });
     expect(await res.text()).toBe(body);
-    // Without the turn protocol, the route's first read is this load: it passes the turn through.
+    // The route's one read of the session failed: the turn passes through.
     expect(summary(res).errors[0]?.message).toMatch(/session state/);
   });
 

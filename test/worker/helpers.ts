@@ -2,7 +2,7 @@
 import { SELF } from "cloudflare:test";
 import { expect } from "vitest";
 import { SummarySchema } from "../../src/routes/schemas/summary.ts";
-import type { SessionStatePort } from "../../src/store/ports.ts";
+import type { SessionState } from "../../src/store/ports.ts";
 
 export const BASE = "https://edge-offload.test";
 export const KEYS = { acme: "test-key-acme-0001", globex: "test-key-globex-0001" } as const;
@@ -153,18 +153,21 @@ export function memIdIn(text: string): string {
 }
 
 /** A port object whose methods keep their `this` when spread. */
-export function bound(port: SessionStatePort): SessionStatePort {
+export function bound(port: SessionState): SessionState {
   return {
-    load: (...a) => port.load(...a),
+    begin: (...a) => port.begin(...a),
+    records: (...a) => port.records(...a),
+    addRecords: (...a) => port.addRecords(...a),
     commit: (...a) => port.commit(...a),
+    finish: (...a) => port.finish(...a),
     noteRecall: (...a) => port.noteRecall(...a),
+    recordUsage: (...a) => port.recordUsage(...a),
     describe: (...a) => port.describe(...a),
     report: (...a) => port.report(...a),
     getConfig: (...a) => port.getConfig(...a),
     setConfig: (...a) => port.setConfig(...a),
     destroy: (...a) => port.destroy(...a),
-    proxyState: (...a) => port.proxyState(...a),
-    finishProxyTurn: (...a) => port.finishProxyTurn(...a),
-    recordUsage: (...a) => port.recordUsage(...a),
+    purged: (...a) => port.purged(...a),
+    end: (...a) => port.end(...a),
   };
 }

@@ -822,7 +822,7 @@ describe("proxy: more turns and formats", () => {
           log,
           sessions: {
             ...bound(real.sessions),
-            proxyState: async () => {
+            begin: async () => {
               throw new Error("Network connection lost.");
             },
           },

@@ -12,11 +12,11 @@ import {
 } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createApp, defaultParts } from "../../src/app.ts";
-import { sessionObjectName } from "../../src/session/state.ts";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { ledgerPrefix } from "../../src/store/keys.ts";
-import type { BodyLedgerPort, SessionStatePort } from "../../src/store/ports.ts";
-import { TURN_LEASE_MS } from "../../src/store/turn-protocol.ts";
+import { TURN_LEASE_MS } from "../../src/store/lifecycle.ts";
+import type { BodyLedgerPort, SessionState } from "../../src/store/ports.ts";
+import { sessionObjectName } from "../../src/store/state.ts";
 import {
   bound,
   call,
@@ -77,7 +77,7 @@ function gateOn<T extends object>(
 
 /** An app whose store's session state and ledger go through `wrap`. */
 function appWith(wrap: {
-  sessions?: (p: SessionStatePort) => SessionStatePort;
+  sessions?: (p: SessionState) => SessionState;
   ledger?: (p: BodyLedgerPort) => BodyLedgerPort;
 }) {
   return createApp({
@@ -115,15 +115,10 @@ const resultOf = (text: string) => (JSON.parse(text) as Out).messages[2]!.conten
 /** Moves the session's tombstone back by a turn's lease, as if that much time had passed. */
 async function ageTombstone(session: string): Promise<void> {
   await runInDurableObject(stubOf(session), (_i, state) => {
-    const row = state.storage.sql
-      .exec<{ value: string }>("SELECT value FROM meta WHERE key = 'lifecycle'")
-      .one();
-    const life = JSON.parse(row.value) as { tombstone_at: number; last_begin: number | null };
-    life.tombstone_at -= TURN_LEASE_MS + 1;
-    if (life.last_begin !== null) life.last_begin -= TURN_LEASE_MS + 1;
     state.storage.sql.exec(
-      "UPDATE meta SET value = ? WHERE key = 'lifecycle'",
-      JSON.stringify(life),
+      "UPDATE eo_sessions SET tombstone_at = tombstone_at - ?, last_begin = last_begin - ?",
+      TURN_LEASE_MS + 1,
+      TURN_LEASE_MS + 1,
     );
   });
 }
@@ -281,7 +276,7 @@ describe("a retention purge during a turn", () => {
     await g.arrived;
     // The turn ran past the session's retention: the alarm purges it now.
     await runInDurableObject(stubOf(session), (_i, state) => {
-      state.storage.sql.exec("UPDATE session SET last_active = last_active - ?", 604_800_001);
+      state.storage.sql.exec("UPDATE eo_sessions SET last_active = last_active - ?", 604_800_001);
     });
     expect(await runDurableObjectAlarm(stubOf(session))).toBe(true);
     expect((await call(`/v1/sessions/${session}`)).status).toBe(404);

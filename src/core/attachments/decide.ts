@@ -9,7 +9,7 @@ import { decodeBase64 } from "../bytes/base64.ts";
 import { imageInfo } from "../bytes/image.ts";
 import type { MediaSite } from "../formats/types.ts";
 import { decodeString } from "../json/scan.ts";
-import type { Extraction, ExtractionCache, ExtractionRequest, OffloadStore } from "../ports.ts";
+import type { Extraction, ExtractionRequest } from "../ports.ts";
 import { usd } from "../pricing.ts";
 import { extractionProblem } from "../problems.ts";
 import { plural } from "../text.ts";
@@ -93,14 +93,6 @@ function withOcr(ctx: TurnContext, outcome: MediaOutcome, ocr: OcrStatus): Media
   return { ...outcome, decision: { ...outcome.decision, ocr } };
 }
 
-function cacheOf(store: OffloadStore): ExtractionCache | undefined {
-  if (store.getExtraction === undefined || store.putExtraction === undefined) return undefined;
-  return {
-    getExtraction: (t, k) => store.getExtraction!(t, k),
-    putExtraction: (t, k, v) => store.putExtraction!(t, k, v),
-  };
-}
-
 async function extract(
   ctx: TurnContext,
   count: ExtractionCount,
@@ -123,7 +115,7 @@ async function extract(
   const out = await ctx.extractor.extract({
     ...request,
     tenant: ctx.ref.tenant,
-    cache: cacheOf(ctx.store),
+    cache: ctx.turn.extractions,
   });
   if (!out.cached) count.parsed++;
   return out;

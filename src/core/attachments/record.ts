@@ -172,26 +172,21 @@ export async function replace(
   reason: string,
   cached?: boolean,
 ): Promise<MediaOutcome> {
-  const { store, ref, secret, analysis } = ctx;
+  const { turn, ref, secret, analysis } = ctx;
   let memId: string | null = null;
   if (rendered.length > INLINE_REPLACEMENT_CHARS) {
     memId = memIdOf(await bodyDigest(secret, ref.tenant, ref.session, rendered));
     try {
-      await store.putBody(
-        ref,
-        rendered,
-        {
-          mem_id: memId,
-          tool_use_id: e.id!,
-          tool_name: `attachment:${e.site.kind}`,
-          chars: rendered.length,
-          tokens: sent,
-          kind: "text",
-          outline: "",
-          turn: analysis.assistant_turns,
-        },
-        ctx.loaded.lease,
-      );
+      await turn.putBody(rendered, {
+        mem_id: memId,
+        tool_use_id: e.id!,
+        tool_name: `attachment:${e.site.kind}`,
+        chars: rendered.length,
+        tokens: sent,
+        kind: "text",
+        outline: "",
+        turn: analysis.assistant_turns,
+      });
     } catch (cause) {
       ctx.problems.push({
         code: "storage_error",
@@ -247,7 +242,7 @@ export async function replayMedia(
   let rendered = record.rendered;
   if (rendered === null && record.mem_id !== null) {
     try {
-      rendered = (await ctx.store.getBody(ctx.ref, record.mem_id))?.body ?? null;
+      rendered = (await ctx.turn.getBody(record.mem_id))?.body ?? null;
     } catch (cause) {
       ctx.problems.push({
         code: "storage_error",

@@ -1,15 +1,15 @@
 /**
  * What every step of a turn shares: the request (its raw text, span tree and the format's
- * analysis), the resolved config, the session and its store, the model's price, and what the steps
- * learn as they go (the loaded state, whether the recall tool is declared, the turn's problems).
- * One context for the results' steps and the attachments' steps alike. Also the small measures
- * every step takes of a result.
+ * analysis), the resolved config, the session and its turn, the model's price, and what the steps
+ * learn as they go (the state the turn started from, whether the recall tool is declared, the
+ * turn's problems). One context for the results' steps and the attachments' steps alike. Also the
+ * small measures every step takes of a result.
  */
 import type { OffloadConfig } from "../../config.ts";
 import type { Calibration } from "../calibration.ts";
 import type { FormatAdapter, RequestAnalysis, ToolResultSite } from "../formats/types.ts";
 import { decodeString, type JsonNode, stringLength } from "../json/scan.ts";
-import type { AttachmentExtractor, LoadedState, OffloadStore } from "../ports.ts";
+import type { AttachmentExtractor, Turn, TurnStart } from "../ports.ts";
 import type { ModelPrice } from "../pricing.ts";
 import type { Problem } from "../problems.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
@@ -29,7 +29,8 @@ export interface TurnContext {
   readonly format: Format;
   readonly config: OffloadConfig;
   readonly ref: SessionRef;
-  readonly store: OffloadStore;
+  /** The turn's hold on its session: its start, and where its bodies and decisions go. */
+  readonly turn: Turn;
   /** Deployment secret that keys mem_ids and attachment ids. */
   readonly secret: string;
   /** Offload is on; off, settled results over the floor take the size-only path. */
@@ -42,8 +43,8 @@ export interface TurnContext {
   readonly extractor: AttachmentExtractor | undefined;
   /** What went wrong without failing the turn, in order. */
   readonly problems: Problem[];
-  /** The session's state as loaded at the start of the turn. */
-  loaded: LoadedState;
+  /** What the turn started from, with every record the request needs. */
+  loaded: TurnStart;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared: boolean;
   /**

@@ -239,21 +239,16 @@ export async function decide(
           recall_available: false,
         });
     try {
-      await ctx.store.putBody(
-        ctx.ref,
-        m.text,
-        {
-          mem_id: memId,
-          tool_use_id: site.tool_use_id,
-          tool_name: site.tool_name,
-          chars: m.chars,
-          tokens: m.tokens,
-          kind: ctx.offload ? structured().kind : m.kind,
-          outline: ctx.offload ? structured().outline : "",
-          turn: ctx.analysis.assistant_turns,
-        },
-        ctx.loaded.lease,
-      );
+      await ctx.turn.putBody(m.text, {
+        mem_id: memId,
+        tool_use_id: site.tool_use_id,
+        tool_name: site.tool_name,
+        chars: m.chars,
+        tokens: m.tokens,
+        kind: ctx.offload ? structured().kind : m.kind,
+        outline: ctx.offload ? structured().outline : "",
+        turn: ctx.analysis.assistant_turns,
+      });
     } catch (cause) {
       // No stub without a durable body. Not recorded, so a later turn tries again.
       ctx.problems.push({
@@ -300,11 +295,7 @@ async function recallAnswerOf(
   for (const r of ctx.loaded.records.values())
     if (r.mem_id === memId && r.action !== "kept") return args;
   try {
-    const issued =
-      ctx.store.hasBody !== undefined
-        ? await ctx.store.hasBody(ctx.ref, memId)
-        : (await ctx.store.getBody(ctx.ref, memId)) !== null;
-    return issued ? args : null;
+    return (await ctx.turn.hasBody(memId)) ? args : null;
   } catch (cause) {
     ctx.problems.push({
       code: "storage_error",

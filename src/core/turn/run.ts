@@ -1,9 +1,9 @@
 /**
- * One turn, step by step: load the session's sticky decisions, replay them and take the first
- * decisions (decide.ts, replay.ts), decide the attachments, commit (first writer wins), then render
- * the edits, declare the recall tool, place the cache anchor (anchor.ts) and count what was done
- * (report.ts). A failure to read or save the session's state is a problem of the turn, never a lost
- * result: the request goes out as sent.
+ * One turn, step by step: read the session's sticky decisions (the turn's start has most of them),
+ * replay them and take the first decisions (decide.ts, replay.ts), decide the attachments, commit
+ * (first writer wins), then render the edits, declare the recall tool, place the cache anchor
+ * (anchor.ts) and count what was done (report.ts). A failure to read or save the session's state is
+ * a problem of the turn, never a lost result: the request goes out as sent.
  */
 import { AttachmentTurn } from "../attachments/turn.ts";
 import type { Calibration } from "../calibration.ts";
@@ -40,21 +40,13 @@ export interface TurnResult {
 }
 
 /**
- * The tenant's calibration for the turn's model, when the store keeps one and it is on: from the
- * copy the session's state holds (no other read), else asked of the store; unreadable, the
- * estimates stay as they are.
+ * The calibration for the turn's model, when it is on: the session's own once ready, else the
+ * tenant's, as the turn began with them.
  */
-async function loadCalibration(ctx: TurnContext): Promise<Calibration | null> {
+function calibrationOf(ctx: TurnContext): Calibration | null {
   const model = ctx.price?.id;
   if (model === undefined || !ctx.config.tool_result_calibration_enabled) return null;
-  const held = ctx.loaded.calibrations;
-  if (held !== undefined) return held[model] ?? null;
-  if (ctx.store.calibration === undefined) return null;
-  try {
-    return await ctx.store.calibration(ctx.ref, model);
-  } catch {
-    return null;
-  }
+  return ctx.loaded.calibrations[model] ?? null;
 }
 
 /**
@@ -72,9 +64,6 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const { analysis, config } = ctx;
   const { sites } = analysis;
   const media = new AttachmentTurn(ctx);
-  const toolNames = config.tool_result_offload_adaptive
-    ? [...new Set(sites.map((s) => s.tool_name))]
-    : [];
   try {
     // A result's context-pressure decision has a record of its own (pressure.ts), and so have a
     // decline while the cache is warm (decide.ts), the breakpoint move (breakpoint.ts) and, while the
@@ -90,8 +79,9 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       if (!s.settled) ids.push(arrivalId(s.tool_use_id));
     }
     for (const id of await media.identify()) ids.push(id);
-    ctx.loaded = await ctx.store.load(ctx.ref, ids, toolNames);
-    ctx.calibration = await loadCalibration(ctx);
+    // The turn's start (its own fields), with every record the request needs.
+    ctx.loaded = { ...ctx.turn, records: await ctx.turn.read(ids) };
+    ctx.calibration = calibrationOf(ctx);
   } catch (cause) {
     // Without the sticky decisions any change could contradict an earlier turn: pass the request
     // through.
@@ -263,12 +253,11 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     },
   };
   try {
-    const result = await ctx.store.commit(ctx.ref, {
+    const result = await ctx.turn.commit({
       records: [...fresh.map((f) => f.record), ...media.records()],
       recall_declared: declare,
       log,
       decisions: committed,
-      ...(loaded.lease === undefined ? {} : { lease: loaded.lease }),
     });
     // First writer wins: where a concurrent turn decided a result first, render its decision
     // instead. A record the store did not keep was not saved: that result stays full this turn.

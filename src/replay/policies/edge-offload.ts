@@ -3,6 +3,7 @@ import { SessionLengthLog, type SessionLengths } from "../../core/horizon.ts";
 import type { OffloadStore } from "../../core/ports.ts";
 import { recallMany } from "../../core/recall-many.ts";
 import { RECALL_TOOL_NAME } from "../../core/recall-tool.ts";
+import { turnOver } from "../../core/turn/over.ts";
 import { MemoryStore } from "../../store/memory.ts";
 import { REPLAY_EPOCH_MS } from "../gaps.ts";
 import type { Policy } from "../policy.ts";
@@ -79,22 +80,22 @@ export function edgeOffload(
 
 /**
  * The store, with the turn-start data a deployment's store would add: the tenant's session lengths
- * (horizon.ts), and, with `idle` false, no idle time (to measure what the cold-cache moment is worth).
+ * (horizon.ts; the replay's own, online, in place of whatever the memory store has learned), and,
+ * with `idle` false, no idle time (to measure what the cold-cache moment is worth).
  */
 function withTurnStart(
   store: MemoryStore,
   opts: { idle: boolean; lengths: () => SessionLengths },
 ): OffloadStore {
-  const load: OffloadStore["load"] = async (...args) => ({
-    ...(await store.load(...args)),
-    ...(opts.idle ? {} : { idle_seconds: null }),
-    session_lengths: opts.lengths(),
-  });
-  return new Proxy(store, {
-    get: (target, key) => {
-      if (key === "load") return load;
-      const value = Reflect.get(target, key) as unknown;
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
+  return {
+    beginTurn: async (ref, ask) =>
+      turnOver(await store.beginTurn(ref, ask), {
+        ...(opts.idle ? {} : { idle_seconds: null }),
+        session_lengths: opts.lengths(),
+      }),
+    getBody: (ref, memId) => store.getBody(ref, memId),
+    noteRecall: (ref, memId) => store.noteRecall(ref, memId),
+    describeSession: (ref) => store.describeSession(ref),
+    deleteSession: (ref) => store.deleteSession(ref),
+  };
 }

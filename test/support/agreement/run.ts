@@ -27,7 +27,8 @@ export function configOf(policy: string): Record<string, unknown> {
   if (c === undefined) throw new Error(`no edge-offload config named ${JSON.stringify(policy)}`);
   // The replay has no provider usage to calibrate with: the gate must price what the replay priced
   // for the bytes to match. The proxy still learns the calibration (the bench reports its error). Nor
-  // does the Worker's store supply session lengths yet: both sides price the configured horizon.
+  // do the two sides share session lengths (the Worker's store learns them from the tenant's ended
+  // sessions, the replay from its own file order): both price the configured horizon.
   return {
     ...c.config,
     tool_result_calibration_enabled: false,

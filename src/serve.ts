@@ -1,0 +1,115 @@
+/**
+ * `edge-offload serve`: the service's Hono app (routes, proxy, dashboard, OpenAPI: src/app.ts) on Node
+ * through `@hono/node-server`, over a store named by a URL (store/open.ts) instead of the Worker's
+ * bindings. Keys, secret, upstream base URLs and the deployment's config come from the same environment
+ * variables as on Workers (src/env.ts); retention is the store's (OFFLOAD_RETENTION_SECONDS).
+ */
+import { createApp } from "./app.ts";
+import type { Env } from "./env.ts";
+import { OffloadError } from "./errors.ts";
+import { settingsOf } from "./http/context.ts";
+import { type OpenedStore, openStore } from "./store/open.ts";
+
+export const DEFAULT_SERVE_PORT = 8787;
+export const DEFAULT_SERVE_HOST = "127.0.0.1";
+export const DEFAULT_SERVE_STORE = "sqlite:./edge-offload.db";
+
+/** The variables of src/env.ts that `serve` reads (the bindings are the store's). */
+const VARIABLES = [
+  "OFFLOAD_API_KEYS",
+  "OFFLOAD_SECRET",
+  "OFFLOAD_DEFAULT_CONFIG",
+  "OFFLOAD_MAX_BODY_BYTES",
+  "OFFLOAD_EXTRACT_LIMITS",
+  "OFFLOAD_RETENTION_SECONDS",
+  "ANTHROPIC_BASE_URL",
+  "OPENAI_BASE_URL",
+  "OFFLOAD_PROXY_MAX_HOPS",
+  "OFFLOAD_OCR",
+  "OFFLOAD_OCR_LIMITS",
+  "OFFLOAD_DASHBOARD_URL_KEYS",
+] as const;
+
+export interface ServeOptions {
+  port?: number;
+  host?: string;
+  /** A store URL (default `sqlite:./edge-offload.db`). */
+  store?: string;
+  /** Where the variables are read (default `process.env`). */
+  env?: Record<string, string | undefined>;
+  /** Operator lines (default: stderr). */
+  log?: (line: string) => void;
+  /** The provider calls (default: the global fetch). */
+  fetch?: typeof fetch;
+}
+
+export interface Server {
+  /** `http://host:port`. */
+  url: string;
+  /** What the store URL named (without credentials). */
+  store: string;
+  /** Stops taking connections, waits for the store's background work, closes it. */
+  close(): Promise<void>;
+}
+
+/** Starts the service; a bad variable or store URL fails here, before a port is taken. */
+export async function serve(options: ServeOptions = {}): Promise<Server> {
+  const source = options.env ?? process.env;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const vars: Record<string, string> = {};
+  for (const name of VARIABLES) {
+    const v = source[name];
+    if (v !== undefined) vars[name] = v;
+  }
+  const env = vars as unknown as Env;
+  // The same checks as a Worker's first request, at once: a misconfigured server does not start.
+  const settings = settingsOf(env);
+  if (settings.secret === undefined)
+    log("[edge-offload] OFFLOAD_SECRET is not set: compaction answers 500 until it is");
+  const opened: OpenedStore = await openStore(options.store ?? DEFAULT_SERVE_STORE, {
+    retentionSeconds: settings.retentionSeconds,
+    log,
+  });
+  let nodeServer: typeof import("@hono/node-server");
+  try {
+    nodeServer = await import("@hono/node-server");
+  } catch {
+    await opened.close();
+    throw new OffloadError(
+      "internal",
+      'serve needs the "hono" and "@hono/node-server" packages: npm install hono @hono/node-server',
+    );
+  }
+  const app = createApp({
+    store: () => opened.store,
+    log,
+    ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
+  });
+  const host = options.host ?? DEFAULT_SERVE_HOST;
+  const port = options.port ?? DEFAULT_SERVE_PORT;
+  const { server, address } = await new Promise<{
+    server: ReturnType<typeof nodeServer.serve>;
+    address: { port: number };
+  }>((resolve, reject) => {
+    const s = nodeServer.serve(
+      { fetch: (req: Request) => app.fetch(req, env), port, hostname: host },
+      (info) => resolve({ server: s, address: info }),
+    );
+    s.once("error", reject);
+  }).catch(async (e) => {
+    await opened.close();
+    throw e;
+  });
+  const shown = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${shown}:${address.port}`,
+    store: opened.describe,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
+      await opened.close();
+    },
+  };
+}

@@ -1,0 +1,124 @@
+/**
+ * `RetainedStore`: a composed store over backends that hold many sessions (a SQL database, Redis), with
+ * the upkeep a Durable Object's alarm does for one: a sweep, run in the background every `sweepEveryMs`,
+ * counts the length of each session idle for an hour (the tenant's learned horizon), purges the
+ * sessions idle past the retention (state, bodies, index entries, as `deleteSession` does),
+ * purges again those whose purge nobody confirmed, and deletes the bodies refused commits wrote.
+ */
+import type { SessionRef } from "../core/types.ts";
+import { type CallOptions, describeCause, withTimeout } from "./backend-calls.ts";
+import { ComposedStore, type StoreParts } from "./composed.ts";
+import { TenantCache } from "./tenant-cache.ts";
+
+/** How often the background sweep runs by default (ms). */
+export const DEFAULT_SWEEP_MS = 60_000;
+/** Sessions one sweep handles at most, of each kind (the next sweep goes on). */
+const SWEEP_LIMIT = 100;
+
+/** What the sweep asks of a session state that holds many sessions. */
+export interface SweptState {
+  /** Sessions idle for an hour whose length is not counted yet (session-lengths.ts). */
+  ended(limit: number): Promise<SessionRef[]>;
+  /** Sessions idle past the retention, or whose purge was never confirmed. */
+  expired(limit: number): Promise<SessionRef[]>;
+  /** Sessions with bodies noted for deletion. */
+  orphaned(limit: number): Promise<SessionRef[]>;
+  pendingOrphans(ref: SessionRef): Promise<string[]>;
+  orphansDeleted(ref: SessionRef, memIds: readonly string[]): Promise<void>;
+}
+
+export interface RetainedStoreOptions extends CallOptions {
+  /**
+   * Idle sessions are purged this long after their last activity (0: kept until deleted); default
+   * 7 days, as `OFFLOAD_RETENTION_SECONDS` on the Worker.
+   */
+  retentionSeconds?: number | undefined;
+  /** How often the sweep runs (ms, default 60 s); 0: never by itself (call `sweep()`). */
+  sweepEveryMs?: number | undefined;
+}
+
+/** What one sweep did. */
+export interface SweepResult {
+  /** Sessions idle for an hour whose length went to the tenant's learning. */
+  ended: number;
+  /** Sessions purged: idle past the retention, or a purge nobody confirmed. */
+  purged: number;
+  /** Bodies of refused commits deleted. */
+  orphans: number;
+}
+
+/** A composed store with retention's sweep (see above). */
+export class RetainedStore extends ComposedStore {
+  /** The tenant's learning as turns read it: a process's cache, or null when read directly. */
+  readonly tenantCache: TenantCache | null;
+  readonly #state: SweptState;
+  readonly #parts: StoreParts;
+  readonly #log: (line: string) => void;
+  #timer: ReturnType<typeof setInterval> | null = null;
+  #sweeping: Promise<SweepResult> | null = null;
+
+  constructor(parts: StoreParts & { sweepEveryMs?: number | undefined }, state: SweptState) {
+    super(parts);
+    this.#state = state;
+    this.#parts = parts;
+    this.tenantCache = parts.tenants instanceof TenantCache ? parts.tenants : null;
+    this.#log = parts.log ?? ((line) => console.error(line));
+    const every = parts.sweepEveryMs ?? DEFAULT_SWEEP_MS;
+    if (every > 0) {
+      this.#timer = setInterval(() => {
+        this.sweep().catch((e) =>
+          this.#log(`[edge-offload] the retention sweep failed: ${describeCause(e)}`),
+        );
+      }, every);
+      // The sweep never keeps a process alive by itself.
+      (this.#timer as { unref?: () => void }).unref?.();
+    }
+  }
+
+  /**
+   * One pass of upkeep (the background timer runs it; a serverless host may call it on a schedule of
+   * its own). Passes of one store never overlap; several processes may sweep at once.
+   */
+  sweep(): Promise<SweepResult> {
+    this.#sweeping ??= this.#sweep().finally(() => {
+      this.#sweeping = null;
+    });
+    return this.#sweeping;
+  }
+
+  async #sweep(): Promise<SweepResult> {
+    let ended = 0;
+    for (const ref of await this.#state.ended(SWEEP_LIMIT)) {
+      await this.endSession(ref);
+      ended++;
+    }
+    let purged = 0;
+    for (const ref of await this.#state.expired(SWEEP_LIMIT)) {
+      await this.deleteSession(ref);
+      purged++;
+    }
+    let orphans = 0;
+    for (const ref of await this.#state.orphaned(SWEEP_LIMIT)) {
+      // A record naming one of these bodies is refused meanwhile, and until a lease after it is gone.
+      const due = await this.#state.pendingOrphans(ref);
+      if (due.length > 0) {
+        await this.#parts.index.deleteBodies(ref, due);
+        await this.#parts.ledger.delete(ref, due);
+      }
+      await this.#state.orphansDeleted(ref, due);
+      orphans += due.length;
+    }
+    return { ended, purged, orphans };
+  }
+
+  /**
+   * Stops the background sweep and waits (10 s at most) for a running one and for the work after
+   * earlier answers; a host then closes its engine.
+   */
+  async close(): Promise<void> {
+    if (this.#timer !== null) clearInterval(this.#timer);
+    this.#timer = null;
+    const running = this.#sweeping;
+    await withTimeout(() => Promise.allSettled([running, this.settled()]), 10_000).catch(() => {});
+  }
+}
