@@ -1,3 +1,4 @@
+import { fileURLToPath } from "node:url";
 import { cloudflareTest } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 
@@ -10,9 +11,34 @@ const TEST_SECRETS = {
  * Vars a local `.dev.vars` sets for `npm start` (which writes one, and so does the smoke test that runs it)
  * that the workerd tests must not inherit: they run as a deployment does.
  */
-const DEPLOYMENT_VARS = { OFFLOAD_DASHBOARD_URL_KEYS: "off" };
+const DEPLOYMENT_VARS = {
+  OFFLOAD_DASHBOARD_URL_KEYS: "off",
+  // No deployment layer: the engine's own defaults, each test setting what it tests (the shipped layer,
+  // shadow for every session, has its tests: test/unit/shipped-config.test.ts, the README's quick start).
+  OFFLOAD_DEFAULT_CONFIG: "{}",
+};
 /** English trained data, gzipped as @tesseract.js-data/eng ships it (what `npm run ocr:setup` uploads). */
 const OCR_MODEL_FILE = "node_modules/@tesseract.js-data/eng/4.0.0_best_int/eng.traineddata.gz";
+/**
+ * `edge-offload` and its subpaths as the examples import them (a user's project resolves them to dist/):
+ * here, the sources, so the tests need no build. Each name exactly (the root must not take the subpaths).
+ */
+const SOURCES = Object.entries({
+  "edge-offload": "lib",
+  "edge-offload/extract": "extract/entry",
+  "edge-offload/toolkit": "toolkit/entry",
+  "edge-offload/hono": "toolkit/hono",
+  "edge-offload/pricing": "pricing",
+  "edge-offload/store": "store-kit",
+  "edge-offload/replay": "replay/entry",
+  "edge-offload/fetch": "integrations/fetch",
+  "edge-offload/ai-sdk": "integrations/ai-sdk",
+  "edge-offload/agents": "integrations/agents",
+  "edge-offload/eval": "eval/entry",
+}).map(([name, path]) => ({
+  find: new RegExp(`^${name}$`),
+  replacement: fileURLToPath(new URL(`./src/${path}.ts`, import.meta.url)),
+}));
 
 // Six projects: the pure core in plain Node (fast); everything that needs workerd (bindings, the Worker);
 // a smoke test that starts the real `wrangler dev` (production rules: no eval) and talks HTTP to it; and the
@@ -22,6 +48,7 @@ export default defineConfig({
   test: {
     projects: [
       {
+        resolve: { alias: SOURCES },
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts"],
@@ -52,6 +79,7 @@ export default defineConfig({
             },
           }),
         ],
+        resolve: { alias: SOURCES },
         test: {
           name: "workers",
           include: ["test/worker/**/*.test.ts"],
@@ -72,6 +100,7 @@ export default defineConfig({
             },
           }),
         ],
+        resolve: { alias: SOURCES },
         test: {
           name: "cf-agents",
           include: ["test/cf-agents/**/*.test.ts"],
@@ -110,6 +139,7 @@ export default defineConfig({
         },
       },
       {
+        resolve: { alias: SOURCES },
         test: {
           name: "clients",
           include: ["test/clients/**/*.test.ts"],

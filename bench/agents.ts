@@ -1,299 +1,403 @@
 /**
- * Agents that cap their own outputs (Claude Code, Codex CLI): their recorded request shapes
- * (test/fixtures/agent-traces) expanded into long sessions, compacted turn by turn under several configs,
- * and billed by the billing fake (its cache rules and tokenizer). The sessions grow by repeating the trace's
- * own tool calls and results in order (fresh ids, each result's text marked with its turn so no two are the
- * same), with the agent's cache marker moved to the newest block as the agent moves it. Prints, per agent and
- * config: the results offloaded, the turn at which the agent's own compaction would fire and the turn of a
- * context overflow (both from the prompt tokens the provider reports, which is what the agents count), the
- * context-pressure batches (when, how many results, what the batch turn cost over the same turn without
- * offload), and the bill up to the turn the agent without offload compacts.
+ * Context pressure against the agents' own compaction, over whole sessions. The recorded request shapes of
+ * Claude Code and Codex CLI (test/fixtures/agent-traces) grow into long sessions (bench/lib/agent-session.ts),
+ * go through edge-offload under several configs, and are billed by the billing fake (its cache rules and
+ * tokenizer). The agent is modelled to the end of the session (bench/lib/agent-compaction.ts, where every
+ * assumption and its source is): when a turn's tokens reach its threshold it makes its summary call (billed,
+ * through the proxy like any call) and goes on from what it keeps, growing again, compacting again.
  *
- * The agents' thresholds are assumptions taken from their public descriptions: Claude Code compacts at the
- * window less 33K tokens (20K kept for the summary, a 13K buffer: 167K of 200K), Codex at 90% of the window.
- * The fake model never recalls (so recall hops are not in these figures) and answers "ok".
+ * The configs: no offload (the agent compacts alone), edge-offload's defaults, pressure off, pressure variants
+ * (share → target of the agent's window, the "free" declaration, a batch at the agent's own threshold), and
+ * the same with every result first sent in full (`tool_result_first_delivery: "full"`), which isolates
+ * pressure from the gate's first delivery. Per run it prints, at each checkpoint (160 turns, and the last
+ * turn): the bill and its ratio to the agent compacting alone, the agent's compactions, and what is kept:
+ * the share of the session's tool results still reachable (whole in the prompt, or behind a stub that one
+ * recall reads). The fake model never recalls, so no recall hop is in these bills; it answers "ok" (the
+ * agents' own short outputs are left out alike).
  *
- * `npm run bench -- agents` (a minute); `--turns=N` sets how many turns each session runs (default 160).
+ * `npm run bench -- agents` runs 160 turns. Options: `--turns=N` (checkpoints at 160 and N), `--gap=BASE[,LONG@P]`
+ * (seconds between calls, as the replay's --gap: caches lapse on long gaps; `--gap=20,900@0.1` is the cold-cache
+ * model), `--scenarios=a,b` (claude-code-1m, claude-code-200k, codex; all by default), `--configs=a,b` (only
+ * the configs whose name holds one of these, beside the agent's own), `--summary=N` (the agents' summary
+ * output tokens, instead of 20,000 for Claude Code and 4,000 for Codex).
  */
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { resolveConfig } from "../src/config.ts";
 import { compact } from "../src/core/compact.ts";
-import { resolveModel } from "../src/core/pricing.ts";
+import { RECALL_OUTPUT_TOKENS_DEFAULT, RECALL_TOKENS_DEFAULT } from "../src/core/gate.ts";
+import { type ModelPrice, ratesFor, resolveModel, usd } from "../src/core/pricing.ts";
+import { sessionRef } from "../src/core/session.ts";
+import { pressureWindow } from "../src/core/turn/pressure.ts";
+import type { TurnDecision } from "../src/core/types.ts";
+import { type GapModel, gapSeconds, parseGapModel, REPLAY_EPOCH_MS } from "../src/replay/gaps.ts";
 import { MemoryStore } from "../src/store/memory.ts";
-import { type AgentTrace, expandTrace, loadTrace } from "../test/support/agent-traces.ts";
+import { loadTrace } from "../test/support/agent-traces.ts";
+import { billUsd } from "../test/support/billing/bill.ts";
 import { BillingFake, say } from "../test/support/billing-fake.ts";
+import {
+  type AgentName,
+  type CompactionModel,
+  claudeCodeCompaction,
+  codexCompaction,
+  type Json,
+  textOfTokens,
+} from "./lib/agent-compaction.ts";
+import { AgentSession, reachable } from "./lib/agent-session.ts";
 
-type Json = Record<string, unknown>;
-
-const CONFIGS: Record<string, Json> = {
-  none: { tool_result_compaction_enabled: false },
-  "lazy, no pressure": {
-    tool_result_compaction_enabled: true,
-    tool_result_offload_enabled: true,
-    tool_result_context_pressure_share: null,
-  },
-  "free declaration, no pressure": {
-    tool_result_compaction_enabled: true,
-    tool_result_offload_enabled: true,
-    tool_result_recall_tool_declaration: "free",
-    tool_result_context_pressure_share: null,
-  },
-  defaults: { tool_result_compaction_enabled: true, tool_result_offload_enabled: true },
-  "defaults + free declaration": {
-    tool_result_compaction_enabled: true,
-    tool_result_offload_enabled: true,
-    tool_result_recall_tool_declaration: "free",
-  },
-};
-
-/** The prompt tokens at which the agent compacts on its own (see the header). */
-const COMPACTS_AT: Record<string, (window: number) => number> = {
-  "claude-code": (w) => w - 33_000,
-  codex: (w) => Math.floor(w * 0.9),
-};
-
-const listKey = (req: Json): "messages" | "input" => ("messages" in req ? "messages" : "input");
-
-/** A call and its result, as consecutive items of the agent's own history. */
-function pairsOf(req: Json): Json[][] {
-  const items = req[listKey(req)] as Json[];
-  const out: Json[][] = [];
-  for (let i = 0; i + 1 < items.length; i++) {
-    const a = items[i]!;
-    const b = items[i + 1]!;
-    const anthropic =
-      a.role === "assistant" &&
-      Array.isArray(a.content) &&
-      a.content.some((x: Json) => x.type === "tool_use") &&
-      Array.isArray(b.content) &&
-      b.content.some((x: Json) => x.type === "tool_result");
-    const responses =
-      typeof a.type === "string" &&
-      a.type.endsWith("_call") &&
-      b.type === `${a.type}_output` &&
-      a.call_id === b.call_id;
-    if (anthropic || responses) out.push([a, b]);
-  }
-  return out;
+interface Scenario {
+  name: string;
+  agent: AgentName;
+  model: CompactionModel;
+  /** What the scenario is, for the table's title. */
+  title: string;
 }
 
-/** The longest string in a value, rewritten in place by `edit` (same length). */
-function markLongest(value: unknown, mark: string): unknown {
-  let best: { holder: Json | unknown[]; key: string | number; len: number } | null = null;
-  const walk = (v: unknown) => {
-    if (Array.isArray(v))
-      v.forEach((x, i) => {
-        if (typeof x === "string" && x.length > (best?.len ?? 0))
-          best = { holder: v, key: i, len: x.length };
-        else walk(x);
-      });
-    else if (typeof v === "object" && v !== null)
-      for (const [k, x] of Object.entries(v as Json)) {
-        if (typeof x === "string" && x.length > (best?.len ?? 0))
-          best = { holder: v as Json, key: k, len: x.length };
-        else walk(x);
-      }
+function scenarios(summary: number | undefined): Scenario[] {
+  return [
+    {
+      name: "claude-code-1m",
+      agent: "claude-code",
+      model: claudeCodeCompaction(1_000_000, summary),
+      title: "Claude Code on claude-opus-5-5, its own 1M window (compacts at 967K)",
+    },
+    {
+      name: "claude-code-200k",
+      agent: "claude-code",
+      model: claudeCodeCompaction(200_000, summary),
+      title:
+        "Claude Code on claude-opus-5-5 with CLAUDE_CODE_AUTO_COMPACT_WINDOW=200000 (compacts at 167K)",
+    },
+    {
+      name: "codex",
+      agent: "codex",
+      model: codexCompaction(500_000, summary),
+      title: "Codex CLI on gpt-6.2-sol, its catalog's 500K window (compacts at 450K)",
+    },
+  ];
+}
+
+/** A full collection before each heap reading, so it says what a run holds, not its garbage. */
+setFlagsFromString("--expose-gc");
+const gc = runInNewContext("gc") as () => void;
+const heapMb = () => {
+  gc();
+  return Math.round(process.memoryUsage().heapUsed / 1e6);
+};
+
+const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+
+/**
+ * A pressure setting: share → target of a window (or off), whether the recall tool is declared "free",
+ * and whether every result is first sent in full (`tool_result_first_delivery: "full"`: the gate never
+ * stubs a result the model has not read, so what is offloaded is pressure's and the settled gate's).
+ */
+interface Pressure {
+  share: number | null;
+  target: number;
+  window: number;
+  free: boolean;
+  full: boolean;
+}
+
+const pressureLayer = (p: Pressure): Json => ({
+  ...ON,
+  tool_result_context_window_tokens: p.window,
+  tool_result_context_pressure_share: p.share,
+  tool_result_context_pressure_target: p.target,
+  ...(p.free ? { tool_result_recall_tool_declaration: "free" } : {}),
+  ...(p.full ? { tool_result_first_delivery: "full" } : {}),
+});
+
+const pressureName = (p: Pressure) =>
+  `${p.full ? "full first delivery, " : ""}${p.share === null ? "pressure off" : `pressure ${p.share}→${p.target} of ${p.window / 1000}K`}${p.free ? " + free" : ""}`;
+
+/** The lower window the variants try where the agent's is larger. */
+const LOWER_WINDOW = 200_000;
+
+/**
+ * The configs compared; `null` is no offload at all (the agent compacts on its own). The defaults measure
+ * against the price table's window (pressureWindow); the variants against the agent's own (which a user
+ * sets where they differ), each once: a variant the defaults already are is not run again. The "full first
+ * delivery" rows isolate pressure from the gate's first delivery, which stubs a medium result on arrival.
+ */
+function configs(s: Scenario): [string, Json | null][] {
+  const window = s.model.window;
+  const at = Math.floor((s.model.threshold / window - 0.02) * 100) / 100;
+  const d = resolveConfig({});
+  const defaults: Pressure = {
+    share: d.tool_result_context_pressure_share,
+    target: d.tool_result_context_pressure_target,
+    window: pressureWindow(resolveModel(loadTrace(s.agent).default_model), null)!,
+    free: d.tool_result_recall_tool_declaration === "free",
+    full: d.tool_result_first_delivery === "full",
   };
-  walk(value);
-  if (best !== null) {
-    const b = best as { holder: Json & unknown[]; key: string & number };
-    const s = b.holder[b.key] as unknown as string;
-    b.holder[b.key] = (mark + s.slice(mark.length)) as never;
-  }
-  return value;
+  const v = (share: number | null, target: number, free = false, full = false): Pressure => ({
+    share,
+    target,
+    window,
+    free,
+    full,
+  });
+  const variants: Pressure[] = [
+    { ...defaults, share: null },
+    v(0.8, 0.5),
+    v(0.8, 0.5, true),
+    v(0.8, 0.2),
+    v(0.5, 0.2),
+    v(0.5, 0.2, true),
+    v(at, 0.2),
+    { ...defaults, share: null, full: true },
+    { ...defaults, full: true },
+    v(0.8, 0.5, false, true),
+    v(0.5, 0.2, false, true),
+    // A window below the agent's: smaller prompts every turn, fewer results whole.
+    ...(window > LOWER_WINDOW
+      ? [
+          { ...v(0.5, 0.2), window: LOWER_WINDOW },
+          { ...v(0.5, 0.2, false, true), window: LOWER_WINDOW },
+        ]
+      : []),
+  ];
+  const same = (a: Pressure, b: Pressure) =>
+    JSON.stringify(a) === JSON.stringify(b) ||
+    (a.share === null && b.share === null && a.full === b.full);
+  return [
+    ["agent compacts (no offload)", null],
+    [`defaults (${pressureName(defaults)})`, ON],
+    ...variants
+      .filter((p, i) => !same(p, defaults) && variants.findIndex((w) => same(p, w)) === i)
+      .map((p): [string, Json] => [
+        `${pressureName(p)}${p.share === at ? " (the agent's threshold)" : ""}`,
+        pressureLayer(p),
+      ]),
+  ];
 }
 
-/** Moves Anthropic's message cache marker to the newest block (as Claude Code does each turn). */
-function moveMarker(req: Json): void {
-  if (!("messages" in req)) return;
-  const messages = req.messages as Json[];
-  let marker: unknown = null;
-  for (const m of messages)
-    if (Array.isArray(m.content))
-      for (const b of m.content as Json[])
-        if (b.cache_control !== undefined) {
-          marker = b.cache_control;
-          delete b.cache_control;
-        }
-  const last = messages[messages.length - 1]!;
-  if (marker !== null && Array.isArray(last.content))
-    (last.content as Json[])[(last.content as Json[]).length - 1]!.cache_control = marker;
-}
-
-/** The trace's requests (side calls left out), then `turns` more calls repeating its pairs. */
-function session(trace: AgentTrace, turns: number): Json[] {
-  const recorded = expandTrace(trace)
-    .map((t, i) => ({ t, phase: trace.requests[i]!.phase }))
-    .filter((r) => r.phase !== "count_tokens")
-    .map((r) => JSON.parse(r.t) as Json);
-  const out = [...recorded];
-  const template = recorded[recorded.length - 1]!;
-  const pairs = pairsOf(template);
-  let current = structuredClone(template);
-  for (let k = 1; out.length < turns; k++) {
-    const pair = pairs[(k - 1) % pairs.length]!;
-    const text = JSON.stringify(pair);
-    const ids = new Set<string>();
-    for (const m of text.matchAll(/"(?:id|tool_use_id|call_id)":"([^"]+)"/g)) ids.add(m[1]!);
-    let renamed = text;
-    for (const id of ids) renamed = renamed.split(`"${id}"`).join(`"${id}_x${k}"`);
-    const [call, result] = JSON.parse(renamed) as [Json, Json];
-    markLongest(result, `#${k} `);
-    current = structuredClone(current);
-    (current[listKey(current)] as Json[]).push(call, result);
-    moveMarker(current);
-    out.push(current);
-  }
-  return out.slice(0, turns);
+interface Checkpoint {
+  turn: number;
+  usd: number;
+  /** The same calls at claude-sonnet-5-5's rates (Claude Code only). */
+  sonnet_usd: number | null;
+  compactions: number;
+  produced: number;
+  reachable: number;
+  /** Results behind a stub on this turn, and the turns' mean prompt (what a recall hop re-reads). */
+  offloaded: number;
+  mean_prompt: number;
+  /** The heap the run holds at this turn (after a full collection), in MB. */
+  heap: number;
 }
 
 interface Run {
   config: string;
-  offloaded: number;
-  compaction_turn: number | null;
-  overflow_turn: number | null;
-  batches: { turn: number; results: number; before: number; after: number }[];
-  /** Billed dollars per turn. */
-  usd: number[];
-  prompt: number[];
+  checkpoints: Checkpoint[];
+  batches: { turn: number; results: number; before: number; after: number; usd: number }[];
+  compaction_usd: number;
+  peak: number;
 }
 
-async function runAgent(name: "claude-code" | "codex", turns: number): Promise<Run[]> {
-  const trace = loadTrace(name);
-  const requests = session(trace, turns);
-  const price = resolveModel(trace.default_model)!;
-  const window = price.context_window;
-  const compactsAt = COMPACTS_AT[name]!(window);
+async function runSession(
+  s: Scenario,
+  config: string,
+  layer: Json | null,
+  turns: number,
+  at: readonly number[],
+  gap: GapModel | null,
+): Promise<Run> {
+  const trace = loadTrace(s.agent);
+  const session = new AgentSession(trace);
   const fake = new BillingFake();
   fake.script = () => say("ok");
+  const store = new MemoryStore({ now: () => REPLAY_EPOCH_MS + fake.clock.now() });
+  const id = `${s.name}-${config}`.replace(/[^A-Za-z0-9._:-]/g, "_");
+  const ref = sessionRef(id);
   const path = trace.format === "anthropic" ? "/anthropic/v1/messages" : "/openai/v1/responses";
-  const runs: Run[] = [];
-  for (const [config, layer] of Object.entries(CONFIGS)) {
-    fake.flush();
-    const store = new MemoryStore();
-    const run: Run = {
-      config,
-      offloaded: 0,
-      compaction_turn: null,
-      overflow_turn: null,
-      batches: [],
-      usd: [],
-      prompt: [],
-    };
-    const offloadedIds = new Set<string>();
-    for (const [i, req] of requests.entries()) {
-      fake.clock.advance(20);
+  const sonnet = s.agent === "claude-code" ? "claude-sonnet-5-5" : null;
+  const run: Run = { config, checkpoints: [], batches: [], compaction_usd: 0, peak: 0 };
+  let usd = 0;
+  let sonnetUsd = 0;
+  let compactions = 0;
+  let prompts = 0;
+  /** The last turn's decisions: what each result in its request went out as. */
+  let decisions: readonly TurnDecision[] = [];
+
+  const send = async (raw: string, summary = false) => {
+    let body = raw;
+    let pressure = null;
+    if (layer !== null) {
       const out = await compact({
         format: trace.format,
-        request: JSON.stringify(req),
-        session: `${name}-${config}`.replace(/[^A-Za-z0-9._:-]/g, "_"),
+        request: raw,
+        session: id,
         store,
         config: layer,
         secret: "agents-bench-secret-0123456789",
       });
-      for (const d of out.decisions) if (d.action === "offloaded") offloadedIds.add(d.tool_use_id);
-      const p = out.report.pressure;
-      if (p !== null && p !== undefined)
-        run.batches.push({
-          turn: i + 1,
-          results: p.offloaded,
-          before: p.share_before,
-          after: p.share_after,
-        });
-      const sent = JSON.parse(out.request as string) as Json;
-      const res = await fake.fetch(
-        new Request(`http://fake${path}`, {
-          method: "POST",
-          headers: { "content-type": "application/json", "x-fake-conversation": config },
-          body: JSON.stringify({ ...sent, stream: false }),
-        }),
-      );
-      if (!res.ok) throw new Error(`${name} ${config} turn ${i + 1}: ${await res.text()}`);
-      const call = fake.calls[fake.calls.length - 1]!;
-      const t = call.tokens;
-      const prompt = t.input + t.cache_read + t.cache_write_5m + t.cache_write_1h;
-      run.usd.push(call.usd ?? 0);
-      run.prompt.push(prompt);
-      if (run.compaction_turn === null && prompt >= compactsAt) run.compaction_turn = i + 1;
-      if (run.overflow_turn === null && prompt >= window) run.overflow_turn = i + 1;
+      body = out.request as string;
+      pressure = out.report.pressure ?? null;
+      if (!summary) decisions = out.decisions;
     }
-    run.offloaded = offloadedIds.size;
-    runs.push(run);
+    const json = JSON.parse(body) as Json;
+    const res = await fake.fetch(
+      new Request(`http://fake${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ ...json, stream: false }),
+      }),
+    );
+    if (!res.ok) throw new Error(`${id}: ${await res.text()}`);
+    const call = fake.calls[fake.calls.length - 1]!;
+    const t = call.tokens;
+    const prompt = t.input + t.cache_read + t.cache_write_5m + t.cache_write_1h;
+    usd += call.usd ?? 0;
+    if (sonnet !== null) sonnetUsd += billUsd(sonnet, t) ?? 0;
+    run.peak = Math.max(run.peak, prompt);
+    return { prompt, output: t.output, usd: call.usd ?? 0, pressure };
+  };
+
+  for (let turn = 1; turn <= turns; turn++) {
+    fake.clock.advance(gap === null ? 20 : gapSeconds(gap, s.name, turn));
+    const c = await send(session.next());
+    prompts += c.prompt;
+    if (c.pressure !== null)
+      run.batches.push({
+        turn,
+        results: c.pressure.offloaded,
+        before: c.pressure.share_before,
+        after: c.pressure.share_after,
+        usd: c.usd,
+      });
+    // The agent counts its context from the usage the provider reported, and compacts past its threshold.
+    if (c.prompt + c.output >= s.model.threshold) {
+      fake.clock.advance(2);
+      fake.reply(say(textOfTokens(s.model.summary_out)));
+      run.compaction_usd += (await send(session.summaryRequest(s.model), true)).usd;
+      session.compact(s.model);
+      compactions++;
+    }
+    if (at.includes(turn)) {
+      const kept = await reachable(
+        session.produced,
+        session.held(),
+        decisions,
+        async (memId) => (await store.getBody(ref, memId)) !== null,
+      );
+      run.checkpoints.push({
+        turn,
+        usd,
+        sonnet_usd: sonnet === null ? null : sonnetUsd,
+        compactions,
+        produced: session.produced.size,
+        reachable: kept.reachable,
+        offloaded: kept.stubs,
+        mean_prompt: prompts / turn,
+        heap: heapMb(),
+      });
+    }
   }
-  return runs;
+  return run;
 }
 
-const money = (x: number) => `$${x.toFixed(3)}`;
+const money = (x: number) => `$${x.toFixed(2)}`;
+const pct = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)}%`;
 
 function table(head: string[], rows: string[][]): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
 }
 
-export async function benchAgents(argv: readonly string[] = []): Promise<void> {
-  const turns = Number(argv.find((a) => a.startsWith("--turns="))?.split("=")[1] ?? 160);
-  const rows: string[][] = [];
-  const batchRows: string[][] = [];
-  for (const name of ["claude-code", "codex"] as const) {
-    const runs = await runAgent(name, turns);
-    const none = runs.find((r) => r.config === "none")!;
-    const horizon = none.compaction_turn ?? turns;
-    const upTo = (r: Run) => r.usd.slice(0, horizon).reduce((n, x) => n + x, 0);
-    const total = (r: Run) => r.usd.reduce((n, x) => n + x, 0);
-    for (const r of runs) {
-      const batchUsd = r.batches.reduce(
-        (n, b) => n + (r.usd[b.turn - 1]! - (none.usd[b.turn - 1] ?? 0)),
-        0,
+/** One recall hop as the gate prices it: the prompt re-read, what it brings back, the call's output. */
+function hopUsd(price: ModelPrice, prompt: number): number {
+  const r = ratesFor(price, prompt);
+  return (
+    usd(prompt, r.cache_read) +
+    usd(RECALL_TOKENS_DEFAULT, r.input) +
+    usd(RECALL_OUTPUT_TOKENS_DEFAULT, r.output)
+  );
+}
+
+function render(s: Scenario, gap: string | null, runs: Run[], at: readonly number[]): string {
+  const price = resolveModel(loadTrace(s.agent).default_model)!;
+  const base = runs[0]!;
+  const end = at.at(-1)!;
+  const head = ["config", "batches"];
+  for (const t of at) head.push(`compactions @${t}`, `kept @${t}`, `bill @${t}`, `vs agent @${t}`);
+  head.push(`stubs @${end}`, `break-even recalls @${end}`);
+  if (s.agent === "claude-code") head.push(`Sonnet 5.5 @${end}`);
+  head.push("peak prompt");
+  const rows = runs.map((r) => {
+    const row = [r.config, String(r.batches.length)];
+    r.checkpoints.forEach((c, i) => {
+      const b = base.checkpoints[i]!;
+      row.push(
+        String(c.compactions),
+        `${((c.reachable / c.produced) * 100).toFixed(0)}%`,
+        money(c.usd),
+        r === base ? "—" : pct(c.usd / b.usd - 1),
       );
-      rows.push([
-        name,
-        r.config,
-        String(r.offloaded),
-        r.compaction_turn === null ? `none in ${turns}` : String(r.compaction_turn),
-        r.overflow_turn === null ? `none in ${turns}` : String(r.overflow_turn),
-        String(r.batches.length),
-        r.batches.length === 0 ? "—" : money(batchUsd / r.batches.length),
-        money(upTo(r)),
-        `${(((upTo(r) - upTo(none)) / upTo(none)) * 100).toFixed(1)}%`,
-        money(total(r)),
-        String(Math.max(...r.prompt)),
-      ]);
-      for (const b of r.batches.slice(0, 4))
-        batchRows.push([
-          name,
+    });
+    const last = r.checkpoints.at(-1)!;
+    const saved = base.checkpoints.at(-1)!.usd - last.usd;
+    row.push(
+      String(last.offloaded),
+      last.offloaded === 0 || saved <= 0
+        ? "—"
+        : String(Math.floor(saved / hopUsd(price, last.mean_prompt))),
+    );
+    if (s.agent === "claude-code") row.push(money(last.sonnet_usd!));
+    row.push(String(r.peak));
+    return row;
+  });
+  return `\n${s.title}; ${price.id} prices${gap === null ? "" : `; --gap ${gap}`}; summary ${s.model.summary_out} tokens out\n${table(head, rows)}`;
+}
+
+export async function benchAgents(argv: readonly string[] = []): Promise<void> {
+  const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split("=")[1];
+  const turns = Number(opt("turns") ?? 160);
+  if (!Number.isInteger(turns) || turns < 20) throw new Error("--turns must be an integer ≥ 20");
+  const gapSpec = opt("gap") ?? null;
+  const gap = gapSpec === null ? null : parseGapModel(gapSpec);
+  const summary = opt("summary") === undefined ? undefined : Number(opt("summary"));
+  const wanted = opt("scenarios")?.split(",");
+  // Configs whose name holds one of these (the agent's own row is always run: it is the baseline).
+  const only = opt("configs")?.split(",");
+  const at = [...new Set([Math.min(160, turns), turns])];
+  for (const s of scenarios(summary)) {
+    if (wanted !== undefined && !wanted.includes(s.name)) continue;
+    const runs: Run[] = [];
+    for (const [config, layer] of configs(s)) {
+      if (only !== undefined && layer !== null && !only.some((o) => config.includes(o))) continue;
+      const t0 = performance.now();
+      const run = await runSession(s, config, layer, turns, at, gap);
+      runs.push(run);
+      process.stderr.write(
+        `${s.name} ${config}: ${((performance.now() - t0) / 1000).toFixed(0)} s, heap held ${run.checkpoints.map((c) => `${c.heap} MB at turn ${c.turn}`).join(", ")}\n`,
+      );
+    }
+    console.log(render(s, gapSpec, runs, at));
+    const batches = runs.flatMap((r) =>
+      r.batches
+        .slice(0, 3)
+        .map((b) => [
           r.config,
           String(b.turn),
           String(b.results),
           `${(b.before * 100).toFixed(0)}% → ${(b.after * 100).toFixed(0)}%`,
-          money(r.usd[b.turn - 1]!),
-          money(none.usd[b.turn - 1]!),
-        ]);
-    }
+          money(b.usd),
+        ]),
+    );
+    if (batches.length > 0)
+      console.log(
+        `\nits first pressure batches\n${table(["config", "turn", "results", "window share", "turn billed"], batches)}`,
+      );
+    const agent = runs[0]!;
+    console.log(
+      `the agent's own summary calls: ${money(agent.compaction_usd)} of its ${money(agent.checkpoints.at(-1)!.usd)}`,
+    );
   }
-  console.log(
-    `\nAgents' traces as long sessions (${turns} turns each; billed by the billing fake; the agents compact at their own thresholds)\n${table(
-      [
-        "agent",
-        "config",
-        "offloaded",
-        "agent compacts at turn",
-        "overflow at turn",
-        "pressure batches",
-        "batch turn − none",
-        "bill to none's compaction",
-        "vs none",
-        "bill, all turns",
-        "peak prompt",
-      ],
-      rows,
-    )}`,
-  );
-  console.log(
-    `\nContext-pressure batches (the first four per run)\n${table(
-      ["agent", "config", "turn", "results", "window share", "turn billed", "none, same turn"],
-      batchRows,
-    )}`,
-  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await benchAgents(process.argv);

@@ -5,7 +5,12 @@
  * the same rounds (absolute figures vary by machine and load; the ratios are what carries over).
  */
 import { unzipSync } from "fflate";
-import { type Attachment, type ExtractOptions, extractText, probeAttachment } from "../src/lib.ts";
+import {
+  type Attachment,
+  type ExtractOptions,
+  extractText,
+  probeAttachment,
+} from "../src/extract/entry.ts";
 import { docx, gridXlsx, para, table } from "../test/fixtures/office-writer.ts";
 import { textPdf } from "../test/fixtures/pdf-writer.ts";
 

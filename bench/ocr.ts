@@ -7,8 +7,8 @@
  */
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
+import { bytesModelSource, extractText } from "../src/extract/entry.ts";
 import { tesseractEngine } from "../src/extract/ocr-tesseract.ts";
-import { bytesModelSource, extractText } from "../src/lib.ts";
 import { OCR_TEXT } from "../test/fixtures/build.ts";
 import { greyPng } from "../test/fixtures/image-writer.ts";
 import { loadFixture } from "../test/fixtures/load.ts";

@@ -26,7 +26,7 @@ import { DEFAULT_CONFIG } from "../src/config.ts";
 import { type ModelPrice, ratesFor, resolveModel, usd } from "../src/core/pricing.ts";
 import { formatInt } from "../src/core/text.ts";
 import { estimateTextTokens } from "../src/core/tokens.ts";
-import { definePagedTool, defineTool } from "../src/lib.ts";
+import { definePagedTool, defineTool } from "../src/toolkit/entry.ts";
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(`--${name}`);

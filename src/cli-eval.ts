@@ -141,8 +141,7 @@ export async function evalCommand(rest: string[]): Promise<number> {
     v.config === undefined
       ? undefined
       : configFromText(v.config, (value) => r.parseConfigPatch(value, "--config"));
-  const sessions = readSessionsFile(file, r.parseSessions);
-  if (sessions.length === 0) throw new UsageError(`${file} holds no sessions`);
+  const sessions = [...readSessionsFile(file, r.parseSessions)];
   const maxUsd = number(v["max-usd"], "--max-usd");
   const baseUrl = v["base-url"] ?? emptyToUndefined(process.env[r.BASE_URL_VARS[provider]]);
   const controller = new AbortController();

@@ -11,8 +11,14 @@ export class UsageError extends Error {}
 
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-/** The sessions of `file`, parsed by `parse`; a file that cannot be read or parsed is a usage error. */
-export function readSessionsFile<T>(file: string, parse: (text: string, name: string) => T): T {
+/**
+ * The sessions of `file`, parsed by `parse`; a file that cannot be read or parsed, or that holds no session,
+ * is a usage error naming it. Gzip is told by its magic bytes, whatever the file is called.
+ */
+export function readSessionsFile<T>(
+  file: string,
+  parse: (text: string, name: string) => readonly T[],
+): readonly T[] {
   let raw: Buffer;
   try {
     raw = readFileSync(file);
@@ -29,16 +35,24 @@ export function readSessionsFile<T>(file: string, parse: (text: string, name: st
     throw new UsageError(`cannot read ${file}: ${why}`);
   }
   let text: string;
+  const gzipped = raw.length >= 2 && raw[0] === 0x1f && raw[1] === 0x8b;
   try {
-    text = (file.endsWith(".gz") ? gunzipSync(raw) : raw).toString("utf8");
+    text = (gzipped ? gunzipSync(raw) : raw).toString("utf8");
   } catch (e) {
     throw new UsageError(`${file} is not a readable gzip file: ${message(e)}`);
   }
+  let sessions: readonly T[];
   try {
-    return parse(text, file);
+    sessions = parse(text, file);
   } catch (e) {
-    throw new UsageError(message(e));
+    const why = message(e);
+    throw new UsageError(why.includes(file) ? why : `${file}: ${why}`);
   }
+  if (sessions.length === 0)
+    throw new UsageError(
+      `${file}: no sessions (${text.trim() === "" ? "the file is empty" : "no line holds one"}); one {id, system, tools?, messages} per line, or one Anthropic request per line`,
+    );
+  return sessions;
 }
 
 /** A `--config` patch, checked by `check` so a typo is a usage error, not a failure half way through. */

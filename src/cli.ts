@@ -142,6 +142,8 @@ async function replayCommand(rest: string[]): Promise<number> {
   const client = args.values.client;
   if (client !== "cached" && client !== "uncached")
     throw new UsageError("--client must be cached or uncached");
+  // The input first: a file that cannot be read, or holds no session, is the one line the user sees.
+  const recorded = readSessions(r, file);
   const asked = args.values.policies !== undefined;
   const names = (args.values.policies ?? r.DEFAULT_POLICIES.join(","))
     .split(",")
@@ -179,7 +181,6 @@ async function replayCommand(rest: string[]): Promise<number> {
   const endings = args.values.endings;
   if (endings !== undefined && endings !== "early" && endings !== "recorded")
     throw new UsageError("--endings must be early or recorded");
-  const recorded = readSessions(r, file);
   const sessions = endings === "early" ? r.earlyEndings(recorded) : recorded;
   const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
   const report = await r.replay(sessions, {

@@ -12,6 +12,59 @@ export const RECALL_HARD_CAP_CHARS = 50_000;
 export const RecallModeSchema = z.enum(["window", "structural", "both"]);
 export type RecallMode = z.infer<typeof RecallModeSchema>;
 
+/** Rules a config may hold: each is matched against every tool result's tool name, first match wins. */
+export const TOOL_RULES_MAX = 32;
+/** The longest `tool` of a rule (a tool name is read up to 256 characters). */
+export const TOOL_RULE_PATTERN_MAX = FIELD_LIMITS.tool_name;
+
+/**
+ * One per-tool rule: `tool` names the tool exactly, or as a glob where `*` matches any run of
+ * characters (nothing else is special); every other field overrides the config for that tool's
+ * results. A rule with only `tool` keeps the defaults for that tool (a later glob then skips it).
+ */
+export const ToolRuleSchema = z.strictObject({
+  tool: z
+    .string()
+    .min(1)
+    .max(TOOL_RULE_PATTERN_MAX)
+    .describe(
+      'A tool name, or a glob where `*` matches any run of characters ("web_*", "mcp__*").',
+    ),
+  offload: z
+    .enum(["never", "gated"])
+    .optional()
+    .describe(
+      '"never": the tool\'s results are always kept full (never stubbed, shortened, nor taken by a context-pressure batch); "gated": as the config says.',
+    ),
+  compaction_size_chars: z
+    .int()
+    .min(0)
+    .optional()
+    .describe("This tool's size floor (tool_result_compaction_size_chars)."),
+  large_offload_threshold_chars: z
+    .int()
+    .min(1)
+    .optional()
+    .describe("This tool's large threshold (tool_result_large_offload_threshold_chars)."),
+  keep_last_n: z
+    .int()
+    .min(0)
+    .max(1000)
+    .optional()
+    .describe("This tool's most recent results kept full, counted among its own results."),
+  offload_recall_probability: z
+    .number()
+    .min(0)
+    .max(1)
+    .optional()
+    .describe("This tool's prior recall probability (tool_result_offload_recall_probability)."),
+  first_delivery: z
+    .enum(["full", "gated"])
+    .optional()
+    .describe("This tool's first delivery (tool_result_first_delivery)."),
+});
+export type ToolRule = z.infer<typeof ToolRuleSchema>;
+
 const fields = {
   tool_result_compaction_enabled: z
     .boolean()
@@ -156,25 +209,23 @@ const fields = {
     .min(0.1)
     .max(1)
     .nullable()
-    .default(0.8)
+    .default(0.5)
     .describe(
-      "Context-pressure mode: when a request reaches this share of the model's context window, offload settled results oldest-first in one batch (one cache rewrite, recallable) down to the target share. null: off.",
+      "Context-pressure mode: when a request reaches this share of its window (tool_result_context_window_tokens), offload settled results oldest-first in one batch (one cache rewrite, recallable) down to the target share. null: off.",
     ),
   tool_result_context_pressure_target: z
     .number()
     .min(0.05)
     .max(0.95)
-    .default(0.5)
-    .describe(
-      "The share of the context window a context-pressure batch brings the request down to.",
-    ),
+    .default(0.2)
+    .describe("The share of the window a context-pressure batch brings the request down to."),
   tool_result_context_window_tokens: z
     .int()
     .min(1000)
     .nullable()
     .default(null)
     .describe(
-      "The model's context window in tokens, instead of the price table's (e.g. a 1M-token beta).",
+      "The window context-pressure mode measures against, in tokens; null: the model's context window, or its long-context price threshold when lower. Set it to the window your agent compacts against when that is lower (Claude Code's CLAUDE_CODE_AUTO_COMPACT_WINDOW), or to a 1M-token beta's.",
     ),
   tool_result_pricing_model: z
     .string()
@@ -184,6 +235,13 @@ const fields = {
     .default(null)
     .describe(
       "Price as this model instead of the request's `model` (for proxies with custom model names).",
+    ),
+  tool_result_tool_rules: z
+    .array(ToolRuleSchema)
+    .max(TOOL_RULES_MAX)
+    .default([])
+    .describe(
+      'Per-tool rules, first match by tool name wins (exact, or a glob with `*`): `offload: "never"` keeps a tool\'s results full; the others set its size floor, large threshold, keep_last_n, recall probability or first delivery. A layer\'s rules replace the layers\' below. E.g. [{"tool":"web_*","offload":"never"}].',
     ),
   attachment_policy: z
     .enum(["native", "extract", "extract_after_first"])

@@ -1,8 +1,9 @@
 /**
  * `edge-offload/store`: what a store of one's own is built from (the ready-made ones are
  * `edge-offload/sqlite`, `edge-offload/postgres`, `edge-offload/redis`, and `MemoryStore`; docs/stores.md
- * says which to choose). A store is `ComposedStore` over four
- * backend ports; a SQL engine needs only the SQL port (`SqlPort`: a transaction, statements with `?`,
+ * says which to choose). A store is `ComposedStore` over four backend ports; a session is named
+ * `{ tenant, session }` everywhere (`sessionRef` checks one); a SQL engine needs only the SQL port
+ * (`SqlPort`: a transaction, statements with `?`,
  * `hasTable`) and its `Dialect`, and the SQL classes do the rest (the session state, bodies, the lookup
  * index, the tenant's learning). docs/architecture.md draws a turn through these parts; the contract suites
  * in `edge-offload/contract` check a store against the same rules as the built-in ones.
@@ -19,9 +20,12 @@
  * });
  */
 
+export type { Edit } from "./core/formats/types.ts";
 export type { SessionLengths } from "./core/horizon.ts";
 export type {
+  CachedExtraction,
   CommitResult,
+  ExtractionCache,
   OffloadStore,
   RecallStore,
   SessionSummary,
@@ -32,6 +36,9 @@ export type {
   TurnFinish,
   TurnStart,
 } from "./core/ports.ts";
+export type { SessionInput } from "./core/session.ts";
+export { DEFAULT_TENANT, sessionRef } from "./core/session.ts";
+export type * from "./core/types.ts";
 export type { CallOptions, Defer, StoreTimeouts } from "./store/backend-calls.ts";
 export { DEFAULT_TIMEOUTS } from "./store/backend-calls.ts";
 export type { StoreParts } from "./store/composed.ts";

@@ -13,6 +13,8 @@ export default defineConfig({
           // The rows bench drives the app as the workers tests do (their helpers, tenant "acme").
           OFFLOAD_API_KEYS: "bench:loopback-bench-key-0001,acme:test-key-acme-0001",
           OFFLOAD_SECRET: "loopback-bench-secret-0123456789",
+          // The engine's defaults, no deployment layer (wrangler.toml ships shadow mode).
+          OFFLOAD_DEFAULT_CONFIG: "{}",
         },
       },
     }),

@@ -1,9 +1,6 @@
-/**
- * The example's tools over a bundled catalog of 240 products. In your own project the imports are
- * `from "edge-offload"`; here they point at the sources so the example is type-checked and tested with them.
- */
+/** The example's tools over a bundled catalog of 240 products. */
+import { definePagedTool, defineTool, OffloadError, previewOf } from "edge-offload/toolkit";
 import { z } from "zod";
-import { definePagedTool, defineTool, OffloadError, previewOf } from "../../src/lib.ts";
 import products from "./products.json" with { type: "json" };
 
 export interface Product {

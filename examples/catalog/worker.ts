@@ -3,10 +3,9 @@
  *   GET /tools?format=anthropic                         the declarations, for your agent's `tools`
  *   GET /tools/search_products?query=pan&limit=5        a page: {total, offset, returned, rows, next_offset}
  *   GET /tools/get_product?id=3
- * In your own project: `import { toolRoutes } from "edge-offload/hono"`.
  */
+import { toolRoutes } from "edge-offload/hono";
 import { Hono } from "hono";
-import { toolRoutes } from "../../src/toolkit/hono.ts";
 import { describeCatalog, getProduct, searchProducts } from "./catalog.ts";
 
 const app = new Hono();

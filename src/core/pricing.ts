@@ -137,11 +137,25 @@ const LONG_CONTEXT: [ids: string[], above: number, inputFactor: number, outputFa
 ];
 
 /**
- * Context windows in tokens, from the providers' model pages: Claude models 200K (the 1M-token beta
- * some of them offer is opted into per request: set `tool_result_context_window_tokens`); OpenAI
- * per family. A model not named here takes its provider's default.
+ * Context windows in tokens, from the providers' model pages: Claude Opus 4.7 and later and the 5
+ * family 1M natively (platform.claude.com's model pages; Claude Code's own model table agrees), the
+ * older Claude models 200K (the 1M-token beta some of them offer is opted into per request: set
+ * `tool_result_context_window_tokens`); OpenAI per family. A model not named here takes its
+ * provider's default.
  */
 const CONTEXT_WINDOWS: [prefixes: string[], tokens: number][] = [
+  [
+    [
+      "claude-opus-4-7",
+      "claude-opus-4-8",
+      "claude-opus-5",
+      "claude-sonnet-5",
+      "claude-haiku-5",
+      "claude-fable-5",
+      "claude-mythos-5",
+    ],
+    1_000_000,
+  ],
   [["gpt-4.1"], 1_047_576],
   [["gpt-4o"], 128_000],
   [["o1", "o3", "o4-mini"], 200_000],

@@ -299,4 +299,6 @@ export interface TurnDecision {
   sticky: boolean;
   reason: string;
   gate?: GateResult;
+  /** The `tool` of the tool rule (`tool_result_tool_rules`) this result's tool follows, if one. */
+  rule?: string;
 }

@@ -104,6 +104,10 @@ export const CLIENT_SCRIPT = String.raw`
       card('recall_rate', 'Recall rate', pct(offloaded === 0 ? null : recalled / offloaded), int(recalled) + ' of ' + int(offloaded) + ' offloaded read back'),
       card('gate', 'Gate fired / declined', int(sum(rows, function (r) { return r.gate_fired; })) + ' / ' + int(sum(rows, function (r) { return r.gate_declined; }))),
     ]);
+    var shadowed = rows.filter(function (r) { return r.mode === 'shadow'; });
+    var goLive = byId('shadow-note');
+    goLive.hidden = shadowed.length === 0;
+    goLive.textContent = shadowed.length === 0 ? '' : 'shadow: ' + int(shadowed.length) + ' session(s) would save ' + usd(sum(shadowed, function (r) { return r.would_save_usd; })) + ' so far; one line to go live: {"tool_result_offload_shadow":false} in OFFLOAD_DEFAULT_CONFIG (every session), or PUT /v1/sessions/{id}/config (one).';
     var note = byId('index-note');
     note.textContent = 'Sessions are listed from the KV index, which may lag by about a minute' + (list.missing ? '; ' + int(list.missing) + ' listed session(s) no longer exist' : '') + '.';
   }
@@ -243,6 +247,7 @@ export const CLIENT_SCRIPT = String.raw`
     var t = r.totals;
     append(box, [
       el('h2', null, ['Session ', el('span', { class: 'mono', id: 'session-id' }, r.session), ' ', modeBadge(r.mode)]),
+      r.note ? el('p', { class: 'note', id: 'session-note' }, r.note) : null,
       el('div', { class: 'legend' }, [
         el('span', { class: 'key before' }, 'without offload'),
         el('span', { class: 'key after' }, 'with offload'),

@@ -62,6 +62,7 @@ button.action { border: 1px solid var(--line); background: #fff; border-radius: 
 .mode.live { color: var(--after); border-color: var(--after); }
 .mode.shadow { color: #8250df; border-color: #8250df; }
 .mode.none { color: var(--muted); }
+p.note { border-left: 3px solid #8250df; padding: 4px 10px; color: #8250df; }
 #error { color: #cf222e; border: 1px solid #cf222e; border-radius: 6px; padding: 8px 12px; margin: 12px 0; }
 #chart { width: 100%; max-width: 960px; height: auto; border: 1px solid var(--line); border-radius: 8px; background: #fff; }
 #chart .grid { stroke: #eaeef2; stroke-width: 1; }
@@ -138,6 +139,7 @@ export function dashboardPage(nonce: string, boot: { tenant: string; key: string
 <main>
 <div id="error" hidden></div>
 <section class="cards" id="totals" aria-label="Totals"></section>
+<p class="note" id="shadow-note" hidden></p>
 <p class="muted" id="index-note"></p>
 <h2>Sessions</h2>
 <div class="scroll">

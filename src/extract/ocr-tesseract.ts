@@ -47,6 +47,17 @@ export interface TesseractEngineOptions {
   max_heap_bytes?: number;
 }
 
+/**
+ * A line's box as the engine reports it (tesseract-wasm's `IntRect`), declared here so the public types never
+ * name the optional peer's module.
+ */
+export interface LineRect {
+  left: number;
+  top: number;
+  right: number;
+  bottom: number;
+}
+
 /** What the estimate of recognition CPU is calibrated on (see estimateRecognitionMs). */
 const LSTM_LINE_HEIGHT = 36;
 
@@ -57,7 +68,7 @@ const LSTM_LINE_HEIGHT = 36;
  * clock inside a request, so a budget can only be checked against an estimate: the platform's own CPU
  * limit stays the hard stop.
  */
-export function estimateRecognitionMs(lines: readonly { rect: TextItem["rect"] }[]): number {
+export function estimateRecognitionMs(lines: readonly { rect: LineRect }[]): number {
   let columns = 0;
   for (const { rect } of lines) {
     const h = Math.max(1, rect.bottom - rect.top);

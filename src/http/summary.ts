@@ -1,13 +1,15 @@
 /**
  * The `x-offload-summary` response header of a compact call: one line of JSON (ASCII only, so any HTTP stack
  * carries it) with the turn's counts, token estimates, the estimated saving and what went wrong, e.g. a
- * ledger write that failed (the result then stayed full).
+ * ledger write that failed (the result then stayed full). One shape on every route and every path: a member
+ * that does not apply is null, never absent, so a client reads the same keys whatever happened.
  */
 
 import type { OcrStatus } from "../core/attachments/types.ts";
 import { FIELD_LIMITS } from "../core/formats/shape.ts";
 import type { ExtractionProblem, Problem } from "../core/problems.ts";
 import { type CompactReport, emptyReport } from "../core/turn/report.ts";
+import type { ToolRuleCount } from "../core/turn/tool-rules.ts";
 import type { Format } from "../core/types.ts";
 
 /** Enough to say what failed without letting one bad turn blow past header size limits. */
@@ -48,29 +50,53 @@ type ReportFields = Pick<
 
 export interface Summary extends ReportFields {
   changed: boolean;
-  /** Compact route: the turn log line this call wrote (to post the provider's usage against). */
-  seq?: number;
+  /** Compact route: the turn log line this call wrote (to post the provider's usage against); else null. */
+  seq: number | null;
   /** Shadow mode: the request went out unchanged; what offload would have saved is in would_save_*. */
   shadow: boolean;
   would_save_tokens: number;
   would_save_usd: number;
   /** The attachment policy's effect (null when it is "native"); its tokens and dollars are in the totals above. */
   attachments: AttachmentSummary | null;
+  /** What each tool rule matched this turn (at most 8, in the rules' order); empty without rules. */
+  tool_rules: ToolRuleCount[];
+  /**
+   * One sentence for a person, when the call changed nothing it could have: shadow mode ("shadow: would save
+   * $X; one line to go live: …") or compaction off. Null otherwise.
+   */
+  note: string | null;
   errors: Problem[];
   errors_total: number;
-  /** Proxy routes only (docs/proxy.md). On an event stream the hop fields are unknown when headers go out. */
-  proxy?: {
-    stream: boolean;
-    /** Remembered recall calls spliced into this request. */
-    spliced: number;
-    hops?: number;
-    recalls?: number;
-    /** "failed": a recall hop failed or was refused, or the provider's stream was cut; the client got the error. */
-    ending?: "done" | "mixed" | "exhausted" | "failed";
-    memos?: number;
-    /** Billed dollars of the call (the provider's usage × the price table), and of its hops. */
-    usd?: number;
-    hop_usd?: number;
+  /** Proxy routes and the in-process integrations (docs/proxy.md); null on the compact route. */
+  proxy: ProxySummary | null;
+}
+
+/** The proxy's part of a summary. On an event stream the hop fields are null when headers go out. */
+export interface ProxySummary {
+  stream: boolean;
+  /** Remembered recall calls spliced into this request. */
+  spliced: number;
+  hops: number | null;
+  recalls: number | null;
+  /** "failed": a recall hop failed or was refused, or the provider's stream was cut; the client got the error. */
+  ending: "done" | "mixed" | "exhausted" | "failed" | null;
+  memos: number | null;
+  /** Billed dollars of the call (the provider's usage × the price table), and of its hops. */
+  usd: number | null;
+  hop_usd: number | null;
+}
+
+/** The proxy's part before the provider has answered (or when its answer is not watched). */
+export function proxyPart(stream: boolean, spliced: number): ProxySummary {
+  return {
+    stream,
+    spliced,
+    hops: null,
+    recalls: null,
+    ending: null,
+    memos: null,
+    usd: null,
+    hop_usd: null,
   };
 }
 
@@ -89,9 +115,9 @@ export interface AttachmentSummary {
   failures: ExtractionProblem[];
   /**
    * With `attachment_ocr` on: images read by OCR this turn, those decided without its text, and why
-   * for each of these (at most 8, with their `path`).
+   * for each of these (at most 8, with their `path`); null with it off.
    */
-  ocr?: { read: number; not_read: number; notes: OcrNote[] };
+  ocr: { read: number; not_read: number; notes: OcrNote[] } | null;
 }
 
 /** Why OCR did not put an image's text in its placeholder this turn. */
@@ -117,7 +143,10 @@ function attachmentSummary(report: CompactReport["attachments"]): AttachmentSumm
   return {
     ...counts,
     failures: failures.slice(0, MAX_ERRORS),
-    ...(ocr === undefined ? {} : { ocr: { ...ocr, notes: notes.slice(0, MAX_ERRORS) } }),
+    ocr:
+      ocr === undefined
+        ? null
+        : { read: ocr.read ?? 0, not_read: ocr.not_read ?? 0, notes: notes.slice(0, MAX_ERRORS) },
   };
 }
 
@@ -172,9 +201,32 @@ export function summaryOf(
     would_save_usd: shadow ? report.saved_usd : 0,
     recall_tool: report.recall_tool,
     attachments: attachmentSummary(report.attachments),
+    tool_rules: (report.tool_rules ?? []).slice(0, MAX_ERRORS).map((r) => ({
+      ...r,
+      tool: clip(r.tool, MAX_RULE_CHARS),
+      says: clip(r.says, MAX_MESSAGE_CHARS),
+    })),
+    note: noteOf(report),
     errors: all.slice(0, MAX_ERRORS).map(boundedProblem),
     errors_total: all.length,
+    seq: null,
+    proxy: null,
   };
+}
+
+/** The longest rule pattern the header repeats. */
+const MAX_RULE_CHARS = 64;
+
+/** The one line to go live, where a session's config, the deployment's or a request's header sets it. */
+export const GO_LIVE = '{"tool_result_offload_shadow":false}';
+
+/** What a person should know of a call that changed nothing it could have (Summary.note). */
+function noteOf(report: CompactReport): string | null {
+  if (!report.enabled)
+    return "off: tool_result_compaction_enabled is false for this session, the request passed through unread";
+  if (!report.shadow) return null;
+  const usd = report.saved_usd.toFixed(4);
+  return `shadow: would save $${usd} on this call (${report.saved_tokens} tokens); one line to go live: ${GO_LIVE} in the session's config, the deployment's or x-offload-config`;
 }
 
 /** Everything off: the request went through untouched and unread. */
@@ -200,17 +252,19 @@ export function summaryHeader(summary: Summary): string {
   while (text.length > MAX_SUMMARY_HEADER_CHARS) {
     const failures = s.attachments?.failures ?? [];
     const notes = s.attachments?.ocr?.notes ?? [];
+    const rules = s.tool_rules;
     // The longest list first, so every kind of trouble keeps a few examples.
-    if (s.errors.length > 0 && s.errors.length >= Math.max(failures.length, notes.length))
-      s = { ...s, errors: s.errors.slice(0, -1) };
-    else if (s.attachments !== null && failures.length > 0 && failures.length >= notes.length)
+    const longest = Math.max(s.errors.length, failures.length, notes.length, rules.length);
+    if (longest === 0) break; // every field left is bounded on its own: this cannot stay over the cap
+    if (s.errors.length === longest) s = { ...s, errors: s.errors.slice(0, -1) };
+    else if (s.attachments !== null && failures.length === longest)
       s = { ...s, attachments: { ...s.attachments, failures: failures.slice(0, -1) } };
-    else if (s.attachments?.ocr !== undefined && notes.length > 0)
+    else if (s.attachments?.ocr != null && notes.length === longest)
       s = {
         ...s,
         attachments: { ...s.attachments, ocr: { ...s.attachments.ocr, notes: notes.slice(0, -1) } },
       };
-    else break; // every field left is bounded on its own: this cannot stay over the cap
+    else s = { ...s, tool_rules: rules.slice(0, -1) };
     text = ascii(s);
   }
   return text;

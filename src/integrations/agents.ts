@@ -1,8 +1,10 @@
 /**
  * edge-offload for Cloudflare Agents (`edge-offload/agents`): the store that lives in the agent's own
- * Durable Object, and the AI SDK middleware to use it with in `onChatMessage`.
+ * Durable Object, the AI SDK middleware to use it with in `onChatMessage`, and the session's report.
  */
 
+export type { SessionReport } from "../report.ts";
+export { sessionReport } from "../report.ts";
 export type { AgentStoreOptions } from "../store/agent.ts";
 export { AgentStore } from "../store/agent.ts";
 export type { DurableStorage } from "../store/sql.ts";

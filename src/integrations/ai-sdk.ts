@@ -24,7 +24,7 @@ import type { Turn, TurnAsk } from "../core/ports.ts";
 import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError, OffloadError } from "../errors.ts";
-import { passThroughSummary, type Summary, summaryOf } from "../http/summary.ts";
+import { passThroughSummary, proxyPart, type Summary, summaryOf } from "../http/summary.ts";
 import { type Ending, noticeText } from "../proxy/dialect.ts";
 import { memoAnswers } from "../proxy/memo-answers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "../proxy/port.ts";
@@ -100,7 +100,7 @@ async function prepare(
     settings.report({
       session: ref,
       format: "ai-sdk",
-      summary: { ...summary, proxy: { stream, spliced: 0 } },
+      summary: { ...summary, proxy: proxyPart(stream, 0) },
     });
     return null;
   };
@@ -168,7 +168,7 @@ async function prepare(
       recall,
       summary: {
         ...summaryOf(out.report, out.changed, turn.notes),
-        proxy: { stream, spliced: spliced.count },
+        proxy: proxyPart(stream, spliced.count),
       },
     };
   } catch (e) {

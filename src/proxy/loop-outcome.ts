@@ -6,7 +6,7 @@
 import { type TurnUsage, turnUsage, usageUsd } from "../core/billing.ts";
 import type { TurnFinish } from "../core/ports.ts";
 import { resolveModel } from "../core/pricing.ts";
-import type { Summary } from "../http/summary.ts";
+import { proxyPart, type Summary } from "../http/summary.ts";
 import type { Ending } from "./dialect.ts";
 import type { ProxyCall } from "./loop-steps.ts";
 import type { ProxyMemo } from "./port.ts";
@@ -29,7 +29,7 @@ export function withProxy(
   stream: boolean,
   billed: Billed | null = null,
 ): Summary {
-  const proxy: NonNullable<Summary["proxy"]> = { stream, spliced: summary.proxy?.spliced ?? 0 };
+  const proxy = proxyPart(stream, summary.proxy?.spliced ?? 0);
   if (outcome !== null)
     Object.assign(proxy, {
       hops: outcome.hops,

@@ -94,7 +94,8 @@ async function passedThrough(call: ProxyCall, res: Response): Promise<Response> 
     // Not JSON: nothing to read, the client gets it as it is.
   }
   const done = outcome(usage);
-  const summary = withProxy(call.summary, null, false, billedOf(call, done));
+  // Buffered, the call's ending is known: no hop was made (the answer could not hold our tool).
+  const summary = withProxy(call.summary, done, false, billedOf(call, done));
   await finishTurn(call, done, summary);
   return new Response(text, { status: res.status, headers: responseHeaders(res, summary) });
 }

@@ -12,7 +12,13 @@ import type { AttachmentExtractor, Turn, TurnAsk } from "../core/ports.ts";
 import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
 import { isOffloadError, type OffloadError } from "../errors.ts";
-import { passThroughSummary, type Summary, summaryHeader, summaryOf } from "../http/summary.ts";
+import {
+  passThroughSummary,
+  proxyPart,
+  type Summary,
+  summaryHeader,
+  summaryOf,
+} from "../http/summary.ts";
 import type { Dialect } from "./dialect.ts";
 import { dryRunTurn } from "./dry-run.ts";
 import { clientHeaders } from "./headers.ts";
@@ -84,7 +90,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     const res = sent.response;
     const out = clientHeaders(res.headers);
     const stream = (res.headers.get("content-type") ?? "").includes("text/event-stream");
-    out.set("x-offload-summary", summaryHeader({ ...summary, proxy: { stream, spliced: 0 } }));
+    out.set("x-offload-summary", summaryHeader({ ...summary, proxy: proxyPart(stream, 0) }));
     return new Response(res.body, { status: res.status, headers: out });
   };
   const unavailable = (e: OffloadError) =>
@@ -167,7 +173,7 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     },
     summary: {
       ...summaryOf(out.report, out.changed, turn.notes),
-      proxy: { stream: false, spliced: spliced.spliced },
+      proxy: proxyPart(false, spliced.spliced),
     },
     model: out.report.priced_as ?? out.report.model,
     estimate: out.report.estimate,

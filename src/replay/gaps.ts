@@ -19,6 +19,10 @@ export interface GapModel {
 /** Where replayed timelines start (any fixed epoch does; this one keeps dates readable). */
 export const REPLAY_EPOCH_MS = Date.UTC(2026, 0, 1);
 
+/**
+ * The `--gap` model: `BASE` seconds between calls, or `BASE,LONG@P` (a LONG gap with probability P, drawn from a
+ * hash of the session id so every policy sees the same timeline). Throws an Error saying what is wrong.
+ */
 export function parseGapModel(spec: string): GapModel {
   const m =
     /^\s*(\d+(?:\.\d+)?)\s*(?:,\s*(\d+(?:\.\d+)?)\s*@\s*(0(?:\.\d+)?|1(?:\.0+)?)\s*)?$/.exec(spec);
@@ -35,14 +39,28 @@ export function parseGapModel(spec: string): GapModel {
   };
 }
 
-/** FNV-1a of a string, as a fraction in [0, 1): the replay's reproducible draws. */
+/**
+ * FNV-1a of a string, mixed (murmur3's finalizer), as a fraction in [0, 1): the replay's reproducible
+ * draws. Without the mix, keys that differ only in their last chars (a session's call indexes) land
+ * close together, and the long gaps came in runs of ten consecutive calls instead of one call in ten.
+ */
 export function draw(key: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) {
     h ^= key.charCodeAt(i);
     h = Math.imul(h, 0x01000193);
   }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
   return (h >>> 0) / 2 ** 32;
+}
+
+/** The gap (s) before call `i` of session `id` under a gap model (the same draw for every policy). */
+export function gapSeconds(model: GapModel, id: string, i: number): number {
+  return draw(`${id}#${i}`) < model.long_probability ? model.long_seconds : model.base_seconds;
 }
 
 /** The time (ms) of each call of the session, or null when neither timestamps nor a model give one. */
@@ -52,10 +70,7 @@ export function callTimes(session: ReplaySession, model?: GapModel): number[] | 
   if (model === undefined) return null;
   let at = REPLAY_EPOCH_MS;
   return session.calls.map((_, i) => {
-    if (i > 0) {
-      const long = draw(`${session.id}#${i}`) < model.long_probability;
-      at += 1000 * (long ? model.long_seconds : model.base_seconds);
-    }
+    if (i > 0) at += 1000 * gapSeconds(model, session.id, i);
     return at;
   });
 }

@@ -4,6 +4,7 @@
  * policy removed, `recover` gives the tool call and answer of one extra model call that fetches it, or null
  * when the policy has no way back (a lost reference).
  */
+import type { ToolRuleCount } from "../core/turn/tool-rules.ts";
 import type { Block, Client, Request } from "./types.ts";
 
 export interface PolicyContext {
@@ -28,6 +29,11 @@ export interface Policy {
   readonly name: string;
   readonly description: string;
   start(ctx: PolicyContext): PolicyRun;
+  /**
+   * What each of the policy's tool rules did over the run, counted once per tool result (its decision on
+   * the last call that carried it); absent for policies without rules.
+   */
+  toolRules?(): ToolRuleCount[];
 }
 
 /** Tool results of a request, by tool_use_id (some logs reuse an id: every block under it, in order). */

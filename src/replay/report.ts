@@ -5,6 +5,10 @@ function money(x: number): string {
   return `$${x.toFixed(2)}`;
 }
 
+/**
+ * The replay as the CLI prints it: one row per policy (total, ratio to none, tokens, cache-read share, recall
+ * hops, lost references, worst session), then each tool rule's counts.
+ */
 export function renderTable(report: ReplayReport, label = ""): string {
   const head = [
     "policy",
@@ -32,11 +36,19 @@ export function renderTable(report: ReplayReport, label = ""): string {
   const line = (cells: string[]) =>
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
   const refs = report.policies[0];
+  // Each tool rule's effect under its policy's row: the results it matched, by what became of them.
+  const rules = report.policies.flatMap((p) =>
+    (p.tool_rules ?? []).map(
+      (r) =>
+        `${p.policy}: ${r.says}: ${r.results} results (kept ${r.kept}, compacted ${r.compacted}, offloaded ${r.offloaded})`,
+    ),
+  );
   return [
     `${label}model ${report.model}, ${report.client} client, ${report.sessions} sessions, ${refs?.references ?? 0} references (corpus/quote/token ${kinds(refs?.references_by_kind)})`,
     line(head),
     line(widths.map((w) => "-".repeat(w))),
     ...rows.map(line),
+    ...rules,
   ].join("\n");
 }
 
@@ -64,6 +76,7 @@ export function toJson(report: ReplayReport): unknown {
       worst_session_ratio:
         p.worst_session_ratio === null ? null : Math.round(p.worst_session_ratio * 1e4) / 1e4,
       dearer_sessions: p.dearer_sessions,
+      ...(p.tool_rules === undefined ? {} : { tool_rules: p.tool_rules }),
     })),
   };
 }

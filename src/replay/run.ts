@@ -157,6 +157,10 @@ async function replaySession(
   return result;
 }
 
+/**
+ * Replays every session call by call under each policy, pricing each call with the model's rates and a
+ * prompt-cache simulation, and counting the references each policy lost or had to recall.
+ */
 export async function replay(
   sessions: readonly ReplaySession[],
   opts: ReplayOptions,
@@ -177,9 +181,11 @@ export async function replay(
     }
   }
   const none = perPolicy.get("none");
-  const policies: PolicyTotals[] = opts.policies.map((p) =>
-    totals(p.name, perPolicy.get(p.name)!, none),
-  );
+  const policies: PolicyTotals[] = opts.policies.map((p) => {
+    const t = totals(p.name, perPolicy.get(p.name)!, none);
+    const rules = p.toolRules?.();
+    return rules === undefined || rules.length === 0 ? t : { ...t, tool_rules: rules };
+  });
   return { model: opts.model, client: opts.client, sessions: sessions.length, policies };
 }
 

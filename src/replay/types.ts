@@ -1,4 +1,5 @@
 /** Replay vocabulary: sessions in the corpus format, and what a replay measures per policy. */
+import type { ToolRuleCount } from "../core/turn/tool-rules.ts";
 
 export type Block = { type: string; [key: string]: unknown };
 export type Message = { role: "user" | "assistant"; content: string | Block[] };
@@ -79,6 +80,8 @@ export interface PolicyTotals {
   /** Sessions that cost more than under `none` (by more than a rounding error). */
   dearer_sessions: number;
   sessions: SessionResult[];
+  /** What each tool rule of the policy's config did (each tool result counted once); absent: no rules. */
+  tool_rules?: ToolRuleCount[];
 }
 
 export interface ReplayReport {

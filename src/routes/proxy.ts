@@ -99,7 +99,7 @@ function sessionOf(tenant: string, id: string | undefined): SessionRef {
       { path: SESSION_HEADER },
     );
   try {
-    return sessionRef({ tenant, id: id.trim() });
+    return sessionRef({ tenant, session: id.trim() });
   } catch {
     throw new OffloadError("invalid_argument", `${SESSION_HEADER} must be ${help}`, {
       path: SESSION_HEADER,

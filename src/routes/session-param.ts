@@ -5,5 +5,5 @@ import type { SessionRef } from "../core/types.ts";
 import type { AppEnv } from "../http/context.ts";
 
 export function refOf(c: Context<AppEnv>): SessionRef {
-  return sessionRef({ tenant: c.var.tenant, id: c.req.param("id") ?? "" });
+  return sessionRef({ tenant: c.var.tenant, session: c.req.param("id") ?? "" });
 }

@@ -19,6 +19,7 @@ import type { Calibration } from "../core/calibration.ts";
 import { MEM_ID_PATTERN } from "../core/memid.ts";
 import type { CachedExtraction, ExtractionCache, Turn, TurnAsk } from "../core/ports.ts";
 import type { Problem } from "../core/problems.ts";
+import { checkRef } from "../core/session.ts";
 import type { SessionRef, StoredBody } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
 import {
@@ -184,7 +185,8 @@ export class ComposedStore implements ServiceStore {
     if (tool !== null) await this.#learn(ref.tenant, { tools: { [tool]: { recalls: 1 } } });
   }
 
-  describeSession(ref: SessionRef): Promise<SessionDetail | null> {
+  async describeSession(ref: SessionRef): Promise<SessionDetail | null> {
+    checkRef(ref);
     return this.#calls.guard("reading the session state", () => this.#sessions.describe(ref));
   }
 
@@ -203,6 +205,7 @@ export class ComposedStore implements ServiceStore {
    * deleted session has ended: its length is counted first (best effort).
    */
   async deleteSession(ref: SessionRef): Promise<void> {
+    checkRef(ref);
     await this.#end(ref, false);
     const named = await this.#calls.guard("deleting the session state", () =>
       this.#sessions.destroy(ref),
@@ -258,11 +261,13 @@ export class ComposedStore implements ServiceStore {
     );
   }
 
-  getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
+  async getConfig(ref: SessionRef): Promise<OffloadConfigPatch> {
+    checkRef(ref);
     return this.#calls.guard("reading the session config", () => this.#sessions.getConfig(ref));
   }
 
   async setConfig(ref: SessionRef, patch: OffloadConfigPatch): Promise<void> {
+    checkRef(ref);
     await this.#calls.guard("saving the session config", () =>
       this.#sessions.setConfig(ref, patch),
     );

@@ -7,19 +7,11 @@
  */
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import {
-  compact,
-  definePagedTool,
-  ExtractionDependencyMissingError,
-  extractText,
-  isOffloadError,
-  MemoryStore,
-  OffloadError,
-  offloadGate,
-  recall,
-  toolResult,
-} from "edge-offload";
+import { compact, isOffloadError, MemoryStore, OffloadError, recall } from "edge-offload";
+import { ExtractionDependencyMissingError, extractText } from "edge-offload/extract";
 import { toolRoutes } from "edge-offload/hono";
+import { offloadGate } from "edge-offload/pricing";
+import { definePagedTool, toolResult } from "edge-offload/toolkit";
 import { z } from "zod";
 import { catalogTurn as anthropicTurn, CATALOG as catalog } from "./catalog-turn.mjs";
 

@@ -19,7 +19,11 @@ const KEY = "sk-dashboard-smoke-key";
 const OTHER_KEY = "sk-dashboard-other-tenant";
 const ARTIFACTS = join(process.cwd(), "test", ".artifacts");
 const EVIL_TOOL = '<img src=x onerror="document.title=1">';
-const LIVE = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+const LIVE = {
+  tool_result_compaction_enabled: true,
+  tool_result_offload_enabled: true,
+  tool_result_tool_rules: [{ tool: "status", offload: "never" }],
+};
 const SHADOW = { ...LIVE, tool_result_offload_shadow: true };
 
 const available = existsSync(CHROMIUM);
@@ -151,6 +155,10 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     expect(
       await page.locator(`#sessions-body tr[data-session="${shadow}"] .mode`).textContent(),
     ).toBe("shadow");
+    // Shadow sessions say what they would save, and the one line that turns them live.
+    expect(await page.textContent("#shadow-note")).toMatch(
+      /^shadow: 1 session\(s\) would save \$0\.\d{4} so far; one line to go live: \{"tool_result_offload_shadow":false\}/,
+    );
 
     await page.click(`#sessions-body tr[data-session="${live}"] button`);
     await page.waitForSelector(`#session-id:text-is("${live}")`);
@@ -184,6 +192,11 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     expect(
       await page.locator('#decisions-table tr[data-tool-use-id="toolu_2"] td').nth(1).textContent(),
     ).toBe(EVIL_TOOL);
+    // A tool rule's effect, with its reason.
+    expect(
+      await page.locator('#decisions-table tr[data-tool-use-id="toolu_3"] td.reason').textContent(),
+    ).toBe("kept: tool rule `status` says never");
+    expect(await page.locator("#session-note").count()).toBe(0);
     expect(await page.title()).toBe("edge-offload: savings");
 
     mkdirSync(ARTIFACTS, { recursive: true });
@@ -194,6 +207,9 @@ describe.skipIf(!available)("dashboard in headless Chromium", () => {
     await page.waitForSelector(`#session-id:text-is("${shadow}")`);
     expect(await page.locator('#chart circle.shadow[data-series="after"]').count()).toBe(2);
     expect(await page.locator('#chart circle.shadow[data-series="before"]').count()).toBe(0);
+    expect(await page.textContent("#session-note")).toMatch(
+      /^shadow: would have saved \$0\.\d{4} so far; one line to go live: /,
+    );
     expect(await page.locator('#session [data-field="saved_usd"] dd').textContent()).toBe(
       "$0.0000 (0 tokens)",
     );

@@ -7,7 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 export interface DevServer {
   base: string;
@@ -64,7 +64,11 @@ export async function startDevServer(
       "--persist-to",
       state,
       "--show-interactive-dev-session=false",
-      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+      // No deployment layer unless the caller gives one (wrangler.toml ships shadow mode for every session).
+      ...Object.entries({ OFFLOAD_DEFAULT_CONFIG: "{}", ...vars }).flatMap(([k, v]) => [
+        "--var",
+        `${k}:${v}`,
+      ]),
     ],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" },
     base: `http://127.0.0.1:${port}`,
@@ -142,4 +146,40 @@ export async function launch(opts: Launch): Promise<DevServer> {
   }
   await stop();
   throw new Error(`${opts.command} not serving ${base} after ${timeoutMs} ms:\n${output}`);
+}
+
+/**
+ * `npm start` itself (the preflight, .dev.vars, scripts/start.mjs, wrangler dev), as a user runs it, with
+ * `args` after `--` (a port: `--port N`, or `env.PORT`) and its own state directory and inspector port.
+ */
+export async function npmStart(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<DevServer> {
+  const state = mkdtempSync(join(tmpdir(), "edge-offload-start-"));
+  const inspector = await freePort();
+  return launch({
+    command: "npm",
+    args: [
+      "start",
+      "--",
+      ...args,
+      "--inspector-port",
+      String(inspector),
+      "--persist-to",
+      state,
+      "--show-interactive-dev-session=false",
+    ],
+    // A user's shell: npm runs the scripts with the `node` first on PATH (this one), and vitest's
+    // NODE_ENV=test, which alone stops miniflare's Request.cf download, is not there.
+    env: {
+      ...process.env,
+      NODE_ENV: undefined,
+      PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
+      NO_COLOR: "1",
+      ...env,
+    },
+    base: `http://127.0.0.1:${env.PORT ?? args[args.indexOf("--port") + 1]}`,
+    state,
+  });
 }

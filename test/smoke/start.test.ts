@@ -4,11 +4,8 @@
  * and, this machine being offline, prints no stack trace from wrangler's lookups. Own state directory and
  * inspector port per start; the whole process group is killed at the end.
  */
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { type DevServer, freePort, launch } from "./dev-server.ts";
+import { type DevServer, freePort, npmStart } from "./dev-server.ts";
 
 let server: DevServer | undefined;
 
@@ -16,35 +13,6 @@ afterEach(async () => {
   await server?.stop();
   server = undefined;
 });
-
-async function npmStart(args: string[], env: Record<string, string>): Promise<DevServer> {
-  const state = mkdtempSync(join(tmpdir(), "edge-offload-start-"));
-  const inspector = await freePort();
-  return launch({
-    command: "npm",
-    args: [
-      "start",
-      "--",
-      ...args,
-      "--inspector-port",
-      String(inspector),
-      "--persist-to",
-      state,
-      "--show-interactive-dev-session=false",
-    ],
-    // A user's shell: npm runs the scripts with the `node` first on PATH (this one), and vitest's
-    // NODE_ENV=test, which alone stops miniflare's Request.cf download, is not there.
-    env: {
-      ...process.env,
-      NODE_ENV: undefined,
-      PATH: `${dirname(process.execPath)}:${process.env.PATH}`,
-      NO_COLOR: "1",
-      ...env,
-    },
-    base: `http://127.0.0.1:${env.PORT ?? args[args.indexOf("--port") + 1]}`,
-    state,
-  });
-}
 
 function expectQuiet(output: string): void {
   expect(output).not.toContain("Unable to fetch the `Request.cf` object");

@@ -6,8 +6,8 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { gunzipSync } from "node:zlib";
+import { bytesModelSource, type OcrOptions } from "../../src/extract/entry.ts";
 import { tesseractEngine } from "../../src/extract/ocr-tesseract.ts";
-import { bytesModelSource, type OcrOptions } from "../../src/lib.ts";
 
 const require = createRequire(import.meta.url);
 const root = dirname(dirname(dirname(require.resolve("vitest/package.json"))));

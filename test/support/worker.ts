@@ -53,6 +53,8 @@ export async function startProxyWorker(input: {
   const worker = await unstable_startWorker({
     config: "wrangler.toml",
     bindings: {
+      // No deployment layer unless the caller gives one (wrangler.toml ships shadow mode for every session).
+      OFFLOAD_DEFAULT_CONFIG: text("{}"),
       ANTHROPIC_BASE_URL: text(`${input.provider}/anthropic`),
       OPENAI_BASE_URL: text(`${input.provider}/openai/v1`),
       ...Object.fromEntries(Object.entries(input.vars ?? {}).map(([k, v]) => [k, text(v)])),

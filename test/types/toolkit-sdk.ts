@@ -15,8 +15,8 @@ import type {
   OpenAIResponsesToolDefinition,
   OpenAIResponsesToolResult,
   ToolAnswer,
-} from "../../src/lib.ts";
-import { definePagedTool, defineTool, toolResult } from "../../src/lib.ts";
+} from "../../src/toolkit/entry.ts";
+import { definePagedTool, defineTool, toolResult } from "../../src/toolkit/entry.ts";
 
 type NoExtraKeys<Ours, Theirs> =
   Exclude<keyof Ours, keyof Theirs> extends never

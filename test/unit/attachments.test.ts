@@ -5,6 +5,7 @@ import { INLINE_REPLACEMENT_CHARS } from "../../src/core/attachments/types.ts";
 import { compact as compactTurn } from "../../src/core/compact.ts";
 import type { OffloadStore } from "../../src/core/ports.ts";
 import { resolveModel } from "../../src/core/pricing.ts";
+import type { SessionInput } from "../../src/core/session.ts";
 import type { ResultRecord } from "../../src/core/types.ts";
 import type { Extractor } from "../../src/extract/cache.ts";
 import { ExtractionDependencyMissingError } from "../../src/extract/errors.ts";
@@ -92,7 +93,7 @@ async function run(
   store: OffloadStore,
   config: object,
   calls: string[] = [],
-  session = "s1",
+  session: SessionInput = "s1",
   extra: Partial<Parameters<typeof compact>[0]> = {},
 ) {
   const text = typeof request === "string" ? request : JSON.stringify(request);
@@ -319,7 +320,7 @@ describe('attachment_policy "extract"', () => {
     expect(calls).toHaveLength(1);
     expect(b.report.attachments!.items[0]).toMatchObject({ action: "text", cached: true });
     expect(b.report.attachments!.extracted).toBe(0);
-    await run(first([pdfBlock()]), store, EXTRACT, calls, { tenant: "other", id: "a" } as never);
+    await run(first([pdfBlock()]), store, EXTRACT, calls, { tenant: "other", session: "a" });
     expect(calls).toHaveLength(2); // the cache is per tenant
   });
 });

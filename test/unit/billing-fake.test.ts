@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readSse } from "../../src/proxy/sse.ts";
+import { billUsd } from "../support/billing/bill.ts";
 import { BillingFake, callTool, say } from "../support/billing-fake.ts";
 
 const words = (n: number) => Array.from({ length: n }, () => "abc").join(" ");
@@ -244,5 +245,39 @@ describe("OpenAI", () => {
     const evs = await events(await post("/openai/v1/responses", req("two", true)));
     const done = evs.find((e) => e.type === "response.completed")!.response as Record<string, any>;
     expect(done.usage.input_tokens_details.cached_tokens).toBe(1280);
+  });
+});
+
+describe("the fake's prices", () => {
+  it("bills a whole call past 272K prompt tokens at OpenAI's long-context rates (2x input, 1.5x output)", () => {
+    const t = (input: number, read: number) => ({
+      input,
+      cache_read: read,
+      cache_write_5m: 0,
+      cache_write_1h: 0,
+      output: 1_000,
+    });
+    // gpt-5.4: $2.50 input, $0.25 cached, $15 output; at 272,000 prompt tokens still the short rates.
+    expect(billUsd("gpt-5.4", t(72_000, 200_000))).toBeCloseTo(
+      (72_000 * 2.5 + 200_000 * 0.25 + 1_000 * 15) / 1e6,
+      12,
+    );
+    expect(billUsd("gpt-5.4", t(72_001, 200_000))).toBeCloseTo(
+      (72_001 * 5 + 200_000 * 0.5 + 1_000 * 22.5) / 1e6,
+      12,
+    );
+    // gpt-6.2-sol's writes are doubled with its input; Anthropic's models have no such tier here.
+    expect(billUsd("gpt-6.2-sol", { ...t(0, 0), cache_write_5m: 300_000, output: 0 })).toBeCloseTo(
+      (300_000 * 2.5 * 2) / 1e6,
+      12,
+    );
+    expect(billUsd("claude-opus-5-5", t(500_000, 0))).toBeCloseTo(
+      (500_000 * 4 + 1_000 * 20) / 1e6,
+      12,
+    );
+    expect(billUsd("claude-sonnet-5-5", t(500_000, 0))).toBeCloseTo(
+      (500_000 * 2 + 1_000 * 10) / 1e6,
+      12,
+    );
   });
 });

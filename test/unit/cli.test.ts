@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import { formatDuration, progressLine, progressReporter } from "../../src/cli-progress.ts";
 
@@ -57,6 +58,54 @@ describe("edge-offload CLI", { timeout: 60_000 }, () => {
     expect(oneLine(notJsonl.stderr)).toContain("line 1 is not JSON");
   });
 
+  it("answers a file without sessions, or a truncated gzip, with one line naming it and exit code 2", () => {
+    const dir = mkdtempSync(join(tmpdir(), "edge-offload-cli-"));
+    const empty = join(dir, "empty.jsonl");
+    writeFileSync(empty, "");
+    const blank = join(dir, "blank.jsonl.gz");
+    writeFileSync(blank, gzipSync("\n\n"));
+    const truncated = join(dir, "cut.jsonl.gz");
+    writeFileSync(truncated, readFileSync(SAMPLE).subarray(0, 2000));
+    for (const [file, says] of [
+      [empty, `${empty}: no sessions (the file is empty)`],
+      [blank, `${blank}: no sessions (the file is empty)`],
+      [truncated, `${truncated} is not a readable gzip file: unexpected end of file`],
+    ] as const) {
+      const run = cli("replay", file);
+      expect(run.status, file).toBe(2);
+      expect(run.stdout, file).toBe("");
+      expect(oneLine(run.stderr)).toContain(`edge-offload: ${says}`);
+    }
+    // Gzip is told by its bytes, not its name.
+    const unnamed = join(dir, "sessions.jsonl");
+    writeFileSync(unnamed, readFileSync(SAMPLE));
+    const read = cli("replay", unnamed, "--policies", "none", "--json");
+    expect(read.status, read.stderr).toBe(0);
+    expect(JSON.parse(read.stdout).sessions).toBeGreaterThan(0);
+  });
+
+  it("shows what each tool rule of --config did, under the table and in --json", () => {
+    const config = JSON.stringify({
+      tool_result_tool_rules: [{ tool: "*", offload: "never" }],
+    });
+    const table = cli("replay", SAMPLE, "--policies", "none", "--config", config);
+    expect(table.status, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(
+      /^edge-offload\+config: tool rule `\*`: offload never: \d+ results \(kept \d+, compacted 0, offloaded 0\)$/m,
+    );
+    const json = cli("replay", SAMPLE, "--policies", "none", "--config", config, "--json");
+    const custom = JSON.parse(json.stdout).policies.find(
+      (p: { policy: string }) => p.policy === "edge-offload+config",
+    );
+    expect(custom.tool_rules).toEqual([
+      expect.objectContaining({ tool: "*", says: "tool rule `*`: offload never", offloaded: 0 }),
+    ]);
+    expect(custom.tool_rules[0].results).toBe(custom.tool_rules[0].kept);
+    expect(custom.tool_rules[0].results).toBeGreaterThan(0);
+    // Every result kept full: the row costs what none costs.
+    expect(custom.ratio_to_none).toBe(1);
+  });
+
   it("answers a bad --config with one line naming the problem and exit code 2, before replaying", () => {
     const typo = cli("replay", SAMPLE, "--config", '{"tool_result_medium_teir":"cache_anchor"}');
     expect(typo.status).toBe(2);
@@ -86,7 +135,11 @@ describe("edge-offload CLI", { timeout: 60_000 }, () => {
     const run = (args: string[], e: Record<string, string>) =>
       spawnSync(NODE[0]!, [...NODE.slice(1), CLI, "eval", ...args], { encoding: "utf8", env: e });
     const cases: [string[], Record<string, string>, string][] = [
-      [[empty, "--model", "claude-sonnet-4-6"], key, `edge-offload: ${empty} holds no sessions`],
+      [
+        [empty, "--model", "claude-sonnet-4-6"],
+        key,
+        `edge-offload: ${empty}: no sessions (the file is empty)`,
+      ],
       [
         [SAMPLE, "--model", "claude-sonnet-4-6"],
         env,

@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
+import { resolveModel } from "../../src/core/pricing.ts";
 import { recall } from "../../src/core/recall.ts";
-import { PRESSURE_BATCH_LIMIT } from "../../src/core/turn/pressure.ts";
+import { PRESSURE_BATCH_LIMIT, pressureWindow } from "../../src/core/turn/pressure.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { conversation, textBody } from "../support/requests.ts";
 
@@ -125,6 +126,30 @@ describe("context-pressure mode", () => {
     const back = await recall({ store, session, mem_id: memId, query: "r0 5:" });
     expect(back.is_error).toBe(false);
     expect(back.content).toContain("r0 5: the quick brown fox");
+  });
+
+  it("measures against the model's window, or its long-context price threshold when lower", async () => {
+    expect(pressureWindow(resolveModel("claude-opus-5-5"), null)).toBe(1_000_000);
+    expect(pressureWindow(resolveModel("claude-sonnet-4-6"), null)).toBe(200_000);
+    // GPT-6.2 Sol: a 1.05M window, its input rates doubled past 272K; Haiku 5.5: 1M, ×5 past 100K.
+    expect(pressureWindow(resolveModel("gpt-6.2-sol"), null)).toBe(272_000);
+    expect(pressureWindow(resolveModel("claude-haiku-5-5"), null)).toBe(100_000);
+    expect(pressureWindow(resolveModel("gpt-6.2-sol"), 500_000)).toBe(500_000);
+    expect(pressureWindow(null, null)).toBeNull();
+    // ~66K estimated tokens of a Haiku 5.5 request pass half of its 100K (and a tenth of its 1M).
+    const out = await compact({
+      request: conversation(turns(22), { model: "claude-haiku-5-5" }),
+      session: "long-context",
+      store: new MemoryStore(),
+      config: {
+        tool_result_compaction_enabled: true,
+        tool_result_offload_enabled: true,
+        tool_result_context_pressure_share: 0.5,
+        tool_result_context_pressure_target: 0.2,
+      },
+    });
+    expect(out.report.pressure).toMatchObject({ window: 100_000 });
+    expect(out.report.pressure!.share_after).toBeLessThanOrEqual(0.2);
   });
 
   it("is off with share null, and without offload", async () => {

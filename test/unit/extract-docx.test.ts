@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { docxXmlToText } from "../../src/extract/docx.ts";
-import { ExtractionFailedError, extractText } from "../../src/lib.ts";
+import { ExtractionFailedError, extractText } from "../../src/extract/entry.ts";
 import { loadFixture } from "../fixtures/load.ts";
 import { docx, para, table, zipParts } from "../fixtures/office-writer.ts";
 
@@ -180,7 +180,7 @@ describe("zip-bomb guards", () => {
     };
     for (let i = 0; i < 12_000; i++) parts[`junk/${i}`] = "";
     const attachment = { data: zipParts(parts, 0) };
-    const { probeAttachment } = await import("../../src/lib.ts");
+    const { probeAttachment } = await import("../../src/extract/entry.ts");
     expect(probeAttachment(attachment).format).toBe("docx");
     const e = await failure(extractText(attachment));
     expect(e.reason).toBe("too_large");

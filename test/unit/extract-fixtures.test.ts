@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { extractText, isAttachmentError, probeAttachment } from "../../src/lib.ts";
+import { extractText, isAttachmentError, probeAttachment } from "../../src/extract/entry.ts";
 import { FIXTURES } from "../fixtures/build.ts";
 import { fixtureBytes, loadFixture } from "../fixtures/load.ts";
 

@@ -1,11 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
-  DEFAULT_EXTRACT_CEILINGS,
-  parseExtractCeilings,
-  underCeilings,
-} from "../../src/extract/options.ts";
-import {
   attachmentDigest,
   DEFAULT_EXTRACT_LIMITS,
   decodeBase64,
@@ -14,11 +9,15 @@ import {
   extractionVariant,
   extractOptionsFromQuery,
   extractText,
-  isOffloadError,
-  OffloadError,
   resolveExtractOptions,
   UnsupportedAttachmentError,
-} from "../../src/lib.ts";
+} from "../../src/extract/entry.ts";
+import {
+  DEFAULT_EXTRACT_CEILINGS,
+  parseExtractCeilings,
+  underCeilings,
+} from "../../src/extract/options.ts";
+import { isOffloadError, OffloadError } from "../../src/lib.ts";
 import { fixtureBytes } from "../fixtures/load.ts";
 
 const b64 = (b: Uint8Array): string => Buffer.from(b).toString("base64");

@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import {
   ExtractionFailedError,
   extractTexts,
-  OffloadError,
   UnsupportedAttachmentError,
-} from "../../src/lib.ts";
+} from "../../src/extract/entry.ts";
+import { OffloadError } from "../../src/lib.ts";
 import { loadFixture } from "../fixtures/load.ts";
 
 const batch = () => [

@@ -11,7 +11,7 @@ import {
   type OcrImage,
   probeAttachment,
   UnsupportedAttachmentError,
-} from "../../src/lib.ts";
+} from "../../src/extract/entry.ts";
 import { fixtureBytes, loadFixture } from "../fixtures/load.ts";
 
 /** An engine double: records what it was given and answers a fixed text. */

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from "vitest";
-import { ExtractionDependencyMissingError, extractText } from "../../src/lib.ts";
+import { ExtractionDependencyMissingError, extractText } from "../../src/extract/entry.ts";
 import { loadFixture } from "../fixtures/load.ts";
 
 // A runtime or bundle where pdf.js cannot be loaded.

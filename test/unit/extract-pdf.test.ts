@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ExtractionFailedError, extractText } from "../../src/lib.ts";
+import { ExtractionFailedError, extractText } from "../../src/extract/entry.ts";
 import { loadFixture } from "../fixtures/load.ts";
 import { textPdf } from "../fixtures/pdf-writer.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { extractText, isExtractable, probeAttachment } from "../../src/lib.ts";
+import { extractText, isExtractable, probeAttachment } from "../../src/extract/entry.ts";
 import { fixtureBytes, loadFixture } from "../fixtures/load.ts";
 import { oleFile, zipParts } from "../fixtures/office-writer.ts";
 

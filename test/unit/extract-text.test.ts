@@ -4,7 +4,7 @@ import {
   extractText,
   htmlToText,
   UnsupportedAttachmentError,
-} from "../../src/lib.ts";
+} from "../../src/extract/entry.ts";
 import { loadFixture } from "../fixtures/load.ts";
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s);

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { ExtractionFailedError, extractText } from "../../src/extract/entry.ts";
 import {
   columnOf,
   dateStyleOf,
   excelSerialToIso,
   formatNumber,
 } from "../../src/extract/xlsx-workbook.ts";
-import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { loadFixture } from "../fixtures/load.ts";
 import { gridXlsx, xlsx } from "../fixtures/office-writer.ts";
 

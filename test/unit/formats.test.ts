@@ -174,7 +174,7 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
         expect(base).toMatch(/^trm_/);
         expect(await id("s")).toBe(base);
         expect(await id("s2")).not.toBe(base);
-        expect(await id({ tenant: "other", id: "s" })).not.toBe(base);
+        expect(await id({ tenant: "other", session: "s" })).not.toBe(base);
         expect(await id("s", "another secret")).not.toBe(base);
       });
     });

@@ -8,9 +8,11 @@ import { parseJsonBody, readBytes, readText } from "../../src/http/body.ts";
 import {
   MAX_SUMMARY_HEADER_CHARS,
   passThroughSummary,
+  proxyPart,
   summaryHeader,
   summaryOf,
 } from "../../src/http/summary.ts";
+import { withProxy } from "../../src/proxy/loop-outcome.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 
 const post = (body: BodyInit | null, headers: Record<string, string> = {}) =>
@@ -161,6 +163,14 @@ describe("x-offload-summary is bounded", () => {
     });
     const report = {
       ...emptyReport("anthropic", true, true),
+      tool_rules: Array.from({ length: 32 }, (_, i) => ({
+        tool: `${"*".repeat(256)}${i}`,
+        says: long,
+        results: 1,
+        kept: 1,
+        compacted: 0,
+        offloaded: 0,
+      })),
       model: long,
       priced_as: "☕".repeat(300),
       attachments: {
@@ -195,7 +205,13 @@ describe("x-offload-summary is bounded", () => {
       ...summaryOf(report, true, [
         { code: "index_error", mem_id: "trm_".padEnd(100_000, "0"), message: long },
       ]),
-      proxy: { stream: true, spliced: 3, hops: 4, recalls: 4, ending: "failed" as const, memos: 1 },
+      proxy: {
+        ...proxyPart(true, 3),
+        hops: 4,
+        recalls: 4,
+        ending: "failed" as const,
+        memos: 1,
+      },
     };
     const header = summaryHeader(summary);
     expect(header.length).toBeLessThanOrEqual(MAX_SUMMARY_HEADER_CHARS);
@@ -207,6 +223,8 @@ describe("x-offload-summary is bounded", () => {
     expect(parsed.attachments.failed).toBe(30);
     expect(parsed.attachments.failures.length).toBeGreaterThan(0);
     expect(parsed.proxy.ending).toBe("failed");
+    expect(parsed.tool_rules.length).toBeLessThanOrEqual(8);
+    for (const r of parsed.tool_rules) expect(r.tool.length).toBeLessThanOrEqual(65);
     for (const e of parsed.errors) expect(JSON.stringify(e).length).toBeLessThan(1000);
   });
 
@@ -341,5 +359,54 @@ describe("x-offload-summary is bounded", () => {
     expect(doc!.media_type).toBeUndefined();
     expect(doc!.title).toBeUndefined();
     expect(image).toMatchObject({ source_type: "invalid", media_type: "image/png" });
+  });
+});
+
+describe("x-offload-summary has one shape", () => {
+  const keys = (o: object) => Object.keys(o).sort();
+
+  it("the same members on every path: pass-through, a decided turn, shadow, proxied, with its hops", async () => {
+    const store = new MemoryStore();
+    const request = JSON.stringify({
+      model: "claude-opus-4-5",
+      messages: [
+        { role: "user", content: "go" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "dump", input: {} }] },
+        {
+          role: "user",
+          content: [{ type: "tool_result", tool_use_id: "t1", content: "x".repeat(70_000) }],
+        },
+        { role: "assistant", content: [{ type: "tool_use", id: "t2", name: "dump", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t2", content: "ok" }] },
+      ],
+    });
+    const on = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+    const live = await compact({ format: "anthropic", request, session: "a", store, config: on });
+    const shadow = await compact({
+      format: "anthropic",
+      request,
+      session: "b",
+      store,
+      config: { ...on, tool_result_offload_shadow: true },
+    });
+    const off = passThroughSummary("anthropic");
+    const decided = summaryOf(live.report, live.changed, []);
+    const shadowed = summaryOf(shadow.report, shadow.changed, []);
+    expect(keys(decided)).toEqual(keys(off));
+    expect(keys(shadowed)).toEqual(keys(off));
+    expect(off).toMatchObject({ seq: null, proxy: null, attachments: null, tool_rules: [] });
+    expect(off.note).toContain("off: tool_result_compaction_enabled is false");
+    expect(decided.note).toBeNull();
+    expect(shadowed.note).toMatch(/^shadow: would save \$\d+\.\d{4} on this call/);
+    // The proxy's part: every member present, null until known.
+    const before = proxyPart(true, 0);
+    const after = withProxy(
+      { ...decided, proxy: proxyPart(false, 0) },
+      { hops: 1, recalls: 1, ending: "done", memos: [], usages: [] },
+      false,
+    ).proxy!;
+    expect(keys(after)).toEqual(keys(before));
+    expect(before).toMatchObject({ hops: null, recalls: null, ending: null, usd: null });
+    expect(after).toMatchObject({ hops: 1, recalls: 1, ending: "done", usd: null });
   });
 });

@@ -4,9 +4,9 @@
  * image and a corrupt one fail typed with `fallback: "native"`; the limits refuse before the work.
  */
 import { describe, expect, it } from "vitest";
+import { ExtractionFailedError, extractText } from "../../src/extract/entry.ts";
 import { decodeImage } from "../../src/extract/image-decode.ts";
 import { OcrLimitsSchema, ocrFromQuery, ocrLimitsFor } from "../../src/extract/ocr-service.ts";
-import { ExtractionFailedError, extractText } from "../../src/lib.ts";
 import { OCR_TEXT } from "../fixtures/build.ts";
 import { greyPng } from "../fixtures/image-writer.ts";
 import { fixtureBytes, loadFixture } from "../fixtures/load.ts";

@@ -1,62 +1,27 @@
 /**
- * The package as a user gets it: `npm pack` (its prepack build runs in a copy of the sources, so the
- * worktree's dist/ is never touched), the tarball installed into a fresh folder with npm (cached packages
- * first, the registry only for what the cache lacks), then what the README promises there: the library
- * snippet runs, a core-only install needs none of the optional peers, `require()` works, the CLI runs
- * without the optional `ai` package, and the portable checks (test/portable/library.mjs) pass under Node,
- * the machine's older Node when CI names one, Deno and Bun. Outside CI a runtime that is not installed is
- * skipped with a note saying how to get it; in CI (.ci/run installs them) its absence fails.
+ * The package as a user gets it (test/support/packed.ts: `npm pack`, the tarball installed into a fresh
+ * project), and what the README and docs promise there: the README's in-process snippet runs against a local
+ * fake model, a core-only install needs none of the optional peers and type-checks against every entry with
+ * `skipLibCheck: false`, every entry loads with `require()`, the session reference refuses the other shape,
+ * tool rules and the session report work, the CLI runs without the optional `ai` package and refuses a file
+ * without sessions, and the portable checks (test/portable/library.mjs) pass under Node, the machine's older
+ * Node when CI names one, Deno and Bun. Outside CI a runtime that is not installed is skipped with a note
+ * saying how to get it; in CI (.ci/run installs them) its absence fails.
  */
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import {
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
 import { catalogTurn } from "../portable/catalog-turn.mjs";
+import { env, npm, type Packed, packAndInstall, pkg, root } from "../support/packed.ts";
 import { type RunningServer, type Started, startPostgres, startRedis } from "../support/servers.ts";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
 const CI = process.env.CI === "true";
 const FIXTURES = ["table.csv", "page.html", "report.docx", "workbook.xlsx", "text.pdf"];
-/** What `npm pack` needs besides what it ships: the build's inputs. */
-const SOURCES = [
-  "package.json",
-  "package-lock.json",
-  "tsconfig.base.json",
-  "tsconfig.build.json",
-  "README.md",
-  "LICENSE",
-  "src",
-  "docs",
-];
 
-const env = { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH}` };
-let work = "";
+let packed: Packed | undefined;
 let app = "";
 let tarball = "";
-
-function npm(args: string[], cwd: string): string {
-  const out = spawnSync("npm", [...args, "--no-audit", "--no-fund"], {
-    cwd,
-    env,
-    encoding: "utf8",
-  });
-  if (out.status !== 0)
-    throw new Error(`npm ${args.join(" ")} failed:\n${out.stderr}${out.stdout}`);
-  return out.stdout;
-}
 
 function which(name: string): string | null {
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
@@ -66,24 +31,22 @@ function which(name: string): string | null {
   return null;
 }
 
+/** Runs a script file of the app with this Node (TypeScript stripped), its stdout and status. */
+function run(file: string, extra: Record<string, string> = {}) {
+  return spawnSync(process.execPath, [file], {
+    cwd: app,
+    env: { ...env, ...extra },
+    encoding: "utf8",
+  });
+}
+
 beforeAll(() => {
-  work = mkdtempSync(join(tmpdir(), "edge-offload-pack-"));
-  const repo = join(work, "repo");
-  for (const name of SOURCES) cpSync(join(root, name), join(repo, name), { recursive: true });
-  symlinkSync(join(root, "node_modules"), join(repo, "node_modules"));
-  const name = npm(["pack", "--silent", "--pack-destination", work], repo)
-    .trim()
-    .split("\n")
-    .pop()!;
-  tarball = join(work, name);
-  app = join(work, "app");
-  mkdirSync(app);
-  writeFileSync(join(app, "package.json"), '{"name":"app","private":true,"type":"module"}\n');
-  npm(["install", "--prefer-offline", tarball], app);
+  packed = packAndInstall("pack");
+  ({ app, tarball } = packed);
 }, 240_000);
 
 afterAll(() => {
-  if (work !== "") rmSync(work, { recursive: true, force: true });
+  packed?.remove();
 });
 
 describe("the packed package", { timeout: 60_000 }, () => {
@@ -120,48 +83,146 @@ describe("the packed package", { timeout: 60_000 }, () => {
     expect(Object.keys(pkg.dependencies).sort()).toEqual(["zod"]);
   });
 
-  it("runs the README's library snippet as written", () => {
+  it("runs the README's in-process snippet as written, against a local fake model", () => {
+    packed!.link(["@anthropic-ai/sdk"]);
+    cpSync(join(root, "examples", "fake-anthropic.mjs"), join(app, "fake-anthropic.mjs"));
     const readme = readFileSync(join(root, "README.md"), "utf8");
-    const snippet = /As a library:\n\n```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+    const snippet = /### 2\. In process[\s\S]*?```ts\n([\s\S]*?)```/.exec(readme)?.[1];
     expect(snippet).toContain('from "edge-offload"');
+    // What the snippet leaves to its reader: the conversation and its tools, and where the SDK calls
+    // (ANTHROPIC_BASE_URL, which the official client reads; a fake here).
     const turn = JSON.stringify(catalogTurn());
-    // What the snippet leaves to its reader: the request text, and the model's recall call (which names the
-    // mem_id the snippet's own compact returned).
-    const before = `const rawRequestText = ${JSON.stringify(turn)};
-const toolUse = { get input(): unknown { return { mem_id: decisions[0]!.mem_id, json_path: "items[1499]" }; } };
+    const before = `import { startFakeAnthropic } from "./fake-anthropic.mjs";
+const fake = await startFakeAnthropic();
+process.env.ANTHROPIC_BASE_URL = fake.url;
+process.env.ANTHROPIC_API_KEY = "sk-ant-fake";
+const { messages, tools } = ${turn};
 `;
-    const after = `
-console.log(JSON.stringify({ changed: request !== rawRequestText, offloaded: report.offloaded, is_error: answer.is_error, first: answer.content.split("\\n")[0] }));
-`;
-    writeFileSync(join(app, "snippet.ts"), before + snippet + after);
-    const run = spawnSync(
+    writeFileSync(join(app, "snippet.ts"), `${before}${snippet}await fake.close();\n`);
+    const out = run("snippet.ts");
+    expect(out.status, out.stderr).toBe(0);
+    const lines = out.stdout.trim().split("\n");
+    expect(lines[0]).toMatch(/^offloaded 1, saved \$0\.\d+$/);
+    expect(lines[1]).toMatch(/^end_turn 0\.\d+ \[/);
+  });
+
+  it("type-checks against every entry without the optional peers, skipLibCheck false", () => {
+    const entries = Object.keys(pkg.exports).filter(
+      (k) => k !== "./package.json" && !["./ai-sdk", "./agents", "./hono"].includes(k),
+    );
+    const check = entries
+      .map((k, i) => `import * as e${i} from "edge-offload${k.slice(1)}";\nvoid e${i};`)
+      .join("\n");
+    writeFileSync(
+      join(app, "check.ts"),
+      `${check}
+import { compact, MemoryStore, type OffloadConfigLike, type ToolRule } from "edge-offload";
+const rules: ToolRule[] = [{ tool: "web_*", offload: "never" }];
+const config: OffloadConfigLike = { tool_result_compaction_enabled: true, tool_result_tool_rules: rules };
+export const out = compact({ request: {}, session: { tenant: "t", session: "s" }, store: new MemoryStore(), config });
+`,
+    );
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "es2023",
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          lib: ["es2023", "dom"],
+          types: [],
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+        },
+        files: ["check.ts"],
+      }),
+    );
+    const tsc = spawnSync(
       process.execPath,
-      ["--experimental-strip-types", "--disable-warning=ExperimentalWarning", "snippet.ts"],
+      [join(root, "node_modules", "typescript", "bin", "tsc")],
       {
         cwd: app,
-        env: { ...env, OFFLOAD_SECRET: "a-secret-for-the-readme-snippet-0123" },
         encoding: "utf8",
       },
     );
-    expect(run.status, run.stderr).toBe(0);
-    const out = JSON.parse(run.stdout);
-    expect(out).toMatchObject({ changed: true, offloaded: 1, is_error: false });
-    expect(out.first).toMatch(/^1 value at "\$\.items\[1499\]" in trm_[0-9a-f]{24}:$/);
+    expect(tsc.stdout + tsc.stderr).toBe("");
+    expect(tsc.status).toBe(0);
+    // No public declaration names an optional peer the core-only install lacks.
+    const dts = execFileSync("tar", ["tzf", tarball], { encoding: "utf8" })
+      .split("\n")
+      .filter((f) => f.endsWith(".d.ts"));
+    const peers = new Set<string>();
+    for (const f of dts) {
+      const text = readFileSync(
+        join(app, "node_modules", "edge-offload", f.slice("package/".length)),
+        "utf8",
+      );
+      for (const [, mod] of text.matchAll(/^(?:import|export)[^\n]*from "([^".][^"]*)";$/gm))
+        peers.add(mod!);
+    }
+    expect([...peers].sort()).toEqual(["@ai-sdk/provider", "hono", "zod"]);
   });
 
-  it("loads with require(), and says to use import() where a runtime cannot require ES modules", () => {
+  it("refuses the other session shape, applies tool rules and reports the session, from the package", () => {
+    writeFileSync(
+      join(app, "session.mjs"),
+      `import { compact, MemoryStore, sessionReport } from "edge-offload";
+const store = new MemoryStore();
+const turn = ${JSON.stringify(JSON.stringify(catalogTurn()))};
+let refused = "";
+try { await compact({ request: turn, session: { tenant: "t", id: "s" }, store, config: {} }); } catch (e) { refused = e.message; }
+const config = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true, tool_result_tool_rules: [{ tool: "du*", offload: "never" }] };
+const out = await compact({ request: turn, session: { tenant: "t", session: "s" }, store, config });
+const report = await sessionReport({ store, session: { tenant: "t", session: "s" } });
+console.log(JSON.stringify({ refused, reason: out.decisions[0].reason, rules: out.report.tool_rules, mode: report.mode }));
+`,
+    );
+    const out = run("session.mjs");
+    expect(out.status, out.stderr).toBe(0);
+    const got = JSON.parse(out.stdout);
+    expect(got.refused).toContain("{ tenant, session }");
+    expect(got.reason).toBe("kept: tool rule `du*` says never");
+    expect(got.rules[0]).toMatchObject({ tool: "du*", results: 1, kept: 1 });
+    expect(got.mode).toBe("live");
+  });
+
+  it("loads every entry with require(), and says to use import() where a runtime cannot require ES modules", () => {
+    const names = Object.keys(pkg.exports)
+      .filter((k) => k !== "./package.json")
+      .map((k) => `edge-offload${k.slice(1)}`)
+      // These load their optional peers ("ai", "hono", "vitest"), which a core-only install lacks.
+      .filter(
+        (n) =>
+          ![
+            "edge-offload/ai-sdk",
+            "edge-offload/agents",
+            "edge-offload/hono",
+            "edge-offload/contract",
+          ].includes(n),
+      );
     const script = `
-      const lib = require("edge-offload");
+      const names = ${JSON.stringify(names)};
+      const loaded = Object.fromEntries(names.map((n) => [n, Object.keys(require(n)).length > 0]));
       const load = require("./node_modules/edge-offload/dist/cjs/load.cjs");
       const esm = Object.assign(new Error("require() of ES Module"), { code: "ERR_REQUIRE_ESM" });
       let message = "";
-      try { load(() => { throw esm; }, "../lib.js", "edge-offload"); } catch (e) { message = e.message; }
-      console.log(JSON.stringify({ compact: typeof lib.compact, message }));`;
-    const run = spawnSync(process.execPath, ["-e", script], { cwd: app, env, encoding: "utf8" });
-    expect(run.status, run.stderr).toBe(0);
-    const out = JSON.parse(run.stdout);
-    expect(out.compact).toBe("function");
-    expect(out.message).toContain('use `await import("edge-offload")` from CommonJS');
+      try { load(() => { throw esm; }, "../integrations/fetch.js", "edge-offload/fetch"); } catch (e) { message = e.message; }
+      console.log(JSON.stringify({ loaded, compact: typeof require("edge-offload").compact, message }));`;
+    const out = spawnSync(process.execPath, ["-e", script], { cwd: app, env, encoding: "utf8" });
+    expect(out.status, out.stderr).toBe(0);
+    const got = JSON.parse(out.stdout);
+    expect(got.loaded).toEqual(Object.fromEntries(names.map((n) => [n, true])));
+    expect(got.compact).toBe("function");
+    expect(got.message).toContain('use `await import("edge-offload/fetch")` from CommonJS');
+    // Every entry has its require() shim, naming the entry it loads.
+    for (const [key, entry] of Object.entries(
+      pkg.exports as Record<string, { require?: string }>,
+    )) {
+      if (key === "./package.json") continue;
+      const shim = readFileSync(join(app, "node_modules", "edge-offload", entry.require!), "utf8");
+      expect(shim, key).toContain(`"edge-offload${key.slice(1)}"`);
+    }
   });
 
   it("runs the CLI without the optional ai package: the prune-messages row is skipped in one line", () => {
@@ -183,6 +244,23 @@ console.log(JSON.stringify({ changed: request !== rawRequestText, offloaded: rep
     expect(asked.status).toBe(2);
     expect(asked.stderr.trim().split("\n")).toHaveLength(1);
     expect(asked.stderr).toContain("it is not installed");
+    writeFileSync(join(app, "empty.jsonl"), "");
+    const empty = spawnSync(bin, ["replay", join(app, "empty.jsonl")], { env, encoding: "utf8" });
+    expect(empty.status).toBe(2);
+    expect(empty.stderr).toBe(
+      `edge-offload: ${join(app, "empty.jsonl")}: no sessions (the file is empty); one {id, system, tools?, messages} per line, or one Anthropic request per line\n`,
+    );
+  });
+
+  it("npm pack's tarball is ignored by git in a clone", () => {
+    const ignored = spawnSync(
+      "git",
+      ["check-ignore", "-q", join(root, `edge-offload-${pkg.version}.tgz`)],
+      {
+        cwd: root,
+      },
+    );
+    expect(ignored.status).toBe(0);
   });
 });
 

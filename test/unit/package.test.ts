@@ -41,12 +41,16 @@ describe("package", { timeout: 60_000 }, () => {
         "./ai-sdk",
         "./contract",
         "./eval",
+        "./extract",
         "./fetch",
         "./hono",
         "./postgres",
+        "./pricing",
         "./redis",
+        "./replay",
         "./sqlite",
         "./store",
+        "./toolkit",
       ].sort(),
     );
     for (const [name, entry] of entries) {
@@ -59,7 +63,8 @@ describe("package", { timeout: 60_000 }, () => {
 
   it("plain Node imports the public API by name", () => {
     const out = node(`
-      import { compact, recall, offloadGate, recallToolDefinition, MemoryStore, OffloadConfigSchema } from "edge-offload";
+      import { compact, recall, recallToolDefinition, MemoryStore, OffloadConfigSchema } from "edge-offload";
+      import { offloadGate } from "edge-offload/pricing";
       const store = new MemoryStore();
       const body = "x".repeat(70000);
       const request = JSON.stringify({ model: "claude-opus-4-5", messages: [
@@ -93,19 +98,29 @@ describe("package", { timeout: 60_000 }, () => {
         aiSdk: kinds(await import("edge-offload/ai-sdk"), ["offloadMiddleware"]),
         agents: kinds(await import("edge-offload/agents"), ["AgentStore", "offloadMiddleware"]),
         hono: kinds(await import("edge-offload/hono"), ["toolRoutes", "queryArguments"]),
-        store: kinds(await import("edge-offload/store"), ["ComposedStore", "SqlSessionState", "syncSqliteSql"]),
         sqlite: kinds(await import("edge-offload/sqlite"), ["SqliteStore"]),
         postgres: kinds(await import("edge-offload/postgres"), ["PostgresStore", "postgresSql"]),
         redis: kinds(await import("edge-offload/redis"), ["RedisStore", "RedisSessionState"]),
         contract: kinds(await import("edge-offload/contract"), ["runStoreContract", "runSessionStateContract"]),
         eval: kinds(await import("edge-offload/eval"), ["evaluate", "planEval", "fileLog", "renderTable"]),
+        extract: kinds(await import("edge-offload/extract"), ["extractText", "tesseractEngine"]),
+        toolkit: kinds(await import("edge-offload/toolkit"), ["definePagedTool", "previewOf"]),
+        pricing: kinds(await import("edge-offload/pricing"), ["offloadGate", "resolveModel"]),
+        store: kinds(await import("edge-offload/store"), ["ComposedStore", "SqlSessionState", "syncSqliteSql", "sessionRef"]),
+        replay: kinds(await import("edge-offload/replay"), ["replay", "parseSessions", "renderTable"]),
+        root: Object.keys(await import("edge-offload")).length,
       }));`);
     expect(out).toEqual({
       fetch: { offloadFetch: "function", dialectOf: "function" },
       aiSdk: { offloadMiddleware: "function" },
       agents: { AgentStore: "function", offloadMiddleware: "function" },
       hono: { toolRoutes: "function", queryArguments: "function" },
-      store: { ComposedStore: "function", SqlSessionState: "function", syncSqliteSql: "function" },
+      store: {
+        ComposedStore: "function",
+        SqlSessionState: "function",
+        syncSqliteSql: "function",
+        sessionRef: "function",
+      },
       sqlite: { SqliteStore: "function" },
       postgres: { PostgresStore: "function", postgresSql: "function" },
       redis: { RedisStore: "function", RedisSessionState: "function" },
@@ -116,6 +131,12 @@ describe("package", { timeout: 60_000 }, () => {
         fileLog: "function",
         renderTable: "function",
       },
+      extract: { extractText: "function", tesseractEngine: "function" },
+      toolkit: { definePagedTool: "function", previewOf: "function" },
+      pricing: { offloadGate: "function", resolveModel: "function" },
+      replay: { replay: "function", parseSessions: "function", renderTable: "function" },
+      // The root reads like an API: the core, the stores, config, errors, the integrations (was 76).
+      root: 19,
     });
   });
 

@@ -2,7 +2,13 @@
 import { describe, expect, it } from "vitest";
 import { resolveModel } from "../../src/core/pricing.ts";
 import { CacheSim } from "../../src/replay/cache.ts";
-import { callTimes, parseGapModel, REPLAY_EPOCH_MS, timestampOf } from "../../src/replay/gaps.ts";
+import {
+  callTimes,
+  gapSeconds,
+  parseGapModel,
+  REPLAY_EPOCH_MS,
+  timestampOf,
+} from "../../src/replay/gaps.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
 
 const sonnet = resolveModel("claude-sonnet-4-6")!;
@@ -70,6 +76,19 @@ describe("the gap model", () => {
     expect(callTimes(session, parseGapModel("30,900@0.5"))).toEqual(some);
     const own = { ...session, times: session.calls.map((_, i) => i * 7) };
     expect(callTimes(own, parseGapModel("30"))).toBe(own.times);
+  });
+
+  it("draws each call's gap on its own: one in ten long, not runs of them", () => {
+    const model = parseGapModel("20,900@0.1");
+    for (const id of ["claude-code-1m", "codex", "s1"]) {
+      const long = Array.from({ length: 2_000 }, (_, i) => gapSeconds(model, id, i + 1) === 900);
+      const share = long.filter(Boolean).length / long.length;
+      expect(share, id).toBeGreaterThan(0.07);
+      expect(share, id).toBeLessThan(0.13);
+      // Two long gaps in a row: ~1% of calls when independent (a run-prone draw gave ~9%).
+      const pairs = long.filter((l, i) => l && long[i + 1]).length;
+      expect(pairs / long.length, id).toBeLessThan(0.03);
+    }
   });
 
   it("reads a request log's timestamps (ISO, epoch seconds or ms)", () => {

@@ -4,8 +4,9 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { DEV_SECRET } from "../../src/core/memid.ts";
-import { compact, MemoryStore, type OffloadStore } from "../../src/lib.ts";
+import { compact, MemoryStore } from "../../src/lib.ts";
 import { devSecretProblem, guardedCompact } from "../../src/secret-guard.ts";
+import type { OffloadStore } from "../../src/store-kit.ts";
 import { conversation } from "../support/requests.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { PRODUCTS } from "../../examples/catalog/catalog.ts";
 import example from "../../examples/catalog/worker.ts";
-import { definePagedTool, defineTool, OffloadError } from "../../src/lib.ts";
+import { definePagedTool, defineTool, OffloadError } from "../../src/toolkit/entry.ts";
 import { queryArguments, toolRoutes } from "../../src/toolkit/hono.ts";
 
 const items = Array.from({ length: 130 }, (_, i) => ({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { OffloadError, PAGE_DEFAULTS, type Page, paginate } from "../../src/lib.ts";
+import { OffloadError, PAGE_DEFAULTS, type Page, paginate } from "../../src/toolkit/entry.ts";
 
 const rows = Array.from({ length: 45 }, (_, i) => ({ id: i }));
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { compact, MemoryStore, OffloadError, previewOf, serializeValue } from "../../src/lib.ts";
+import { compact, MemoryStore } from "../../src/lib.ts";
+import { OffloadError, previewOf, serializeValue } from "../../src/toolkit/entry.ts";
 
 const rows = Array.from({ length: 2000 }, (_, i) => ({
   id: i,

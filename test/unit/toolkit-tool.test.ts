@@ -1,12 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import {
-  definePagedTool,
-  defineTool,
-  OffloadError,
-  recallToolDefinition,
-  toolResult,
-} from "../../src/lib.ts";
+import { recallToolDefinition } from "../../src/lib.ts";
+import { definePagedTool, defineTool, OffloadError, toolResult } from "../../src/toolkit/entry.ts";
 
 const weather = defineTool({
   name: "get_weather",

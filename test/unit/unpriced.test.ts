@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { summaryOf } from "../../src/http/summary.ts";
-import { compact, MemoryStore, offloadGate } from "../../src/lib.ts";
+import { compact, MemoryStore } from "../../src/lib.ts";
+import { offloadGate } from "../../src/pricing.ts";
 import { conversation } from "../support/requests.ts";
 
 const ON = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };

@@ -8,7 +8,7 @@ import {
   extractText,
   extractTexts,
   UnsupportedAttachmentError,
-} from "../../src/lib.ts";
+} from "../../src/extract/entry.ts";
 import { fixture } from "../fixtures/build.ts";
 import { gridXlsx } from "../fixtures/office-writer.ts";
 

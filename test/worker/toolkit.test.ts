@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import example from "../../examples/catalog/worker.ts";
-import { paginate, previewOf } from "../../src/lib.ts";
+import { paginate, previewOf } from "../../src/toolkit/entry.ts";
 
 // The kit claims any runtime: the same example Worker, run inside workerd.
 describe("tool-author kit in workerd", () => {

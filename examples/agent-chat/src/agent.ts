@@ -12,13 +12,36 @@ import {
   AgentStore,
   type OffloadCallReport,
   offloadMiddleware,
-} from "../../../src/integrations/agents.ts";
+  sessionReport,
+} from "edge-offload/agents";
 import type { Env } from "./env.ts";
 import { tools } from "./tools.ts";
+
+/** The object is the conversation: one session per agent. */
+const SESSION = "conversation";
 
 export class ChatAgent extends AIChatAgent<Env> {
   /** Each model call's report (what was offloaded, recall hops, problems), newest last. */
   readonly reports: OffloadCallReport[] = [];
+  #store: AgentStore | undefined;
+
+  /** The store in this object's own SQLite (R2 for bodies over ~160K characters, when bound). */
+  get store(): AgentStore {
+    this.#store ??= new AgentStore(this.ctx.storage, { bucket: this.env.BODIES });
+    return this.#store;
+  }
+
+  /** `GET /agents/chat-agent/<name>/offload-report`: what edge-offload did for this conversation. */
+  override async onRequest(request: Request): Promise<Response> {
+    if (new URL(request.url).pathname.endsWith("/offload-report")) {
+      try {
+        return Response.json(await sessionReport({ store: this.store, session: SESSION }));
+      } catch {
+        return Response.json({ error: "no model call yet" }, { status: 404 });
+      }
+    }
+    return super.onRequest(request);
+  }
 
   // The chat persists the assistant message from the stream itself: the finish callback is not needed.
   override async onChatMessage(
@@ -26,9 +49,8 @@ export class ChatAgent extends AIChatAgent<Env> {
     options?: { abortSignal?: AbortSignal },
   ): Promise<Response> {
     const middleware = offloadMiddleware({
-      store: new AgentStore(this.ctx.storage, { bucket: this.env.BODIES }),
-      // The object is the conversation: one session per agent.
-      session: "conversation",
+      store: this.store,
+      session: SESSION,
       secret: this.env.OFFLOAD_SECRET,
       config: { tool_result_compaction_enabled: true, tool_result_offload_enabled: true },
       onReport: (report) => this.reports.push(report),

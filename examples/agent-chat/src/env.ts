@@ -1,5 +1,5 @@
 /** The example agent's bindings (wrangler.toml; secrets from .dev.vars or `wrangler secret put`). */
-import type { BodyBucket } from "../../../src/integrations/agents.ts";
+import type { BodyBucket } from "edge-offload/agents";
 
 /** As `wrangler types` would declare it (Cloudflare.Env), plus what this example reads. */
 export interface Env extends Cloudflare.Env {

@@ -11,6 +11,7 @@ import {
   type JsonNode,
   type JsonObject,
   type JsonString,
+  ownedString,
   parseJsonSpans,
 } from "../json/scan.ts";
 
@@ -50,13 +51,14 @@ export function shortString(
   const node = getMember(obj, key);
   if (node?.kind !== "string") return undefined;
   const value = decodeString(raw, node);
-  return value.length > max ? undefined : value;
+  return value.length > max ? undefined : ownedString(value);
 }
 
+/** An id, a name or a model: refused when too long, and its own string (it is kept: records, logs). */
 function bounded(value: string, max: number | undefined, path: Path): string {
-  if (max !== undefined && value.length > max)
-    shapeError(`too long (${value.length} chars; at most ${max})`, path);
-  return value;
+  if (max === undefined) return value;
+  if (value.length > max) shapeError(`too long (${value.length} chars; at most ${max})`, path);
+  return ownedString(value);
 }
 
 export function shapeError(message: string, path: Path): never {

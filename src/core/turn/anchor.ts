@@ -21,6 +21,7 @@ import { unpricedModel } from "../gate.ts";
 import { ratesFor, usd } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
+import { configOf } from "./tool-rules.ts";
 
 /** What the report says about the anchor: whether one was placed, with which TTL, and why. */
 export interface AnchorReport {
@@ -54,9 +55,10 @@ export function placeAnchor(
     const site = sites[i]!;
     const d = outcomes.get(site)!.decision;
     if (d.sticky || d.action !== "kept" || site.settled || isRecallResult(site)) return false;
+    const config = configOf(ctx, site);
     return ctx.offload
-      ? d.chars >= ctx.config.tool_result_large_offload_threshold_chars
-      : d.chars > ctx.config.tool_result_compaction_size_chars;
+      ? d.chars >= config.tool_result_large_offload_threshold_chars
+      : d.chars > config.tool_result_compaction_size_chars;
   };
   let slot: AnchorSlot | undefined;
   for (const s of a.anchor_slots) {

@@ -18,6 +18,7 @@ import {
   type TurnContext,
 } from "./context.ts";
 import { priceOffload } from "./price.ts";
+import { neverOffloaded, staysHot } from "./tool-rules.ts";
 
 /** Where the move would go for a fresh result: the slot just before it and the markers after it. */
 export interface MovePoint {
@@ -40,8 +41,8 @@ export function movePoint(ctx: TurnContext, site: ToolResultSite): MovePoint | n
     return null;
   if (ctx.adapter.anchorEdit === undefined || ctx.price === null || a.auto_cache) return null;
   if (site.settled || isRecallResult(site)) return null;
-  // One new result next call must push it out of the hot window.
-  if (site.index >= a.sites.length + 1 - config.tool_result_compaction_keep_last_n) return null;
+  // One new result next call must push it out of the hot window; a rule's "never" is never moved for.
+  if (staysHot(ctx, site) || neverOffloaded(ctx, site)) return null;
   const after = a.breakpoints.filter((b) => b.position > site.position);
   if (after.length === 0 || after.some((b) => b.removal === undefined)) return null;
   if (a.media?.some((m) => m.message_index === site.message_index)) return null;

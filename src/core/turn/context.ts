@@ -15,6 +15,7 @@ import type { Problem } from "../problems.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { type ContentKind, detectKind, estimateTokens, whitespaceShare } from "../tokens.ts";
 import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
+import { configOf, neverOffloaded, neverReason, ruledReason } from "./tool-rules.ts";
 
 /**
  * One result's decision on this turn (the same shape the session report keeps for the last turn).
@@ -167,7 +168,7 @@ export function pending(
       tool_use_id: site.tool_use_id,
       tool_name: site.tool_name,
       path: site.path,
-      tier: hot ? "hot" : tierOf(ctx.config, m.chars),
+      tier: hot ? "hot" : tierOf(configOf(ctx, site), m.chars),
       action: "kept",
       mem_id: null,
       chars: m.chars,
@@ -175,10 +176,16 @@ export function pending(
       sent_tokens: m.tokens,
       sticky: false,
       reason:
-        why ??
-        (hot
-          ? "hot: among the most recent results"
-          : "not settled: the model has not answered after it yet"),
+        why === undefined && neverOffloaded(ctx, site)
+          ? neverReason(ctx, site)
+          : ruledReason(
+              ctx,
+              site,
+              why ??
+                (hot
+                  ? "hot: among the most recent results"
+                  : "not settled: the model has not answered after it yet"),
+            ),
     },
   };
 }

@@ -8,7 +8,7 @@
 import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import { offloadGate } from "../gate.ts";
-import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
+import { decodeString, getMember, type JsonNode, ownedString } from "../json/scan.ts";
 import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
 import { type StructureIndex, structureOf } from "../structure.ts";
@@ -33,6 +33,7 @@ import {
 } from "./context.ts";
 import type { Flight } from "./flight.ts";
 import { priceOffload } from "./price.ts";
+import { configOf, isHot, neverOffloaded, neverReason, ruledReason } from "./tool-rules.ts";
 
 /**
  * What a first decision gives: the outcome, and the record to commit (none when nothing may stick
@@ -55,13 +56,14 @@ const SMALL = "small: at most the size floor";
  * reads it, where the gate's price says so.
  */
 export function firstDeliveryCandidate(ctx: TurnContext, site: ToolResultSite): boolean {
+  const config = configOf(ctx, site);
   return (
     ctx.offload &&
-    ctx.config.tool_result_first_delivery === "gated" &&
+    config.tool_result_first_delivery === "gated" &&
     !site.settled &&
+    !neverOffloaded(ctx, site) &&
     charsOf(ctx, site) >=
-      (ctx.config.tool_result_first_delivery_min_chars ??
-        ctx.config.tool_result_compaction_size_chars + 1)
+      (config.tool_result_first_delivery_min_chars ?? config.tool_result_compaction_size_chars + 1)
   );
 }
 
@@ -86,7 +88,8 @@ export async function decide(
 ): Promise<FirstDecision | LaterDecision> {
   const pressure = forced === "pressure";
   const m = measure(ctx, site);
-  const tier = tierOf(ctx.config, m.chars);
+  const config = configOf(ctx, site);
+  const tier = tierOf(config, m.chars);
   const base = {
     tool_use_id: pressure ? pressureId(site.tool_use_id) : site.tool_use_id,
     tool_name: site.tool_name,
@@ -104,7 +107,11 @@ export async function decide(
       "action" | "mem_id" | "fingerprint" | "rendered" | "rendered_tokens" | "reason" | "gate"
     >,
   ): FirstDecision => {
-    const record: ResultRecord = { ...base, ...fields };
+    const record: ResultRecord = {
+      ...base,
+      ...fields,
+      reason: ruledReason(ctx, site, fields.reason),
+    };
     const decision = decisionOf(site, record, false);
     return {
       outcome: fields.rendered === null ? { decision } : { decision, replacement: fields.rendered },
@@ -122,14 +129,15 @@ export async function decide(
       gate,
     });
 
-  // Small is a pure function of the text and the config: derived again each turn, never recorded,
-  // so a turn of many small results commits nothing for them (a commit stays bounded whatever the
-  // request). A floor lowered later lets the gate weigh such a result then, priced like any other.
+  // A rule's "never", like small, is a pure function of the result and the config: derived again each
+  // turn, never recorded, so a turn of many such results commits nothing for them (a commit stays
+  // bounded whatever the request). A floor lowered later (or the rule dropped) lets the gate weigh
+  // such a result then, priced like any other.
+  if (neverOffloaded(ctx, site)) return { outcome: kept(neverReason(ctx, site)).outcome };
   if (tier === "small" && !pressure) return { outcome: kept(SMALL).outcome };
   // Fresh and not offered on first delivery: only the breakpoint move can decide it now.
   const offered = !firstDelivery || firstDeliveryCandidate(ctx, site);
-  const hot =
-    site.index >= ctx.analysis.sites.length - ctx.config.tool_result_compaction_keep_last_n;
+  const hot = isHot(ctx, site);
   const answer = isRecallResult(site) ? await recallAnswerOf(ctx, site) : null;
   if (answer === "unknown")
     return { outcome: pending(ctx, site, false, "kept full: could not tell a recall answer") };
@@ -170,7 +178,7 @@ export async function decide(
     // Only large results reach the fixed-prior gate. A learning gate sees the medium ones too: its
     // recall rate is measured, so a session whose model never recalls stops paying for caution.
     // (A medium result offered at first delivery, `tool_result_first_delivery_min_chars`, is gated.)
-    const weighed = tier !== "medium" || ctx.config.tool_result_offload_adaptive;
+    const weighed = tier !== "medium" || config.tool_result_offload_adaptive;
     if (!weighed && !(firstDelivery && offered))
       return firstDelivery
         ? { outcome: pending(ctx, site, hot) }
@@ -235,11 +243,12 @@ export async function decide(
           body: m.text,
           chars: m.chars,
           tokens: m.tokens,
-          preview_chars: ctx.config.tool_result_compaction_preview_chars,
+          preview_chars: config.tool_result_compaction_preview_chars,
           recall_available: false,
         });
     try {
-      await ctx.turn.putBody(m.text, {
+      // The ledger keeps it: a slice of the request would keep the request.
+      await ctx.turn.putBody(ownedString(m.text), {
         mem_id: memId,
         tool_use_id: site.tool_use_id,
         tool_name: site.tool_name,

@@ -10,14 +10,16 @@
  */
 import { calibratedTokens } from "../calibration.ts";
 import type { ToolResultSite } from "../formats/types.ts";
+import type { ModelPrice } from "../pricing.ts";
 import type { ResultRecord } from "../types.ts";
 import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
 import { decide } from "./decide.ts";
 import { Flight } from "./flight.ts";
+import { neverOffloaded } from "./tool-rules.ts";
 
 /** What a context-pressure batch did (the turn's report says it). */
 export interface PressureReport {
-  /** The model's context window, and the request's share of it before and after the batch. */
+  /** The window pressure measures against (contextWindow), and the request's share of it before and after the batch. */
   window: number;
   share_before: number;
   share_after: number;
@@ -34,10 +36,22 @@ export const PRESSURE_BATCH_LIMIT = 128;
 /** What a stub costs beyond its preview (header, outline, samples), in chars, for the floor below. */
 const STUB_OVERHEAD_CHARS = 1_000;
 
-/** The turn's context window (the config's, else the price table's), null when unknown or off. */
+/**
+ * The window pressure measures against: the configured one, else the model's context window, or
+ * its long-context threshold when lower (past it the whole request is billed at the higher rates:
+ * GPT-5.4 and later double their input rates past 272K of a 1.05M window), so the request is kept
+ * under it. Null for a model the price table does not know.
+ */
+export function pressureWindow(price: ModelPrice | null, configured: number | null): number | null {
+  if (configured !== null) return configured;
+  if (price === null) return null;
+  return Math.min(price.context_window, price.long_context?.above_tokens ?? Infinity);
+}
+
+/** The turn's pressure window (pressureWindow), null when unknown or pressure is off. */
 export function contextWindow(ctx: TurnContext): number | null {
   if (ctx.config.tool_result_context_pressure_share === null || !ctx.offload) return null;
-  return ctx.config.tool_result_context_window_tokens ?? ctx.price?.context_window ?? null;
+  return pressureWindow(ctx.price, ctx.config.tool_result_context_window_tokens);
 }
 
 /**
@@ -48,7 +62,7 @@ export function contextWindow(ctx: TurnContext): number | null {
 export async function relievePressure(
   ctx: TurnContext,
   sites: readonly ToolResultSite[],
-  hotFrom: number,
+  hot: (site: ToolResultSite) => boolean,
   outcomes: Map<ToolResultSite, Outcome>,
   fresh: { site: ToolResultSite; record: ResultRecord }[],
   sent: Record<string, number>,
@@ -73,7 +87,8 @@ export async function relievePressure(
     if (
       current.action !== "kept" ||
       !site.settled ||
-      site.index >= hotFrom ||
+      hot(site) ||
+      neverOffloaded(ctx, site) ||
       site.content === undefined ||
       isRecallResult(site) ||
       current.chars < floor

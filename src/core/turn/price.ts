@@ -13,6 +13,7 @@ import type { GateInput } from "../gate.ts";
 import { expectedRemainingCalls } from "../horizon.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { rawLength, recallToolTokens, sentOffset, type TurnContext } from "./context.ts";
+import { configOf } from "./tool-rules.ts";
 
 export function priceOffload(
   ctx: TurnContext,
@@ -59,7 +60,7 @@ export function priceOffload(
                 ),
               ),
       };
-  const { horizon, p } = priors(ctx, site.tool_name, firstDelivery);
+  const { horizon, p } = priors(ctx, site, firstDelivery);
   return {
     model: ctx.price ?? ctx.model,
     result_tokens: resultTokens,
@@ -144,15 +145,19 @@ export function turnHorizon(ctx: TurnContext): number {
   return prior;
 }
 
-/** Horizon and recall probability for a result of `tool`: the config's, or learned (adaptive). */
+/**
+ * Horizon and recall probability for a result: the config's (or its tool rule's) prior, or learned
+ * (adaptive).
+ */
 function priors(
   ctx: TurnContext,
-  tool: string,
+  site: ToolResultSite,
   firstDelivery: boolean,
 ): { horizon: number; p: number } {
   const { config, loaded } = ctx;
+  const tool = site.tool_name;
   const horizon = turnHorizon(ctx);
-  let p = config.tool_result_offload_recall_probability;
+  let p = configOf(ctx, site).tool_result_offload_recall_probability;
   if (config.tool_result_offload_adaptive)
     p = learnedRecallProbability(
       p,

@@ -12,6 +12,7 @@ import type { Format, TurnCounts, TurnDecision, TurnEstimate, TurnLog } from "..
 import type { AnchorReport } from "./anchor.ts";
 import { type Outcome, rawLength, type TurnContext } from "./context.ts";
 import type { PressureReport } from "./pressure.ts";
+import type { ToolRuleCount } from "./tool-rules.ts";
 
 export interface CompactReport extends TurnCounts {
   format: Format;
@@ -48,6 +49,8 @@ export interface CompactReport extends TurnCounts {
   estimate?: TurnEstimate;
   /** Context-pressure mode's batch this turn (pressure.ts), null when there was none. */
   pressure?: PressureReport | null;
+  /** What each tool rule matched this turn (`tool_result_tool_rules`); absent or empty: none did. */
+  tool_rules?: ToolRuleCount[];
 }
 
 /** The report of a turn that decided nothing (compaction off, or the session state unreadable). */

@@ -32,6 +32,7 @@ import { Flight } from "./flight.ts";
 import { contextWindow, relievePressure } from "./pressure.ts";
 import { replay, sameDecision } from "./replay.ts";
 import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
+import { isHot, ruleCounts, withRule } from "./tool-rules.ts";
 
 export interface TurnResult {
   edits: Edit[];
@@ -100,7 +101,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const { loaded } = ctx;
   ctx.replaced = replacedChars(ctx, sites);
 
-  const hotFrom = sites.length - config.tool_result_compaction_keep_last_n;
+  const hot = (site: ToolResultSite) => isHot(ctx, site);
   // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the
   // first enabled turn.
   ctx.toolDeclared =
@@ -123,7 +124,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       first(site, decided);
       return;
     }
-    const kept = pending(ctx, site, site.index >= hotFrom);
+    const kept = pending(ctx, site, hot(site));
     const declined = decided?.outcome.decision;
     outcomes.set(
       site,
@@ -150,14 +151,14 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     const arrived = ctx.offload ? loaded.records.get(arrivalId(site.tool_use_id)) : undefined;
     if (record !== undefined) outcomes.set(site, await replay(ctx, site, record));
     else if (moved !== undefined && !site.settled) {
-      outcomes.set(site, movedOutcome(pending(ctx, site, site.index >= hotFrom), moved.reason));
+      outcomes.set(site, movedOutcome(pending(ctx, site, hot(site)), moved.reason));
       settling.add(site);
     } else if (arrived !== undefined && !site.settled) {
-      const kept = pending(ctx, site, site.index >= hotFrom, arrived.reason);
+      const kept = pending(ctx, site, hot(site), arrived.reason);
       outcomes.set(site, {
         decision: { ...kept.decision, ...(arrived.gate === null ? {} : { gate: arrived.gate }) },
       });
-    } else if (site.index >= hotFrom || !site.settled) {
+    } else if (hot(site) || !site.settled) {
       // First delivery (opt-in): a large fresh result may be offloaded before the model ever reads
       // it; or its breakpoint moved and its offload decided for once it is settled.
       const decided =
@@ -186,7 +187,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const pressure = await relievePressure(
     ctx,
     sites,
-    hotFrom,
+    hot,
     outcomes,
     fresh,
     turnEstimate(ctx, sites, outcomes, otherTokensOf(ctx, sites, media.tally()), 0, media.tally())
@@ -198,7 +199,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
     declare && !analysis.has_recall_tool
       ? recallToolTokens(ctx.format, config.tool_result_recall_mode)
       : 0;
-  const decisionsNow = () => sites.map((s) => outcomes.get(s)!.decision);
+  const decisionsNow = () => sites.map((s) => withRule(ctx, s, outcomes.get(s)!.decision));
   const countsNow = () => countTurn(ctx, sites, outcomes, fresh.length, toolTokens, media.tally());
   const committed = decisionsNow();
   const rewritten = (site: ToolResultSite | undefined): boolean =>
@@ -324,6 +325,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       errors: ctx.problems,
       estimate: log.estimate,
       pressure,
+      tool_rules: ruleCounts(ctx, decisions),
     },
   };
 }

@@ -1,9 +1,13 @@
+import { resolveConfig, type ToolRule } from "../../config.ts";
 import { compact } from "../../core/compact.ts";
 import { SessionLengthLog, type SessionLengths } from "../../core/horizon.ts";
 import type { OffloadStore } from "../../core/ports.ts";
 import { recallMany } from "../../core/recall-many.ts";
 import { RECALL_TOOL_NAME } from "../../core/recall-tool.ts";
+import type { Decision } from "../../core/turn/context.ts";
 import { turnOver } from "../../core/turn/over.ts";
+import { describeRule, type ToolRuleCount } from "../../core/turn/tool-rules.ts";
+import type { Action } from "../../core/types.ts";
 import { MemoryStore } from "../../store/memory.ts";
 import { REPLAY_EPOCH_MS } from "../gaps.ts";
 import type { Policy } from "../policy.ts";
@@ -31,6 +35,7 @@ export function edgeOffload(
   // ended (the next one starts), so a turn learns only from sessions before it in file order.
   const lengths = new SessionLengthLog();
   let calls = 0;
+  const rules = new RuleTally(resolveConfig(config).tool_result_tool_rules);
   const store = withTurnStart(memory, {
     idle: options.coldCache !== false,
     lengths: () => lengths.lengths(),
@@ -38,12 +43,14 @@ export function edgeOffload(
   return {
     name,
     description,
+    toolRules: () => rules.counts(),
     start: (ctx) => {
       lengths.add(calls);
       calls = 0;
+      rules.endSession();
       const session = {
         tenant: "replay",
-        id: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128),
+        session: ctx.session.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128),
       };
       const memIds = new Map<string, string>();
       let recallDeclared = false;
@@ -52,6 +59,7 @@ export function edgeOffload(
           if (at !== undefined) clock = at;
           calls++;
           const out = await compact({ request: JSON.stringify(request), session, store, config });
+          rules.note(out.decisions);
           for (const d of out.decisions)
             if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
           recallDeclared ||= out.report.recall_tool !== "none";
@@ -76,6 +84,57 @@ export function edgeOffload(
       };
     },
   };
+}
+
+/**
+ * What the config's tool rules did over a run, each tool result counted once: its decision on the last call
+ * of its session that carried it.
+ */
+class RuleTally {
+  readonly #rules: readonly ToolRule[];
+  readonly #done: Map<string, ToolRuleCount>;
+  #session = new Map<string, { rule: string; action: Action }>();
+
+  constructor(rules: readonly ToolRule[]) {
+    this.#rules = rules;
+    this.#done = new Map();
+  }
+
+  note(decisions: readonly Decision[]): void {
+    if (this.#rules.length === 0) return;
+    for (const d of decisions)
+      if (d.rule !== undefined)
+        this.#session.set(d.tool_use_id, { rule: d.rule, action: d.action });
+  }
+
+  endSession(): void {
+    for (const { rule, action } of this.#session.values()) {
+      let c = this.#done.get(rule);
+      if (c === undefined) {
+        const r = this.#rules.find((x) => x.tool === rule)!;
+        c = {
+          tool: r.tool,
+          says: describeRule(r),
+          results: 0,
+          kept: 0,
+          compacted: 0,
+          offloaded: 0,
+        };
+        this.#done.set(rule, c);
+      }
+      c.results++;
+      c[action]++;
+    }
+    this.#session = new Map();
+  }
+
+  counts(): ToolRuleCount[] {
+    this.endSession();
+    return [...new Set(this.#rules.map((r) => r.tool))].flatMap((tool) => {
+      const c = this.#done.get(tool);
+      return c === undefined ? [] : [{ ...c }];
+    });
+  }
 }
 
 /**

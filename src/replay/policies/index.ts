@@ -61,6 +61,10 @@ export const EDGE_OFFLOAD_VARIANTS: Record<
   },
 };
 
+/**
+ * A policy by the name the CLI's `--policies` takes (`none`, `edge-offload`, `mask-last-10`, `evict-20k`,
+ * `edge-offload/no-move`…), or null for a name it does not know.
+ */
 export function policyByName(name: string): Policy | null {
   if (name === "none") return nonePolicy;
   if (name === "clear-tool-uses") return clearToolUses();

@@ -216,8 +216,16 @@ export const DecisionReportSchema = z.object({
     .int()
     .describe("Tokens as rendered (in a shadow turn: as it would have been rendered)."),
   sticky: z.boolean().describe("Taken on an earlier turn and replayed."),
-  reason: z.string(),
+  reason: z
+    .string()
+    .describe('Why, naming the tool rule that applied ("kept: tool rule `web_*` says never").'),
   gate: GateBreakdownSchema.nullable(),
+  rule: z
+    .string()
+    .nullable()
+    .describe(
+      "The `tool` of the tool rule this result's tool follows (tool_result_tool_rules), or null.",
+    ),
 });
 
 export const SessionReportSchema = z.object({
@@ -226,6 +234,12 @@ export const SessionReportSchema = z.object({
   created_at: z.iso.datetime(),
   last_active: z.iso.datetime(),
   mode: ModeSchema,
+  note: z
+    .string()
+    .nullable()
+    .describe(
+      "Shadow mode: what the session would have saved so far and the one line to go live; else null.",
+    ),
   last_turn_at: z.iso.datetime().nullable().describe("When the latest logged turn was committed."),
   totals: ReportTotalsSchema,
   turns: z.array(ReportTurnSchema).describe("The last 1,000 turns, oldest first."),

@@ -16,8 +16,10 @@ export const SummarySchema = z.object({
   turn: z.int(),
   seq: z
     .int()
-    .optional()
-    .describe("Compact route: the turn line this call logged (POST …/usage names it)."),
+    .nullable()
+    .describe(
+      "Compact route: the turn line this call logged (POST …/usage names it); null elsewhere or when none was.",
+    ),
   results: z.int(),
   kept: z.int(),
   compacted: z.int(),
@@ -86,12 +88,34 @@ export const SummarySchema = z.object({
             )
             .describe("Why each image not read was not (at most 8)."),
         })
-        .optional()
-        .describe("With attachment_ocr on: what OCR did for the images decided this turn."),
+        .nullable()
+        .describe(
+          "With attachment_ocr on: what OCR did for the images decided this turn; else null.",
+        ),
     })
     .nullable()
     .describe(
       "The attachment policy's effect on this request (null when attachment_policy is native).",
+    ),
+  tool_rules: z
+    .array(
+      z.object({
+        tool: z.string().describe("The rule's `tool` (cut to 64 characters)."),
+        says: z.string().describe("What the rule sets, as decisions' reasons name it."),
+        results: z.int(),
+        kept: z.int(),
+        compacted: z.int(),
+        offloaded: z.int(),
+      }),
+    )
+    .describe(
+      "What each tool rule (tool_result_tool_rules) matched this turn, by action (at most 8, in the rules' order).",
+    ),
+  note: z
+    .string()
+    .nullable()
+    .describe(
+      "For a person: in shadow mode, what the call would save and the one line to go live; with compaction off, that it is off. Null otherwise.",
     ),
   errors: z
     .array(ProblemSchema)
@@ -109,29 +133,34 @@ export const SummarySchema = z.object({
       spliced: z
         .int()
         .describe("Remembered recall calls (of mixed turns) spliced back into this request."),
-      hops: z.int().optional().describe("Extra provider calls made to answer recall_tool_result."),
-      recalls: z.int().optional().describe("recall_tool_result calls the proxy executed."),
+      hops: z
+        .int()
+        .nullable()
+        .describe("Extra provider calls made to answer recall_tool_result (null: not known yet)."),
+      recalls: z.int().nullable().describe("recall_tool_result calls the proxy executed."),
       ending: z
         .enum(["done", "mixed", "exhausted", "failed"])
-        .optional()
+        .nullable()
         .describe("failed: a recall hop failed or was refused, or the stream was cut."),
       memos: z
         .int()
-        .optional()
+        .nullable()
         .describe(
           "Records kept for later requests of the session (mixed turns, response aliases).",
         ),
       usd: z
         .number()
-        .optional()
+        .nullable()
         .describe(
           "Billed dollars for the call, every hop (the provider's usage × the price table); buffered answers only (streams: the closing comment).",
         ),
       hop_usd: z
         .number()
-        .optional()
+        .nullable()
         .describe("The recall hops' calls alone; saved_usd is net of it."),
     })
-    .optional()
-    .describe("Proxy routes only."),
+    .nullable()
+    .describe(
+      "Proxy routes (and the in-process integrations' reports); null on the compact route.",
+    ),
 });

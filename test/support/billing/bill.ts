@@ -22,16 +22,22 @@ export function promptTokens(t: BillTokens): number {
   return t.input + t.cache_read + t.cache_write_5m + t.cache_write_1h;
 }
 
-/** USD of a call's tokens for `model` at the fake's own prices, or null for a model it does not price. */
+/**
+ * USD of a call's tokens for `model` at the fake's own prices, or null for a model it does not price.
+ * A prompt past the model's long-context threshold bills the whole call at its long rates.
+ */
 export function billUsd(model: string, t: BillTokens): number | null {
   const p = fakePrice(model);
   if (p === null) return null;
+  const long = p.long !== undefined && promptTokens(t) > p.long.above ? p.long : null;
+  const inFactor = long?.input ?? 1;
   return (
-    (t.input * p.input +
+    ((t.input * p.input +
       t.cache_read * p.read +
       t.cache_write_5m * p.write_5m +
-      t.cache_write_1h * p.write_1h +
-      t.output * p.output) /
+      t.cache_write_1h * p.write_1h) *
+      inFactor +
+      t.output * p.output * (long?.output ?? 1)) /
     1e6
   );
 }

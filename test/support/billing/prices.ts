@@ -10,7 +10,10 @@
  * - https://developers.openai.com/api/docs/pricing: gpt-4.1 $2 input / $0.50 cached / $8 output; gpt-5.4
  *   $2.50 / $0.25 / $15; gpt-5.6 $5 / $0.50 / $30 with cache writes at "1.25× the uncached input token
  *   rate" (https://developers.openai.com/api/docs/guides/prompt-caching), $6.25. Caching starts at 1,024
- *   tokens for every model. Earlier models bill a cache write as plain input.
+ *   tokens for every model. Earlier models bill a cache write as plain input. Long context: "For models
+ *   with a 1.05M context window (GPT-5.4 and later), prompts with more than 272K input tokens are priced at
+ *   2x input and 1.5x output for the full session" (the pricing page; gpt-5.4 past 272K: $5 input, $22.50
+ *   output), cached input and writes doubled with input.
  */
 
 export interface FakePrice {
@@ -23,7 +26,12 @@ export interface FakePrice {
   min_cache: number;
   /** OpenAI: the model caches at breakpoints and bills writes (GPT-5.6 and later). */
   breakpoints?: boolean;
+  /** Past this many prompt tokens the whole call is billed at input ×`input`, output ×`output`. */
+  long?: { above: number; input: number; output: number };
 }
+
+/** OpenAI's long-context tier of its 1.05M-window models. */
+const OPENAI_LONG = { above: 272_000, input: 2, output: 1.5 };
 
 const PRICES: Record<string, FakePrice> = {
   "claude-sonnet-4-6": {
@@ -51,8 +59,26 @@ const PRICES: Record<string, FakePrice> = {
     min_cache: 4096,
   },
   "gpt-4.1": { input: 2, write_5m: 2, write_1h: 2, read: 0.5, output: 8, min_cache: 1024 },
-  "gpt-5.4": { input: 2.5, write_5m: 2.5, write_1h: 2.5, read: 0.25, output: 15, min_cache: 1024 },
+  "gpt-5.4": {
+    input: 2.5,
+    write_5m: 2.5,
+    write_1h: 2.5,
+    read: 0.25,
+    output: 15,
+    min_cache: 1024,
+    long: OPENAI_LONG,
+  },
   "claude-opus-5-5": { input: 4, write_5m: 5, write_1h: 8, read: 0.2, output: 20, min_cache: 512 },
+  // The agents bench's Sonnet prices: the project's transcription (Opus 5.5's rates halved), not
+  // re-checked here (no source at hand).
+  "claude-sonnet-5-5": {
+    input: 2,
+    write_5m: 2.5,
+    write_1h: 4,
+    read: 0.1,
+    output: 10,
+    min_cache: 512,
+  },
   "gpt-5.6": {
     input: 5,
     write_5m: 6.25,
@@ -61,6 +87,7 @@ const PRICES: Record<string, FakePrice> = {
     output: 30,
     min_cache: 1024,
     breakpoints: true,
+    long: OPENAI_LONG,
   },
   // The agents bench's Codex model: the project's transcription of the pricing page, not re-checked
   // here (no source at hand); a later family, so it caches at breakpoints and bills writes.
@@ -72,6 +99,7 @@ const PRICES: Record<string, FakePrice> = {
     output: 10,
     min_cache: 1024,
     breakpoints: true,
+    long: OPENAI_LONG,
   },
 };
 

@@ -7,7 +7,10 @@
  */
 import type Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
-import type { Attachment, OffloadConfigLike, OffloadStore, Tool } from "../../../src/lib.ts";
+import type { Attachment } from "../../../src/extract/entry.ts";
+import type { OffloadConfigLike } from "../../../src/lib.ts";
+import type { OffloadStore } from "../../../src/store-kit.ts";
+import type { Tool } from "../../../src/toolkit/entry.ts";
 
 declare global {
   /** README "As a library": the provider request as JSON text. */

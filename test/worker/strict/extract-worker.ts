@@ -4,7 +4,7 @@
  *   POST /extract?max_pages=N   raw file as body, Content-Type and x-filename as declared → the result or 422
  *   GET  /codegen               whether this isolate forbids code generation (so the test cannot pass vacuously)
  */
-import { extractText, isAttachmentError } from "../../../src/lib.ts";
+import { extractText, isAttachmentError } from "../../../src/extract/entry.ts";
 
 export default {
   async fetch(request: Request): Promise<Response> {

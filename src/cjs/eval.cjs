@@ -1,0 +1,2 @@
+// `require("edge-offload/eval")`: see load.cjs.
+module.exports = require("./load.cjs")(require, "../eval/entry.js", "edge-offload/eval");
