@@ -144,11 +144,11 @@ export interface RequestAnalysis {
   /** Prompt-order offset where the last message starts. */
   last_message_position: number;
   /**
-   * The prompts of the conversation's earlier calls, summed (chars in prompt order, as the client sends
-   * them): where each assistant message starts is the prompt of the call that wrote it. What the session
-   * has spent so far, at a flat rate (the anchor's risk bound). Absent where the format does not count it.
+   * Where each assistant message starts (chars in prompt order, ascending): the end of the prompt of the
+   * call that wrote it. The anchor's risk bound sums these prompts, as they go out (sentOffset), for what
+   * the session has spent so far. Absent where the format does not count it.
    */
-  spent_prompt_chars?: number;
+  call_prompt_ends?: readonly number[];
   /**
    * How often the model answered tool results with another tool call, in this request's history: of the
    * assistant messages that follow a message holding tool results (the last one excepted), how many call a

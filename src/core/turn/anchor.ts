@@ -11,16 +11,18 @@
  * tenth of input what it wrote at 1.25×), so what it can lose is its write's premium over input, when
  * the session ends or pauses past the TTL before another call. That premium, on what the anchor would
  * write beyond the client's own breakpoints, must be at most the share of what the session has spent so
- * far (the prompts of its calls, this one included, as the client sent them): a session the anchor makes
- * dearer is dearer by at most that share. It binds on the first calls of a session; once the session has spent enough, the
- * anchor advances every call, and each call's premium is on the new tokens only.
+ * far (the prompts of its calls, this one included, as the client sent them) plus what this call's stubs
+ * take off its bill (billed now, whatever follows): a session the anchor makes dearer is dearer by at most
+ * that share. It binds on the first calls of a session; once the session has spent enough, or on the call
+ * that stubs a large result (whose recall hop would re-read this very prompt: from the cache, once written),
+ * the anchor goes in, and each later call's premium is on the new tokens only.
  */
 
 import type { AnchorSlot, Edit, ToolResultSite } from "../formats/types.ts";
 import { unpricedModel } from "../gate.ts";
 import { ratesFor, usd } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
-import { isRecallResult, type Outcome, type TurnContext } from "./context.ts";
+import { isRecallResult, type Outcome, sentOffset, type TurnContext } from "./context.ts";
 import { configOf } from "./tool-rules.ts";
 
 /** What the report says about the anchor: whether one was placed, with which TTL, and why. */
@@ -55,10 +57,9 @@ export function placeAnchor(
     const site = sites[i]!;
     const d = outcomes.get(site)!.decision;
     if (d.sticky || d.action !== "kept" || site.settled || isRecallResult(site)) return false;
-    const config = configOf(ctx, site);
-    return ctx.offload
-      ? d.chars >= config.tool_result_large_offload_threshold_chars
-      : d.chars > config.tool_result_compaction_size_chars;
+    // over the size floor the gate (medium results included) or the size-only path may still replace it
+    // once settled, and the breakpoint move would take a marker after it out
+    return d.chars > configOf(ctx, site).tool_result_compaction_size_chars;
   };
   let slot: AnchorSlot | undefined;
   for (const s of a.anchor_slots) {
@@ -66,7 +67,8 @@ export function placeAnchor(
     slot = s;
   }
   if (slot === undefined) return skip("every recent block may still change");
-  const prefix = Math.round(slot.position / REQUEST_CHARS_PER_TOKEN);
+  // Sizes as the prompt goes out (our stubs in place), as in every price of the turn.
+  const prefix = Math.round(sentOffset(ctx, slot.position) / REQUEST_CHARS_PER_TOKEN);
   if (prefix < ctx.price.min_cacheable_tokens)
     return skip(
       `below the model's minimum cacheable length (${ctx.price.min_cacheable_tokens} tokens)`,
@@ -74,10 +76,10 @@ export function placeAnchor(
   const ttl = chooseTtl(ctx, prefix);
   if (ttl === null)
     return skip("at this session's gap between turns no TTL is cheaper than not caching");
-  const risk = riskOf(ctx, prefix, ttl);
+  const risk = riskOf(ctx, prefix, ttl, savedThisCall(ctx, sites, outcomes));
   if (risk !== null)
     return skip(
-      `its cache write's premium ($${risk.premium.toFixed(4)}) is more than ${risk.share} of what the session has spent so far ($${risk.spent.toFixed(4)})`,
+      `its cache write's premium ($${risk.premium.toFixed(4)}) is more than ${risk.share} of what the session has spent so far ($${risk.spent.toFixed(4)}) plus what this call's stubs save ($${risk.saved.toFixed(4)})`,
     );
   return {
     edit: ctx.adapter.anchorEdit(ctx.raw, slot, ttl),
@@ -98,11 +100,12 @@ function chooseTtl(ctx: TurnContext, prefixTokens: number): "5m" | "1h" | null {
   const gap = ctx.loaded.gap_seconds ?? 0;
   const fresh = Math.max(
     1,
-    Math.round((a.prompt_chars - a.last_message_position) / REQUEST_CHARS_PER_TOKEN),
+    Math.round(
+      (sentOffset(ctx, a.prompt_chars) - sentOffset(ctx, a.last_message_position)) /
+        REQUEST_CHARS_PER_TOKEN,
+    ),
   );
-  const covered = Math.round(
-    (a.breakpoints[a.breakpoints.length - 1]?.position ?? 0) / REQUEST_CHARS_PER_TOKEN,
-  );
+  const covered = Math.round(clientCovered(ctx) / REQUEST_CHARS_PER_TOKEN);
   const cost = (write: number, ttlSeconds: number) =>
     // a margin of 10%: turns close to the TTL often miss it
     gap <= ttlSeconds * 0.9
@@ -128,19 +131,53 @@ function riskOf(
   ctx: TurnContext,
   prefixTokens: number,
   ttl: "5m" | "1h",
-): { premium: number; spent: number; share: number } | null {
+  saved: number,
+): { premium: number; spent: number; share: number; saved: number } | null {
   const share = ctx.config.tool_result_anchor_risk_share;
   if (share === null) return null;
   const a = ctx.analysis;
   const rates = ratesFor(ctx.price!, prefixTokens);
-  const covered = Math.min(
-    prefixTokens,
-    Math.round((a.breakpoints[a.breakpoints.length - 1]?.position ?? 0) / REQUEST_CHARS_PER_TOKEN),
-  );
+  const covered = Math.min(prefixTokens, Math.round(clientCovered(ctx) / REQUEST_CHARS_PER_TOKEN));
   const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
   const premium = usd(prefixTokens - covered, write - rates.input);
-  const spentTokens = ((a.spent_prompt_chars ?? 0) + a.prompt_chars) / REQUEST_CHARS_PER_TOKEN;
+  // The prompts as they go out (our stubs in place), so the same call decides the same whether the
+  // client sends its full history or our output back.
+  let spentChars = sentOffset(ctx, a.prompt_chars);
+  for (const end of a.call_prompt_ends ?? []) spentChars += sentOffset(ctx, end);
+  const spentTokens = spentChars / REQUEST_CHARS_PER_TOKEN;
   const read = Math.min(spentTokens, covered * (a.assistant_turns + 1));
   const spent = usd(spentTokens - read, rates.input) + usd(read, rates.cache_read);
-  return premium <= share * spent ? null : { premium, spent, share };
+  return premium <= share * spent + saved ? null : { premium, spent, share, saved };
+}
+
+/**
+ * What this call's stubs take off its bill (USD): each result sent as a stub instead of in full, at the
+ * rate the client's own request would have paid for it (cache read before its last breakpoint, input
+ * after). It is billed on this very call, so a premium it covers cannot make the session dearer even if
+ * the session ends here; and a recall of a result stubbed now re-reads this prompt, from the cache once
+ * the anchor has written it.
+ */
+function savedThisCall(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  outcomes: ReadonlyMap<ToolResultSite, Outcome>,
+): number {
+  const a = ctx.analysis;
+  const rates = ratesFor(ctx.price!, Math.round(a.prompt_chars / REQUEST_CHARS_PER_TOKEN));
+  const covered = a.breakpoints[a.breakpoints.length - 1]?.position ?? 0;
+  let saved = 0;
+  for (const site of sites) {
+    const d = outcomes.get(site)?.decision;
+    if (d === undefined || d.action === "kept") continue;
+    const tokens = Math.max(0, d.tokens - d.sent_tokens);
+    saved += usd(tokens, site.position < covered ? rates.cache_read : rates.input);
+  }
+  return saved;
+}
+
+/** Where the client's own last breakpoint is, as the prompt goes out (0: none). */
+function clientCovered(ctx: TurnContext): number {
+  const bps = ctx.analysis.breakpoints;
+  const last = bps[bps.length - 1];
+  return last === undefined ? 0 : sentOffset(ctx, last.position);
 }
