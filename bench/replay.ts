@@ -186,7 +186,9 @@ async function endings(files: readonly string[]): Promise<void> {
     "--endings early",
     files,
     [MODELS[0]!, OPENAI_MODEL].flatMap((model) => CLIENTS.map((client) => ({ model, client }))),
-    ["none", "edge-offload", "edge-offload/fixed-horizon"],
+    // /no-anchor: what applies at OpenAI's prices (the replay's requests are Anthropic's format, where
+    // the anchor goes in; an OpenAI client caches on its own and gets none)
+    ["none", "edge-offload", "edge-offload/fixed-horizon", "edge-offload/no-anchor"],
     earlyEndings,
   );
 }

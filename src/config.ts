@@ -156,7 +156,7 @@ const fields = {
     .nullable()
     .default(0.02)
     .describe(
-      "The anchor's risk bound: its cache write's premium over input (lost if the session ends or pauses past the TTL before the next call) may be at most this share of what the session has spent so far, so the anchor makes no session dearer by more than it. null: no bound (the anchor from the first call where it pays at the observed gap).",
+      "The anchor's risk bound: its cache write's premium over input (lost if the session ends or pauses past the TTL before the next call) may be at most this share of what the session has spent so far plus what the call's stubs save on it, so the anchor makes no session dearer by more than it. null: no bound (the anchor from the first call where it pays at the observed gap).",
     ),
   tool_result_breakpoint_move: z
     .boolean()
