@@ -11,7 +11,7 @@
  * tenth of input what it wrote at 1.25×), so what it can lose is its write's premium over input, when
  * the session ends or pauses past the TTL before another call. That premium, on what the anchor would
  * write beyond the client's own breakpoints, must be at most the share of what the session has spent so
- * far (the prompts of its calls, this one included, as the client sent them) plus what this call's stubs
+ * far (the prompts of its calls, this one included, as they go out) plus what this call's stubs
  * take off its bill (billed now, whatever follows): a session the anchor makes dearer is dearer by at most
  * that share. It binds on the first calls of a session; once the session has spent enough, or on the call
  * that stubs a large result (whose recall hop would re-read this very prompt: from the cache, once written),
@@ -124,8 +124,8 @@ function chooseTtl(ctx: TurnContext, prefixTokens: number): "5m" | "1h" | null {
  * The risk bound (see the top of this file): null when the anchor's write may go, else what it would
  * risk against what the session has spent. The premium is on the tokens past the client's last
  * breakpoint (those the client caches are written whatever we do); the spend is the prompts of the
- * earlier calls and of this one (paid whatever the anchor does), as the client sends them: the part
- * under the client's breakpoint at the read rate, the rest at input.
+ * earlier calls and of this one (paid whatever the anchor does), as they go out: the part under the
+ * client's breakpoint at the read rate, the rest at input.
  */
 function riskOf(
   ctx: TurnContext,
@@ -163,7 +163,10 @@ function savedThisCall(
   outcomes: ReadonlyMap<ToolResultSite, Outcome>,
 ): number {
   const a = ctx.analysis;
-  const rates = ratesFor(ctx.price!, Math.round(a.prompt_chars / REQUEST_CHARS_PER_TOKEN));
+  const rates = ratesFor(
+    ctx.price!,
+    Math.round(sentOffset(ctx, a.prompt_chars) / REQUEST_CHARS_PER_TOKEN),
+  );
   const covered = a.breakpoints[a.breakpoints.length - 1]?.position ?? 0;
   let saved = 0;
   for (const site of sites) {
