@@ -272,9 +272,13 @@ describe("the anchor's risk bound (the default)", () => {
     ));
 
   it("counts what this call's stubs save: goes in on the call a large result is stubbed, and still no session is dearer than the bound", async () => {
-    // a short session whose first call stubs a large result on arrival: the bound alone would wait
-    const got = await calls([6000, 120_000, 6000]);
-    expect(got[1]!.anchor).toMatchObject({ placed: true });
+    // a short session whose fourth call stubs a large result on arrival: the bound alone waits (the
+    // third call), the stub's saving lets it go in (prompts as sent: over Opus 4.5's 4,096-token minimum)
+    const got = await calls([7000, 7000, 7000, 120_000, 6000]);
+    expect(got[2]!.anchor?.reason).toContain("of what the session has spent so far");
+    expect(got[3]!.anchor, JSON.stringify(got.map((c) => c.anchor))).toMatchObject({
+      placed: true,
+    });
     const size = fc.oneof(
       { arbitrary: fc.integer({ min: 200, max: 7900 }), weight: 4 },
       { arbitrary: fc.integer({ min: 20_000, max: 150_000 }), weight: 1 },

@@ -22,7 +22,14 @@ import type { AnchorSlot, Edit, ToolResultSite } from "../formats/types.ts";
 import { unpricedModel } from "../gate.ts";
 import { ratesFor, usd } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
-import { isRecallResult, type Outcome, sentOffset, type TurnContext } from "./context.ts";
+import {
+  isRecallResult,
+  type Outcome,
+  type Replaced,
+  rawLength,
+  sentOffset,
+  type TurnContext,
+} from "./context.ts";
 import { configOf } from "./tool-rules.ts";
 
 /** What the report says about the anchor: whether one was placed, with which TTL, and why. */
@@ -33,10 +40,15 @@ export interface AnchorReport {
 }
 
 export function placeAnchor(
-  ctx: TurnContext,
+  turn: TurnContext,
   sites: readonly ToolResultSite[],
   outcomes: ReadonlyMap<ToolResultSite, Outcome>,
+  declaration: Edit | null = null,
 ): { edit: Edit | null; report: AnchorReport } {
+  // Every size below is of the prompt as it goes out: this turn's stubs in place, the fresh ones too
+  // (ctx.replaced holds the earlier decisions only), and the recall tool this turn declares, so a
+  // retry or an echoed history decides the same.
+  const ctx: TurnContext = { ...turn, replaced: goingOut(turn, sites, outcomes, declaration) };
   const a = ctx.analysis;
   const skip = (reason: string) => ({
     edit: null,
@@ -183,4 +195,29 @@ function clientCovered(ctx: TurnContext): number {
   const bps = ctx.analysis.breakpoints;
   const last = bps[bps.length - 1];
   return last === undefined ? 0 : sentOffset(ctx, last.position);
+}
+
+/**
+ * What this turn's edits take out of the request (sentOffset's input): each result's full body less its
+ * stub, and, negative, the recall tool's declaration it adds.
+ */
+function goingOut(
+  ctx: TurnContext,
+  sites: readonly ToolResultSite[],
+  outcomes: ReadonlyMap<ToolResultSite, Outcome>,
+  declaration: Edit | null,
+): Replaced {
+  const out: [position: number, chars: number][] = [];
+  if (declaration !== null)
+    out.push([declaration.start, declaration.end - declaration.start - declaration.text.length]);
+  for (const site of sites) {
+    const text = outcomes.get(site)?.replacement;
+    if (text === undefined) continue;
+    const chars = rawLength(site) - ctx.adapter.renderContent(ctx.raw, site, text).length;
+    if (chars > 0) out.push([site.position, chars]);
+  }
+  out.sort((x, y) => x[0] - y[0]);
+  const before = [0];
+  for (const [, chars] of out) before.push(before[before.length - 1]! + chars);
+  return { positions: out.map((e) => e[0]), before };
 }
