@@ -20,8 +20,8 @@ import { corpusFile } from "./lib/corpus.ts";
 const FILES = ["swe", "api", "large"] as const;
 const MODELS = ["claude-sonnet-4-6", "claude-opus-4-5"];
 const CLIENTS: Client[] = ["cached", "uncached"];
-/** The defaults before this round's switches (first delivery off, no move, the fixed horizon). */
-export const PREVIOUS_DEFAULTS = "edge-offload/full-delivery/no-move/fixed-horizon";
+/** The defaults before issue 28 (first delivery off, no move, the fixed horizon, no anchor). */
+export const PREVIOUS_DEFAULTS = "edge-offload/full-delivery/no-move/fixed-horizon/no-anchor";
 const MAIN_POLICIES = ["none", PREVIOUS_DEFAULTS, ...DEFAULT_POLICIES.filter((p) => p !== "none")];
 export type ReplayPart = "main" | "switches" | "cold" | "endings";
 
@@ -150,6 +150,7 @@ async function switches(files: readonly string[]): Promise<void> {
       "edge-offload/no-move",
       "edge-offload/fixed-horizon",
       "edge-offload/no-margin",
+      "edge-offload/no-anchor",
       "edge-offload/full-delivery",
       "edge-offload/full-delivery/no-move",
     ],
@@ -185,7 +186,9 @@ async function endings(files: readonly string[]): Promise<void> {
     "--endings early",
     files,
     [MODELS[0]!, OPENAI_MODEL].flatMap((model) => CLIENTS.map((client) => ({ model, client }))),
-    ["none", "edge-offload", "edge-offload/fixed-horizon"],
+    // /no-anchor: what applies at OpenAI's prices (the replay's requests are Anthropic's format, where
+    // the anchor goes in; an OpenAI client caches on its own and gets none)
+    ["none", "edge-offload", "edge-offload/fixed-horizon", "edge-offload/no-anchor"],
     earlyEndings,
   );
 }

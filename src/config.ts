@@ -145,9 +145,18 @@ const fields = {
     ),
   tool_result_medium_tier: z
     .enum(["off", "cache_anchor"])
-    .default("off")
+    .default("cache_anchor")
     .describe(
-      '"cache_anchor": add one advancing cache breakpoint (Anthropic) so what the model has read, medium results included, is billed at cache-read price.',
+      '"cache_anchor" (the default): for a client that advances no cache breakpoint of its own, add one (Anthropic) so what the model has read, medium results included, is billed at cache-read price, within tool_result_anchor_risk_share. "off": never add one.',
+    ),
+  tool_result_anchor_risk_share: z
+    .number()
+    .min(0)
+    .max(1)
+    .nullable()
+    .default(0.02)
+    .describe(
+      "The anchor's risk bound: its cache write's premium over input (lost if the session ends or pauses past the TTL before the next call) may be at most this share of what the session has spent so far plus what the call's stubs save on it, so the anchor makes no session dearer by more than it. null: no bound (the anchor from the first call where it pays at the observed gap).",
     ),
   tool_result_breakpoint_move: z
     .boolean()

@@ -15,7 +15,9 @@
  * (this turn's write of T becomes a write of S), and the recall tool's declaration rewrites nothing cached.
  * A prompt shorter than the model's minimum cacheable length is not cached at all: when stubbing the result
  * would bring a caching client's prompt below it, the remaining context is billed at input instead of read
- * for the horizon, and that is counted with the invalidation (what the change does to the cache).
+ * until the prompt grows past the minimum again (at the rate it has grown so far, `prompt_growth_tokens`;
+ * the whole horizon when that is unknown), and is then written anew once; that is counted with the
+ * invalidation (what the change does to the cache).
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
  * hop re-reads the whole context; priced at the read rate, it would undercharge a client that sets no
  * breakpoints).
@@ -56,6 +58,12 @@ export interface GateInput {
    */
   first_delivery?: boolean;
   /**
+   * How many tokens the prompt grows per call, as it has grown so far in the session (0 or absent:
+   * unknown). A stub that brings the prompt below the model's minimum cacheable length uncaches it only
+   * until the prompt has grown past the minimum again.
+   */
+  prompt_growth_tokens?: number;
+  /**
    * The provider's cache for the session has lapsed (idle past its TTL, see cold.ts): this turn writes the
    * whole prompt anew, so rewriting earlier bytes costs nothing extra and this turn's write shrinks too.
    */
@@ -92,6 +100,27 @@ function round2(x: number): number {
 
 function round(x: number): number {
   return Math.round(x * 1e9) / 1e9;
+}
+
+/**
+ * What a stub that brings a caching client's prompt below the model's minimum cacheable length costs: the
+ * context billed at input, not read, on each call until the prompt has grown past the minimum again (at
+ * `prompt_growth_tokens` a call), then written anew once; input over the whole horizon when the growth
+ * is unknown.
+ */
+function uncachedFor(
+  input: GateInput,
+  minimum: number,
+  H: number,
+  rates: { input: number; cache_read: number },
+  write: number,
+): number {
+  const growth = Math.max(0, input.prompt_growth_tokens ?? 0);
+  const calls = growth > 0 ? Math.min(H, Math.ceil((minimum - input.context_tokens) / growth)) : H;
+  return (
+    usd(calls * input.context_tokens, rates.input - rates.cache_read) +
+    (calls < H ? usd(input.context_tokens, write - rates.cache_read) : 0)
+  );
 }
 
 /**
@@ -138,6 +167,9 @@ export function offloadGate(input: GateInput): GateResult {
     tool_prefix_tokens: toolPrefix,
     first_delivery: input.first_delivery === true,
     cache_cold: input.cache_cold === true,
+    ...(input.prompt_growth_tokens === undefined
+      ? {}
+      : { prompt_growth_tokens: Math.max(0, input.prompt_growth_tokens) }),
   };
   if (price === null) {
     return {
@@ -179,7 +211,7 @@ export function offloadGate(input: GateInput): GateResult {
     caches &&
     withResult >= price.min_cacheable_tokens &&
     input.context_tokens < price.min_cacheable_tokens
-      ? usd(H * input.context_tokens, rates.input - rates.cache_read)
+      ? uncachedFor(input, price.min_cacheable_tokens, H, rates, write)
       : 0;
   const invalidation =
     (input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0) +

@@ -10,9 +10,12 @@
  * calls after this one, with T the result's tokens, S the stub's, w/i/r the write, input and read rates:
  *   stub once settled (the gate, as priced on the next call with nothing after the result cached):
  *     H·(T − S)·r − recall hops − declaration
- *   the move itself: T·(w − i) − S·(w − r) − rest·(i − r)
+ *   the move itself: T·(w − i) − S·(w − r) − (rest + low)·(i − r)
  *     (the result billed at input now, not written; the stub written, not read, on the next call; what follows
- *     the result in this message, `rest`, billed at input now and written next call instead of read)
+ *     the result in this message, `rest`, billed at input now and written next call instead of read; and when
+ *     the prompt before the moved breakpoint is shorter than the model's minimum cacheable length, `low`,
+ *     that prefix too: the moved breakpoint caches nothing this call, so the next call writes what it would
+ *     have read)
  *   with q the chance the model does not call a tool next (the result stays in the hot window, sent in full
  *   and written next call after all): net = (1 − q)·(stub + move) − q·(T + rest)·(i − r)
  * It fires when the net is positive and the move on its own saves (a result the gate would stub anyway, but
@@ -30,6 +33,8 @@ export interface MoveInput {
   rest_tokens: number;
   /** The chance the result is still in the hot window on the next call (the model answers without a tool). */
   hot_probability: number;
+  /** Tokens before the moved breakpoint (the prompt it would cache). */
+  prefix_tokens?: number;
 }
 
 export interface MoveResult {
@@ -87,10 +92,13 @@ export function moveGate(input: MoveInput): MoveResult {
   const T = gate.inputs.result_tokens;
   const S = gate.inputs.stub_tokens;
   const rest = Math.max(0, input.rest_tokens);
+  // A moved breakpoint below the minimum caches nothing: the prefix is written next call, not read.
+  const prefix = Math.max(0, input.prefix_tokens ?? price.min_cacheable_tokens);
+  const low = prefix < price.min_cacheable_tokens ? prefix : 0;
   const move =
     usd(T, write - rates.input) -
     usd(S, write - rates.cache_read) -
-    usd(rest, rates.input - rates.cache_read);
+    usd(rest + low, rates.input - rates.cache_read);
   const hot = q * usd(T + rest, rates.input - rates.cache_read);
   const net = (1 - q) * (gate.net_usd + move) - hot;
   const fire = T > S && move > 0 && net > 0;

@@ -56,6 +56,8 @@ export interface GateResult {
     first_delivery: boolean;
     /** The session was idle past its cache TTL: priced without invalidation or declaration rewrite. */
     cache_cold: boolean;
+    /** The prompt's growth per call so far, when known (what the minimum cacheable length costs). */
+    prompt_growth_tokens?: number;
   };
 }
 

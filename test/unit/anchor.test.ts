@@ -1,11 +1,24 @@
-/** The medium tier's advancing cache anchor (tool_result_medium_tier "cache_anchor", Anthropic). */
+/**
+ * The advancing cache anchor (tool_result_medium_tier "cache_anchor", the default, Anthropic): where it goes
+ * (these tests lift its risk bound), and the risk bound itself (the default: its write's premium within 2%
+ * of what the session has spent).
+ */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { compact } from "../../src/core/compact.ts";
+import { resolveModel } from "../../src/core/pricing.ts";
+import { BlockCache } from "../../src/replay/blocks.ts";
+import { CacheSim } from "../../src/replay/cache.ts";
+import type { Request } from "../../src/replay/types.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { conversation, jsonBody, ON, textBody } from "../support/requests.ts";
 
 type Req = Record<string, any>;
-const ANCHOR = { ...ON, tool_result_medium_tier: "cache_anchor" } as const;
+const ANCHOR = {
+  ...ON,
+  tool_result_medium_tier: "cache_anchor",
+  tool_result_anchor_risk_share: null,
+} as const;
 /** Long enough to cache on every model (4,096 tokens is the largest minimum in the table). */
 const turns = (n: number, size = 6000) =>
   Array.from({ length: n }, (_, i) => ({ id: `t${i}`, result: textBody(size, `r${i}`) }));
@@ -31,8 +44,11 @@ describe("cache anchor", () => {
     expect(last.cache_control).toEqual({ type: "ephemeral" });
   });
 
-  it("does nothing when off (the default)", async () => {
-    const { out, text } = await run(conversation(turns(6)), ON);
+  it("does nothing when off", async () => {
+    const { out, text } = await run(conversation(turns(6)), {
+      ...ON,
+      tool_result_medium_tier: "off",
+    });
     expect(out.report.anchor).toBeNull();
     expect(markers(text)).toBe(0);
   });
@@ -186,5 +202,87 @@ describe("cache anchor", () => {
     }
     const r = await run(conversation(turns(9), { system: sys }), ANCHOR, store, "o");
     expect(r.out.report.anchor?.ttl).not.toBe("1h");
+  });
+});
+
+describe("the anchor's risk bound (the default)", () => {
+  /** A session of `n` calls: results of the given sizes (under the size floor: only the anchor acts). */
+  const session = (sizes: readonly number[], n: number) =>
+    conversation(
+      sizes.slice(0, n).map((size, i) => ({ id: `t${i}`, result: textBody(size, `r${i}`) })),
+    );
+
+  /** The calls of a session one by one, as a client that sets no breakpoint sends them. */
+  async function calls(sizes: readonly number[], config: Record<string, unknown> = ON) {
+    const store = new MemoryStore();
+    const out = [];
+    for (let n = 1; n <= sizes.length; n++) {
+      const raw = session(sizes, n);
+      const r = await run(raw, config, store, "bound");
+      out.push({ raw, sent: r.req, anchor: r.out.report.anchor });
+    }
+    return out;
+  }
+
+  it("waits until its write's premium is within the share of what the session has spent, then advances every call", async () => {
+    const got = await calls(Array.from({ length: 40 }, () => 6000));
+    const first = got.findIndex((c) => c.anchor?.placed === true);
+    expect(first).toBeGreaterThan(3);
+    expect(got[first - 1]!.anchor).toMatchObject({
+      placed: false,
+      reason: expect.stringContaining("of what the session has spent so far"),
+    });
+    // once the session has spent enough, every later call carries it
+    for (const c of got.slice(first)) expect(c.anchor?.placed).toBe(true);
+    // without the bound it goes from the first call where the prompt is long enough to cache
+    const eager = await calls(
+      Array.from({ length: 6 }, () => 6000),
+      ANCHOR,
+    );
+    const eagerFirst = eager.findIndex((c) => c.anchor?.placed === true);
+    expect(eagerFirst).toBeGreaterThanOrEqual(0);
+    expect(eagerFirst).toBeLessThan(first);
+  });
+
+  /**
+   * Each session of `sizes`, as a client that sets no breakpoint sends it, priced by the cache simulation
+   * with what we sent and with what the client sent: the session could end after any call, so each prefix
+   * of it must stay within the bound.
+   */
+  const withinBound = (sizes: fc.Arbitrary<number[]>, numRuns: number) =>
+    fc.assert(
+      fc.asyncProperty(sizes, async (s) => {
+        const price = resolveModel("claude-sonnet-4-6")!;
+        const [on, off] = [new CacheSim(price), new CacheSim(price)];
+        const blocks = new BlockCache();
+        let [sent, raw] = [0, 0];
+        for (const c of await calls(s)) {
+          sent += on.call(blocks.blocksOf(c.sent as Request), 0).usd;
+          raw += off.call(blocks.blocksOf(c.raw as Request), 0).usd;
+          expect(sent).toBeLessThanOrEqual(raw * 1.02 + 1e-12);
+        }
+      }),
+      { numRuns },
+    );
+
+  it("makes no session dearer than the bound, wherever it ends, priced by the cache simulation", () =>
+    withinBound(
+      fc.array(fc.integer({ min: 200, max: 7900 }), { minLength: 1, maxLength: 45 }),
+      25,
+    ));
+
+  it("counts what this call's stubs save: goes in on the call a large result is stubbed, and still no session is dearer than the bound", async () => {
+    // a short session whose fourth call stubs a large result on arrival: the bound alone waits (the
+    // third call), the stub's saving lets it go in (prompts as sent: over Opus 4.5's 4,096-token minimum)
+    const got = await calls([7000, 7000, 7000, 120_000, 6000]);
+    expect(got[2]!.anchor?.reason).toContain("of what the session has spent so far");
+    expect(got[3]!.anchor, JSON.stringify(got.map((c) => c.anchor))).toMatchObject({
+      placed: true,
+    });
+    const size = fc.oneof(
+      { arbitrary: fc.integer({ min: 200, max: 7900 }), weight: 4 },
+      { arbitrary: fc.integer({ min: 20_000, max: 150_000 }), weight: 1 },
+    );
+    await withinBound(fc.array(size, { minLength: 1, maxLength: 30 }), 20);
   });
 });

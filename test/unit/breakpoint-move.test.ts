@@ -304,6 +304,30 @@ describe("move.ts: the price of the move", () => {
     ).toBe(false);
   });
 
+  it("counts the prefix a moved breakpoint would leave below the minimum cacheable length", () => {
+    const opus = resolveModel("claude-opus-4-5")!;
+    const g = { ...gate, model: opus, result_tokens: 6000, context_tokens: 9000 };
+    const cacheable = moveGate({
+      gate: g,
+      rest_tokens: 0,
+      hot_probability: 0,
+      prefix_tokens: 5000,
+    });
+    const low = moveGate({ gate: g, rest_tokens: 0, hot_probability: 0, prefix_tokens: 3000 });
+    // below Opus 4.5's 4,096 tokens the call caches nothing: the next call writes what it would read
+    expect(cacheable.move_saving_usd - low.move_saving_usd).toBeCloseTo(
+      usd(3000, opus.input - opus.cache_read),
+      9,
+    );
+    expect(cacheable.fire).toBe(true);
+    expect(low.fire).toBe(false);
+    // unknown prefix (older callers): priced as cacheable
+    expect(moveGate({ gate: g, rest_tokens: 0, hot_probability: 0 }).move_saving_usd).toBeCloseTo(
+      cacheable.move_saving_usd,
+      9,
+    );
+  });
+
   it("learns the hot-window chance from the session's history: no move before the model chained a tool call", () => {
     expect(hotProbability(undefined)).toBe(1);
     expect(hotProbability({ answered: 3, chained: 0 })).toBe(1);

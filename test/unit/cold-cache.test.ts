@@ -10,6 +10,7 @@ import { compact } from "../../src/core/compact.ts";
 import { type GateInput, offloadGate } from "../../src/core/gate.ts";
 import { ratesFor, resolveModel, usd } from "../../src/core/pricing.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
+import { conversation, jsonBody, ON } from "../support/requests.ts";
 
 const sonnet = resolveModel("claude-sonnet-4-6")!;
 const warm: GateInput = {
@@ -157,22 +158,22 @@ describe("the transform at the cold-cache moment", () => {
 });
 
 describe("the gate near the minimum cacheable length", () => {
+  const r = ratesFor(resolveModel("claude-opus-4-5")!, 3000);
+  // 4,500 tokens with the result (cached), 2,300 with the stub: under Opus 4.5's 4,096 minimum
+  const input: GateInput = {
+    model: "claude-opus-4-5",
+    result_tokens: 2500,
+    stub_tokens: 300,
+    horizon: 5,
+    recall_probability: 0.5,
+    cached_side: true,
+    tokens_to_breakpoint: 0,
+    context_tokens: 2300,
+    client_caches: true,
+    first_delivery: true,
+  };
+
   it("counts the cache a caching client loses when the stub brings its prompt below the minimum", () => {
-    const opus = resolveModel("claude-opus-4-5")!;
-    const r = ratesFor(opus, 3000);
-    // 4,500 tokens with the result (cached), 2,300 with the stub: under Opus 4.5's 4,096 minimum
-    const input: GateInput = {
-      model: "claude-opus-4-5",
-      result_tokens: 2500,
-      stub_tokens: 300,
-      horizon: 5,
-      recall_probability: 0.5,
-      cached_side: true,
-      tokens_to_breakpoint: 0,
-      context_tokens: 2300,
-      client_caches: true,
-      first_delivery: true,
-    };
     const g = offloadGate(input);
     expect(g.invalidation_cost_usd).toBeCloseTo(usd(5 * 2300, r.input - r.cache_read), 9);
     expect(g.fire).toBe(false);
@@ -181,5 +182,55 @@ describe("the gate near the minimum cacheable length", () => {
     expect(
       offloadGate({ ...input, client_caches: false, cached_side: false }).invalidation_cost_usd,
     ).toBe(0);
+  });
+
+  it("counts it only until the prompt has grown past the minimum again, then one write of it", () => {
+    const long = { ...input, horizon: 8 };
+    const unknown = offloadGate(long);
+    expect(unknown.invalidation_cost_usd).toBeCloseTo(usd(8 * 2300, r.input - r.cache_read), 9);
+    // 600 tokens a call: past 4,096 after 3 calls (2,300 + 3 · 600), then written anew once
+    const growing = offloadGate({ ...long, prompt_growth_tokens: 600 });
+    expect(growing.invalidation_cost_usd).toBeCloseTo(
+      usd(3 * 2300, r.input - r.cache_read) + usd(2300, r.cache_write_5m - r.cache_read),
+      9,
+    );
+    expect(growing.inputs.prompt_growth_tokens).toBe(600);
+    expect(growing.net_usd).toBeGreaterThan(unknown.net_usd);
+    // growing too slowly to get there within the horizon: the whole horizon, as before
+    expect(offloadGate({ ...long, prompt_growth_tokens: 100 }).invalidation_cost_usd).toBeCloseTo(
+      unknown.invalidation_cost_usd,
+      9,
+    );
+    expect(unknown.inputs.prompt_growth_tokens).toBeUndefined();
+  });
+
+  it("measures the growth from the session's earlier messages of results, never from the result priced", async () => {
+    const store = new MemoryStore();
+    const body = (n: number) => `${"x".repeat(n)}\n`;
+    const turns = [
+      { id: "a", result: body(1500) },
+      { id: "b", result: body(1500) },
+      { id: "c", result: body(1500) },
+      { id: "big", result: jsonBody(20_000) },
+    ];
+    const first = await compact({
+      request: JSON.stringify(
+        conversation([{ id: "big", result: jsonBody(20_000) }], { model: "claude-opus-4-5" }),
+      ),
+      session: "growth-1",
+      store,
+      config: ON,
+    });
+    expect(first.decisions[0]!.gate?.inputs.prompt_growth_tokens).toBe(0);
+    const later = await compact({
+      request: JSON.stringify(conversation(turns, { model: "claude-opus-4-5" })),
+      session: "growth-2",
+      store,
+      config: ON,
+    });
+    const growth = later.decisions.at(-1)!.gate?.inputs.prompt_growth_tokens ?? 0;
+    // three calls of ~1,500 chars of result and an answer each: a few hundred tokens a call
+    expect(growth).toBeGreaterThan(400);
+    expect(growth).toBeLessThan(800);
   });
 });

@@ -66,7 +66,8 @@ describe("invariant 6: valid output, Anthropic's blocks", () => {
       request: JSON.stringify(req),
       session: "s",
       store: new MemoryStore(),
-      config: ON,
+      // the client's markers only (the default anchor would add one of its own)
+      config: { ...ON, tool_result_medium_tier: "off" },
     });
     const got = parse(out.request as string);
     expect(out.decisions[0]).toMatchObject({ action: "offloaded", chars: LARGE.length + 1 });

@@ -231,7 +231,9 @@ describe("policies", () => {
     for (const name of DEFAULT_POLICIES) expect(policyByName(name), name).not.toBeNull();
     expect(policyByName("nope")).toBeNull();
     expect(policyByName("edge-offload+all/no-cold")?.name).toBe("edge-offload+all/no-cold");
-    expect(policyByName("edge-offload/full-delivery/no-move/fixed-horizon")).not.toBeNull();
+    expect(
+      policyByName("edge-offload/full-delivery/no-move/fixed-horizon/no-anchor"),
+    ).not.toBeNull();
     expect(policyByName("edge-offload/bogus")).toBeNull();
     expect(policyByName("edge-offload/no-move/bogus")).toBeNull();
     expect(policyByName("evict-20k/no-cold")).toBeNull();

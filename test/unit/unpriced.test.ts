@@ -94,7 +94,7 @@ describe("an unknown model", () => {
       request: request("acme-gateway-large"),
       session: "s",
       store: new MemoryStore(),
-      config: { tool_result_compaction_enabled: true },
+      config: { tool_result_compaction_enabled: true, tool_result_medium_tier: "off" },
     });
     expect(out.report.errors).toEqual([]);
   });

@@ -102,6 +102,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
   let answeredIds = new Set<string>();
   let previousRole = "";
   let assistantTurns = 0;
+  const callEnds: number[] = [];
   let resultsBefore = false;
   const chain = { answered: 0, chained: 0 };
   const lastAssistant = lastAssistantIndex(raw, messages);
@@ -143,6 +144,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
       shapeError('"content" must be a string or an array of blocks', [...path, "content"]);
     if (role === "assistant") {
       assistantTurns++;
+      callEnds.push(messagesBase + message.start);
       if (previousRole !== "assistant") {
         calls = new Map();
         answeredIds = new Set();
@@ -269,6 +271,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
     last_message_position:
       lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
     tool_chain: chain,
+    call_prompt_ends: callEnds,
     anchor_slots: anchorSlots,
     media,
     replaced_media: replaced,

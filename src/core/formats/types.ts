@@ -144,6 +144,12 @@ export interface RequestAnalysis {
   /** Prompt-order offset where the last message starts. */
   last_message_position: number;
   /**
+   * Where each assistant message starts (chars in prompt order, ascending): the end of the prompt of the
+   * call that wrote it. The anchor's risk bound sums these prompts, as they go out (sentOffset), for what
+   * the session has spent so far. Absent where the format does not count it.
+   */
+  call_prompt_ends?: readonly number[];
+  /**
    * How often the model answered tool results with another tool call, in this request's history: of the
    * assistant messages that follow a message holding tool results (the last one excepted), how many call a
    * tool. A fresh result leaves the hot window on the next call only when the model calls a tool again

@@ -6,6 +6,7 @@
  * our own output compacted again moves nothing further, and the next turns stub the result whatever the
  * gate would say then (the cache never kept it, so it must not be sent in full again).
  */
+import { ratioOf } from "../calibration.ts";
 import type { AnchorSlot, Breakpoint, Edit, ToolResultSite } from "../formats/types.ts";
 import { hotProbability, type MoveResult, moveGate } from "../move.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
@@ -68,10 +69,12 @@ export function priceMove(
     0,
     sentOffset(ctx, last.position) - sentOffset(ctx, site.position + rawLength(site)),
   );
+  const k = ratioOf(ctx.calibration, "request");
   return moveGate({
     gate: { ...gate, cache_ttl: point.after[0]!.ttl },
     rest_tokens: Math.round(restChars / REQUEST_CHARS_PER_TOKEN),
     hot_probability: hotProbability(ctx.analysis.tool_chain),
+    prefix_tokens: Math.round((sentOffset(ctx, point.slot.position) / REQUEST_CHARS_PER_TOKEN) * k),
   });
 }
 

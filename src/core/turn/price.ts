@@ -72,8 +72,37 @@ export function priceOffload(
     context_tokens: contextTokens,
     client_caches: analysis.client_caches,
     ...(declaration === undefined ? {} : { tool_declaration: declaration }),
+    prompt_growth_tokens: scale(promptGrowth(ctx, site)),
     cache_cold: cacheCold(ctx.format, analysis.breakpoints, ctx.loaded.idle_seconds),
   };
+}
+
+/**
+ * The prompt's growth per call as sent so far (estimated tokens): from where the first message of tool
+ * results starts to where the message of `site` starts, over the messages of results before it (a call
+ * adds one, with the model's answer). 0 (unknown) for the first such message: the result being priced
+ * says nothing of how later calls grow, whatever is decided for it.
+ */
+function promptGrowth(ctx: TurnContext, site: ToolResultSite): number {
+  const { sites } = ctx.analysis;
+  const first = sites[0]!;
+  let messages = 0;
+  let last = -1;
+  for (const s of sites) {
+    if (s.message_index === site.message_index)
+      return messages === 0
+        ? 0
+        : Math.round(
+            (sentOffset(ctx, s.position) - sentOffset(ctx, first.position)) /
+              REQUEST_CHARS_PER_TOKEN /
+              messages,
+          );
+    if (s.message_index !== last) {
+      messages++;
+      last = s.message_index;
+    }
+  }
+  return 0;
 }
 
 /** Where the result sits against the cache breakpoints. */

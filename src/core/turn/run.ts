@@ -221,7 +221,10 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const anchoring = config.tool_result_medium_tier === "cache_anchor";
   // The request as it will go out, for the turn's sketch (the billing counterfactual's view of it);
   // rendered again below once the commit has settled every decision.
-  const planned = anchoring ? placeAnchor(ctx, sites, outcomes) : null;
+  const declaration = addsTool
+    ? ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode)
+    : null;
+  const planned = anchoring ? placeAnchor(ctx, sites, outcomes, declaration) : null;
   const moving = new Set(settling);
   for (const f of fresh)
     if (f.record.tool_use_id === settleId(f.site.tool_use_id)) moving.add(f.site);
@@ -238,13 +241,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       ),
       ...turnSketch(ctx, sites, outcomes, {
         edits: [...siteEdits(), ...media.edits((i) => rewritten(sites[i]), false)],
-        declaration: addsTool
-          ? {
-              text: ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode)
-                .text,
-              tokens: toolTokens,
-            }
-          : null,
+        declaration: declaration === null ? null : { text: declaration.text, tokens: toolTokens },
         anchor:
           planned?.edit == null || planned.report.ttl === null
             ? null
@@ -292,15 +289,15 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const edits: Edit[] = siteEdits();
   edits.push(...media.edits((i) => rewritten(sites[i])));
   let recallTool: CompactReport["recall_tool"] = analysis.has_recall_tool ? "present" : "none";
-  if (addsTool) {
-    edits.push(ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode));
+  if (declaration !== null) {
+    edits.push(declaration);
     recallTool = "added";
   }
   // The move goes with its standing record only: unsaved, the result is written as the client asked.
   for (const e of moveEdits(ctx, sites, settling)) if (!media.absorb(e)) edits.push(e);
   let anchor: CompactReport["anchor"] = null;
   if (anchoring) {
-    const placed = placeAnchor(ctx, sites, outcomes);
+    const placed = placeAnchor(ctx, sites, outcomes, declaration);
     anchor = placed.report;
     if (placed.edit !== null && !media.absorb(placed.edit)) edits.push(placed.edit);
   }

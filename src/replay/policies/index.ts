@@ -17,25 +17,25 @@ export const EDGE_OFFLOAD_CONFIGS: Record<
   "edge-offload": {
     config: ON,
     description:
-      "the product's defaults with offload on: the gate, first delivery of medium and large results, the breakpoint move, the learned horizon",
+      "the product's defaults with offload on: the gate, first delivery of medium and large results, the breakpoint move, the learned horizon, the anchor within its risk bound",
   },
   "edge-offload+anchor": {
-    config: { ...ON, tool_result_medium_tier: "cache_anchor" },
-    description: "plus the advancing cache anchor",
+    config: { ...ON, tool_result_anchor_risk_share: null },
+    description: "plus the anchor without its risk bound (from the first call where it pays)",
   },
   "edge-offload+adaptive": {
     config: { ...ON, tool_result_offload_adaptive: true },
     description: "plus the learning gate",
   },
   "edge-offload+all": {
-    config: { ...ON, tool_result_medium_tier: "cache_anchor", tool_result_offload_adaptive: true },
-    description: "anchor and learning gate on top of the defaults",
+    config: { ...ON, tool_result_anchor_risk_share: null, tool_result_offload_adaptive: true },
+    description: "the unbounded anchor and the learning gate on top of the defaults",
   },
 };
 
 /**
  * A row's variants, `<row>/<variant>[/<variant>…]`: one switch of the defaults turned off, to measure what it
- * is worth (`edge-offload/full-delivery/no-move/fixed-horizon` is the defaults before they included those).
+ * is worth (`edge-offload/full-delivery/no-move/fixed-horizon/no-anchor` is the defaults before issue 28).
  */
 export const EDGE_OFFLOAD_VARIANTS: Record<
   string,
@@ -50,6 +50,10 @@ export const EDGE_OFFLOAD_VARIANTS: Record<
   "full-delivery": {
     config: { tool_result_first_delivery: "full" },
     description: "every result sent in full once",
+  },
+  "no-anchor": {
+    config: { tool_result_medium_tier: "off" },
+    description: "no cache anchor",
   },
   "no-margin": {
     config: { tool_result_first_delivery_recall_margin: 0 },

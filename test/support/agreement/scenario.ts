@@ -57,6 +57,8 @@ export const RUN_CONFIG: Record<RunKind, Record<string, unknown>> = {
     tool_result_offload_enabled: true,
     tool_result_compaction_size_chars: 1_000_000_000,
     tool_result_large_offload_threshold_chars: 1_000_000_000,
+    // the cache anchor (a default) changes the request too: off, so that nothing changes
+    tool_result_medium_tier: "off",
   },
   on: { tool_result_compaction_enabled: true, tool_result_offload_enabled: true },
 };
