@@ -158,12 +158,6 @@ const fields = {
     .describe(
       "The anchor's risk bound: its cache write's premium over input (lost if the session ends or pauses past the TTL before the next call) may be at most this share of what the session has spent so far plus what the call's stubs save on it, so the anchor makes no session dearer by more than it. null: no bound (the anchor from the first call where it pays at the observed gap).",
     ),
-  tool_result_anchor_partial: z
-    .boolean()
-    .default(false)
-    .describe(
-      "While the risk bound holds the anchor back, place it on the latest earlier block whose write the bound allows (a smaller prefix, over the model's minimum), so it starts paying sooner and advances as the session spends. false: all or nothing.",
-    ),
   tool_result_breakpoint_move: z
     .boolean()
     .default(true)
@@ -203,24 +197,6 @@ const fields = {
     .default(1)
     .describe(
       "Recall hops a first delivery must pay for beyond the expected ones: a result the model has not seen may be recalled many times (a file it is editing), and one such result must not make its session dearer.",
-    ),
-  tool_result_first_delivery_risk_share: z
-    .number()
-    .min(0)
-    .max(1)
-    .nullable()
-    .default(null)
-    .describe(
-      "First delivery's risk bound: a result stubbed on the call it arrives may cost, if the model wants it at once and the session ends on that call (one recall hop and the recall tool's declaration, less what the stub saves on the call), at most this share of what the session has spent so far; otherwise it is sent in full once and weighed again once settled. Keeps a session that stops soon after a large result from paying for hops it never earns back. null: no bound.",
-    ),
-  tool_result_first_delivery_end_risk: z
-    .number()
-    .min(0)
-    .max(1)
-    .nullable()
-    .default(null)
-    .describe(
-      "First delivery's end risk: a result is stubbed on the call it arrives only if the chance, learned from the tenant's session lengths, that the session ends before the stub has repaid what one recall hop on that call would cost is at most this. null: not checked.",
     ),
   tool_result_count_unsent: z
     .boolean()

@@ -68,22 +68,6 @@ export interface GateInput {
    * whole prompt anew, so rewriting earlier bytes costs nothing extra and this turn's write shrinks too.
    */
   cache_cold?: boolean;
-  /**
-   * First delivery only: what the stub may cost if the session ends on this call (USD; absent: no bound).
-   * The worst plausible ending of an unseen result is that the model wants it at once and the session
-   * stops there: one recall hop, and the recall tool's declaration on this call, against what the stub
-   * saves on this call alone. That loss must be at most this budget (a share of what the session has
-   * spent so far), so a session that ends early is dearer by at most that share.
-   */
-  risk_budget_usd?: number;
-  /**
-   * First delivery only: `survival[k]` is the chance the session makes at least k more calls after this
-   * one (k = 0, 1, …; learned from the tenant's session lengths, horizon.ts), and `end_risk` the largest
-   * chance, with `survival`, that the session may end before the stub has paid back what it risks on
-   * this call (the loss above, repaid at the stub's per-call saving).
-   */
-  survival?: readonly number[];
-  end_risk?: number;
 }
 
 /**
@@ -186,9 +170,6 @@ export function offloadGate(input: GateInput): GateResult {
     ...(input.prompt_growth_tokens === undefined
       ? {}
       : { prompt_growth_tokens: Math.max(0, input.prompt_growth_tokens) }),
-    ...(input.risk_budget_usd === undefined
-      ? {}
-      : { risk_budget_usd: Math.max(0, input.risk_budget_usd) }),
   };
   if (price === null) {
     return {
@@ -235,38 +216,16 @@ export function offloadGate(input: GateInput): GateResult {
   const invalidation =
     (input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0) +
     belowMinimum;
-  const hop =
-    usd(input.context_tokens, contextRate) +
-    usd(recallTokens, rates.input) +
-    usd(recallOutput, rates.output);
-  const recall = p * hop;
+  const recall =
+    p *
+    (usd(input.context_tokens, contextRate) +
+      usd(recallTokens, rates.input) +
+      usd(recallOutput, rates.output));
   const declaration =
     usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
     (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0);
   const net = saving - (carry + invalidation + recall + declaration);
-  // If the session ended on this call: one hop, and the declaration as this call bills it, against
-  // this call's saving (the result and its stub as this call bills them).
-  const nowRate = input.cached_side ? write : rates.input;
-  const atRisk = first
-    ? hop +
-      usd(toolTokens, caches ? write : rates.input) +
-      (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0) -
-      usd(Math.max(0, T - S), nowRate)
-    : 0;
-  const overRisk = first && input.risk_budget_usd !== undefined && atRisk > input.risk_budget_usd;
-  // The calls after this one the stub needs to repay that loss, and the chance the session ends first.
-  const perCall = usd(Math.max(0, T - S), r);
-  const payback =
-    atRisk <= 0 ? 0 : perCall > 0 ? Math.ceil(atRisk / perCall) : Number.POSITIVE_INFINITY;
-  const survival = input.survival ?? [];
-  const endsFirst =
-    payback === 0 || survival.length === 0
-      ? 0
-      : 1 -
-        (survival[Math.min(payback, survival.length - 1)] ?? 0) *
-          (payback < survival.length ? 1 : 0);
-  const overEnd = first && input.end_risk !== undefined && endsFirst > input.end_risk;
-  const fire = net > 0 && !overRisk && !overEnd;
+  const fire = net > 0;
 
   const costs = [
     ["the stub's own carry cost", carry],
@@ -279,11 +238,7 @@ export function offloadGate(input: GateInput): GateResult {
     ? `saves $${net.toFixed(4)} over ${written ? `this and ${round1(H)} more` : round1(H)} turns (${input.cached_side ? (cold ? "cold cache" : "cached") : "uncached"} side, p=${round2(p)})`
     : T <= S
       ? "the stub is not smaller than the result"
-      : net > 0 && overEnd
-        ? `declined: the session may end (chance ${round2(endsFirst)}) before the stub repays the $${atRisk.toFixed(4)} a recall hop on this call would cost (${payback} calls)`
-        : net > 0
-          ? `declined: if the session ended on this call, a recall hop would cost $${atRisk.toFixed(4)} more than the stub saves on it, over its risk bound ($${input.risk_budget_usd!.toFixed(4)})`
-          : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;
+      : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;
   return {
     fire,
     net_usd: round(net),

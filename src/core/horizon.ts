@@ -84,33 +84,3 @@ export class SessionLengthLog {
     return { counts: [...this.#counts.entries()].sort((a, b) => a[0] - b[0]) };
   }
 }
-
-/** Observed sessions below this many (that reached the call) say nothing of how soon they end. */
-export const SURVIVAL_MIN_SESSIONS = 8;
-
-/**
- * The chance a session makes at least k more calls after call number `call` (1-based), for k = 0 …
- * `upTo`: among the tenant's sessions that made at least `call` calls, the share that made at least
- * `call + k`. Empty when fewer than SURVIVAL_MIN_SESSIONS reached the call (nothing learned yet).
- */
-export function remainingSurvival(
-  lengths: SessionLengths | null | undefined,
-  call: number,
-  upTo: number,
-): number[] {
-  const at = Math.max(1, Math.floor(call));
-  const k = Math.max(0, Math.min(MAX_LEARNED_HORIZON, Math.floor(upTo)));
-  const atLeast = new Array<number>(k + 1).fill(0);
-  const pairs = lengths?.counts ?? [];
-  const limit = Math.min(pairs.length, MAX_LENGTH_PAIRS);
-  for (let i = 0; i < limit; i++) {
-    const pair = pairs[i];
-    if (!Array.isArray(pair)) continue;
-    const [calls, sessions] = pair as readonly [unknown, unknown];
-    if (!validCount(calls) || !validCount(sessions) || sessions === 0 || calls < at) continue;
-    const more = Math.min(k, calls - at);
-    for (let j = 0; j <= more; j++) atLeast[j]! += sessions;
-  }
-  const n = atLeast[0]!;
-  return n < SURVIVAL_MIN_SESSIONS ? [] : atLeast.map((c) => c / n);
-}

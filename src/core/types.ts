@@ -54,8 +54,6 @@ export interface GateResult {
     tool_tokens: number;
     tool_prefix_tokens: number;
     first_delivery: boolean;
-    /** First delivery: what its stub may cost if the session ends on this call (risk bound, USD). */
-    risk_budget_usd?: number;
     /** The session was idle past its cache TTL: priced without invalidation or declaration rewrite. */
     cache_cold: boolean;
     /** The prompt's growth per call so far, when known (what the minimum cacheable length costs). */

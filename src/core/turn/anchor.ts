@@ -28,7 +28,6 @@ import {
   type Replaced,
   rawLength,
   sentOffset,
-  sessionSpent,
   type TurnContext,
 } from "./context.ts";
 import { configOf } from "./tool-rules.ts";
@@ -74,47 +73,30 @@ export function placeAnchor(
     // once settled, and the breakpoint move would take a marker after it out
     return d.chars > configOf(ctx, site).tool_result_compaction_size_chars;
   };
-  const finals: AnchorSlot[] = [];
+  let slot: AnchorSlot | undefined;
   for (const s of a.anchor_slots) {
     if (unfinal(s.site)) break;
-    finals.push(s);
+    slot = s;
   }
-  if (finals.length === 0) return skip("every recent block may still change");
-  // The latest block the risk bound allows: the whole final prompt when it can, else an earlier block
-  // (a smaller write), so the anchor starts paying as soon as the session has spent enough for any
-  // prefix over the minimum, and advances as it spends more.
-  const saved = savedThisCall(ctx, sites, outcomes);
-  let refused: string | null = null;
-  for (let i = finals.length - 1; i >= 0; i--) {
-    const slot = finals[i]!;
-    // Sizes as the prompt goes out (our stubs in place), as in every price of the turn.
-    const prefix = Math.round(sentOffset(ctx, slot.position) / REQUEST_CHARS_PER_TOKEN);
-    if (prefix < ctx.price.min_cacheable_tokens)
-      return skip(
-        refused ??
-          `below the model's minimum cacheable length (${ctx.price.min_cacheable_tokens} tokens)`,
-      );
-    const ttl = chooseTtl(ctx, prefix);
-    if (ttl === null)
-      return skip(
-        refused ?? "at this session's gap between turns no TTL is cheaper than not caching",
-      );
-    const risk = riskOf(ctx, prefix, ttl, saved);
-    if (risk !== null) {
-      refused ??= `its cache write's premium ($${risk.premium.toFixed(4)}) is more than ${risk.share} of what the session has spent so far ($${risk.spent.toFixed(4)}) plus what this call's stubs save ($${risk.saved.toFixed(4)})`;
-      if (ctx.config.tool_result_anchor_partial) continue;
-      return skip(refused);
-    }
-    return {
-      edit: ctx.adapter.anchorEdit(ctx.raw, slot, ttl),
-      report: {
-        placed: true,
-        ttl,
-        reason: `cache breakpoint at ${prefix} tokens${i < finals.length - 1 ? " (as far as its risk bound allows)" : ""}`,
-      },
-    };
-  }
-  return skip(refused ?? "every recent block may still change");
+  if (slot === undefined) return skip("every recent block may still change");
+  // Sizes as the prompt goes out (our stubs in place), as in every price of the turn.
+  const prefix = Math.round(sentOffset(ctx, slot.position) / REQUEST_CHARS_PER_TOKEN);
+  if (prefix < ctx.price.min_cacheable_tokens)
+    return skip(
+      `below the model's minimum cacheable length (${ctx.price.min_cacheable_tokens} tokens)`,
+    );
+  const ttl = chooseTtl(ctx, prefix);
+  if (ttl === null)
+    return skip("at this session's gap between turns no TTL is cheaper than not caching");
+  const risk = riskOf(ctx, prefix, ttl, savedThisCall(ctx, sites, outcomes));
+  if (risk !== null)
+    return skip(
+      `its cache write's premium ($${risk.premium.toFixed(4)}) is more than ${risk.share} of what the session has spent so far ($${risk.spent.toFixed(4)}) plus what this call's stubs save ($${risk.saved.toFixed(4)})`,
+    );
+  return {
+    edit: ctx.adapter.anchorEdit(ctx.raw, slot, ttl),
+    report: { placed: true, ttl, reason: `cache breakpoint at ${prefix} tokens` },
+  };
 }
 
 /**
@@ -165,11 +147,18 @@ function riskOf(
 ): { premium: number; spent: number; share: number; saved: number } | null {
   const share = ctx.config.tool_result_anchor_risk_share;
   if (share === null) return null;
+  const a = ctx.analysis;
   const rates = ratesFor(ctx.price!, prefixTokens);
   const covered = Math.min(prefixTokens, Math.round(clientCovered(ctx) / REQUEST_CHARS_PER_TOKEN));
   const write = ttl === "1h" ? rates.cache_write_1h : rates.cache_write_5m;
   const premium = usd(prefixTokens - covered, write - rates.input);
-  const spent = sessionSpent(ctx, rates, covered);
+  // The prompts as they go out (our stubs in place), so the same call decides the same whether the
+  // client sends its full history or our output back.
+  let spentChars = sentOffset(ctx, a.prompt_chars);
+  for (const end of a.call_prompt_ends ?? []) spentChars += sentOffset(ctx, end);
+  const spentTokens = spentChars / REQUEST_CHARS_PER_TOKEN;
+  const read = Math.min(spentTokens, covered * (a.assistant_turns + 1));
+  const spent = usd(spentTokens - read, rates.input) + usd(read, rates.cache_read);
   return premium <= share * spent + saved ? null : { premium, spent, share, saved };
 }
 

@@ -10,16 +10,10 @@ import type { Calibration } from "../calibration.ts";
 import type { FormatAdapter, RequestAnalysis, ToolResultSite } from "../formats/types.ts";
 import { decodeString, type JsonNode, stringLength } from "../json/scan.ts";
 import type { AttachmentExtractor, Turn, TurnStart } from "../ports.ts";
-import { type ModelPrice, usd } from "../pricing.ts";
+import type { ModelPrice } from "../pricing.ts";
 import type { Problem } from "../problems.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
-import {
-  type ContentKind,
-  detectKind,
-  estimateTokens,
-  REQUEST_CHARS_PER_TOKEN,
-  whitespaceShare,
-} from "../tokens.ts";
+import { type ContentKind, detectKind, estimateTokens, whitespaceShare } from "../tokens.ts";
 import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
 import { configOf, neverOffloaded, neverReason, ruledReason } from "./tool-rules.ts";
 
@@ -91,25 +85,6 @@ export function sentOffset(ctx: TurnContext, position: number): number {
     else hi = mid;
   }
   return position - r.before[lo]!;
-}
-
-/**
- * What the session has spent on its prompts so far (USD), this call's included: each call's prompt as it
- * goes out (our stubs in place, so a call prices the same whether the client sends its full history or
- * our output back), `covered` tokens of each at the read rate (under the client's own breakpoint), the
- * rest at input. What a bounded risk (the anchor's write, a first delivery's hop) is measured against.
- */
-export function sessionSpent(
-  ctx: TurnContext,
-  rates: { input: number; cache_read: number },
-  covered: number,
-): number {
-  const a = ctx.analysis;
-  let chars = sentOffset(ctx, a.prompt_chars);
-  for (const end of a.call_prompt_ends ?? []) chars += sentOffset(ctx, end);
-  const tokens = chars / REQUEST_CHARS_PER_TOKEN;
-  const read = Math.min(tokens, Math.max(0, covered) * (a.assistant_turns + 1));
-  return usd(tokens - read, rates.input) + usd(read, rates.cache_read);
 }
 
 /**

@@ -10,16 +10,9 @@ import { ratioOf, resultRatio } from "../calibration.ts";
 import { cacheCold } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
 import type { GateInput } from "../gate.ts";
-import { expectedRemainingCalls, remainingSurvival } from "../horizon.ts";
-import { ratesFor } from "../pricing.ts";
+import { expectedRemainingCalls } from "../horizon.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
-import {
-  rawLength,
-  recallToolTokens,
-  sentOffset,
-  sessionSpent,
-  type TurnContext,
-} from "./context.ts";
+import { rawLength, recallToolTokens, sentOffset, type TurnContext } from "./context.ts";
 import { configOf } from "./tool-rules.ts";
 
 export function priceOffload(
@@ -81,42 +74,6 @@ export function priceOffload(
     ...(declaration === undefined ? {} : { tool_declaration: declaration }),
     prompt_growth_tokens: scale(promptGrowth(ctx, site)),
     cache_cold: cacheCold(ctx.format, analysis.breakpoints, ctx.loaded.idle_seconds),
-    ...(firstDelivery ? riskBudget(ctx, contextTokens) : {}),
-    ...(firstDelivery ? endRisk(ctx) : {}),
-  };
-}
-
-/**
- * First delivery's end risk: the learned chance of the session's making k more calls (horizon.ts), and
- * the largest chance that it may end before the stub repays its loss on this call. None when off, or
- * without observed lengths.
- */
-function endRisk(ctx: TurnContext): { survival?: number[]; end_risk?: number } {
-  const risk = ctx.config.tool_result_first_delivery_end_risk;
-  const lengths = ctx.loaded.session_lengths;
-  if (risk === null || lengths === undefined) return {};
-  const survival = remainingSurvival(lengths, ctx.analysis.assistant_turns + 1, END_RISK_CALLS);
-  return survival.length === 0 ? {} : { survival, end_risk: risk };
-}
-
-/** How many calls ahead first delivery's end risk looks (a stub that needs more never fires under it). */
-export const END_RISK_CALLS = 20;
-
-/**
- * First delivery's risk budget: `tool_result_first_delivery_risk_share` of what the session has spent
- * on its prompts so far (this one included, the part under the client's last breakpoint at the read
- * rate), as the anchor's bound measures it (context.ts, sessionSpent). None when the share is null or
- * the model has no price.
- */
-function riskBudget(ctx: TurnContext, contextTokens: number): { risk_budget_usd?: number } {
-  const share = ctx.config.tool_result_first_delivery_risk_share;
-  if (share === null || ctx.price === null) return {};
-  const bps = ctx.analysis.breakpoints;
-  const last = bps[bps.length - 1];
-  const covered =
-    last === undefined ? 0 : Math.round(sentOffset(ctx, last.position) / REQUEST_CHARS_PER_TOKEN);
-  return {
-    risk_budget_usd: share * sessionSpent(ctx, ratesFor(ctx.price, contextTokens), covered),
   };
 }
 
