@@ -84,7 +84,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
         );
         for (const { r, base } of dearer) {
           console.log(
-            `\n### ${r.session}${cutIds.has(r.session) ? " (cut)" : ""}: ${f(r.usd)} vs ${f(base.usd)} = ${(r.usd / base.usd).toFixed(3)}, ${r.calls} calls, ${r.recall_hops} hops`,
+            `\n### ${r.session}${cutIds.has(r.session) ? " (cut)" : ""}: ${f(r.usd)} vs ${f(base.usd)} = ${(r.usd / base.usd).toFixed(4)}, ${r.calls} calls, ${r.recall_hops} hops`,
           );
           const of = (p: string) => events.filter((e) => e.session === r.session && e.policy === p);
           const n = of("none");
