@@ -110,14 +110,6 @@ const fields = {
     .max(1)
     .default(0.5)
     .describe("Prior probability that the model re-reads an offloaded result."),
-  tool_result_offload_min_net_share: z
-    .number()
-    .min(0)
-    .max(1)
-    .default(0)
-    .describe(
-      "A robustness margin for the gate and the breakpoint move: offload only where the expected net saving is more than this share of the gross saving, so a stub that pays only if its recall prior and horizon hold exactly is not taken. 0: any positive net.",
-    ),
   tool_result_recall_mode: RecallModeSchema.default("both").describe(
     'Which arguments recall_tool_result offers: "window" (query/slice), "structural" (json_path/slice) or "both".',
   ),

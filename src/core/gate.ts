@@ -68,11 +68,6 @@ export interface GateInput {
    * whole prompt anew, so rewriting earlier bytes costs nothing extra and this turn's write shrinks too.
    */
   cache_cold?: boolean;
-  /**
-   * A robustness margin: fire only where the net is more than this share of the gross saving (0 or absent:
-   * any positive net), so a decision that pays only if its priors hold exactly is not taken.
-   */
-  min_net_share?: number;
 }
 
 /**
@@ -230,7 +225,7 @@ export function offloadGate(input: GateInput): GateResult {
     usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
     (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0);
   const net = saving - (carry + invalidation + recall + declaration);
-  const fire = net > 0 && net > Math.max(0, input.min_net_share ?? 0) * saving;
+  const fire = net > 0;
 
   const costs = [
     ["the stub's own carry cost", carry],

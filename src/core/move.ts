@@ -101,9 +101,7 @@ export function moveGate(input: MoveInput): MoveResult {
     usd(rest + low, rates.input - rates.cache_read);
   const hot = q * usd(T + rest, rates.input - rates.cache_read);
   const net = (1 - q) * (gate.net_usd + move) - hot;
-  const margin =
-    Math.max(0, input.gate.min_net_share ?? 0) * (1 - q) * (gate.reprefill_saving_usd + move);
-  const fire = T > S && move > 0 && net > 0 && net > margin;
+  const fire = T > S && move > 0 && net > 0;
   const reason = fire
     ? `the cache breakpoint moved before it, offloaded once settled: saves $${net.toFixed(4)} (the move $${move.toFixed(4)}, the stub $${gate.net_usd.toFixed(4)})`
     : move <= 0
