@@ -12,7 +12,7 @@
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import type { CompactOutput } from "../src/core/compact.ts";
-import { earlyEndings } from "../src/replay/endings.ts";
+import { ENDINGS_MIN_CHARS, earlyEndings } from "../src/replay/endings.ts";
 import { edgeOffload } from "../src/replay/policies/edge-offload.ts";
 import { nonePolicy } from "../src/replay/policies/none.ts";
 import { type CallEvent, DEARER_EPSILON, replay } from "../src/replay/run.ts";
@@ -29,7 +29,12 @@ function flag(argv: readonly string[], name: string, fallback: string): string {
 }
 
 export async function benchEndingsExplain(argv: readonly string[]): Promise<void> {
-  const extra = JSON.parse(flag(argv, "config", "{}")) as Record<string, unknown>;
+  let extra: Record<string, unknown>;
+  try {
+    extra = JSON.parse(flag(argv, "config", "{}")) as Record<string, unknown>;
+  } catch {
+    throw new Error("--config must be a JSON object of config fields");
+  }
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const models = flag(argv, "models", "claude-sonnet-4-6,gpt-5.4").split(",");
   const clients = flag(argv, "clients", "cached,uncached").split(",") as Client[];
@@ -39,6 +44,9 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
     tool_result_offload_enabled: true,
     ...extra,
   };
+  console.log(
+    "per call: its cost under none and under the defaults (r/w/i: tokens read from the cache, written, billed at input), HOP: a recall hop, Δ and cum: the defaults' extra cost, then what was decided on that call",
+  );
   for (const file of files) {
     const raw = parseSessions(gunzipSync(readFileSync(corpusFile(file))).toString("utf8"), file);
     const sessions = early ? earlyEndings(raw) : raw;
@@ -59,7 +67,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
                 g === undefined
                   ? ""
                   : ` H=${g.inputs.horizon.toFixed(1)} p=${g.inputs.recall_probability.toFixed(2)} first=${g.inputs.first_delivery ? 1 : 0} net=${f(g.net_usd)} save=${f(g.reprefill_saving_usd)} recall=${f(g.expected_recall_hop_cost_usd)} decl=${f(g.tool_declaration_cost_usd)} inval=${f(g.invalidation_cost_usd)}`;
-              if (d.action !== "kept" || (g !== undefined && d.chars > 8000))
+              if (d.action !== "kept" || (g !== undefined && d.chars > ENDINGS_MIN_CHARS))
                 notes.push(
                   `${d.action} ${d.tool_name} ${d.chars}ch ${d.tokens}→${d.sent_tokens}t${gate}`,
                 );
