@@ -9,6 +9,7 @@ import {
   benchAgreement as benchAgreementReplay,
   optionsFrom as replayOptionsFrom,
 } from "./agreement-replay.ts";
+import { benchEndingsExplain } from "./endings-explain.ts";
 import { benchEval } from "./eval.ts";
 import { benchFormats } from "./formats.ts";
 import { benchInProcess } from "./in-process.ts";
@@ -55,6 +56,8 @@ const benches: Record<string, () => Promise<unknown>> = {
       ...(only === undefined ? {} : { only: only as ReplayPart }),
     });
   },
+  // Why the sessions edge-offload makes dearer are dearer, call by call (realistic endings).
+  "endings-explain": () => benchEndingsExplain(process.argv),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   "agreement-replay": () => benchAgreementReplay(replayOptionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),

@@ -13,6 +13,7 @@ import { type Policy, resultsOf } from "./policy.ts";
 import { detectReferences, type Reference } from "./references.ts";
 import type {
   Block,
+  CallCost,
   Client,
   KindCounts,
   Message,
@@ -37,6 +38,18 @@ export interface ReplayOptions {
   gap?: GapModel;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
+  /** Called for every call charged (a recall hop's two calls each), to explain a session's cost. */
+  onCall?: (e: CallEvent) => void;
+}
+
+/** One charged call: which session, policy and client call (0-based), whether it is a hop, its cost. */
+export interface CallEvent {
+  session: string;
+  policy: string;
+  call: number;
+  /** 0: the call as sent; 1: a recall hop's second call (the prompt with the recalled slices). */
+  hop: 0 | 1;
+  cost: CallCost;
 }
 
 /** The request of the call whose prompt is the first `n` messages, as the client builds it. */
@@ -111,8 +124,10 @@ async function replaySession(
   };
   const times = callTimes(session, opts.gap);
   let at: number | undefined;
-  const charge = (request: Request, output: number) => {
+  let call = 0;
+  const charge = (request: Request, output: number, hop: 0 | 1 = 0) => {
     const c = sim.call(blocks.blocksOf(request), output, at);
+    opts.onCall?.({ session: session.id, policy: policy.name, call, hop, cost: c });
     result.calls++;
     result.usd += c.usd;
     result.prompt_tokens += c.prompt_tokens;
@@ -120,6 +135,7 @@ async function replaySession(
   };
   for (const [i, n] of session.calls.entries()) {
     at = times?.[i];
+    call = i;
     const answer: Message | undefined =
       session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
@@ -152,7 +168,7 @@ async function replaySession(
         { role: "user", content: recoveries.map((r) => r.result) },
       ],
     };
-    charge(withRecall, outputTokens);
+    charge(withRecall, outputTokens, 1);
   }
   return result;
 }

@@ -12,7 +12,7 @@ import { cutAfter, ENDINGS_MIN_CHARS, earlyEndings } from "../../src/replay/endi
 import { edgeOffload } from "../../src/replay/policies/edge-offload.ts";
 import { DEFAULT_POLICIES, policyByName } from "../../src/replay/policies/index.ts";
 import { detectReferences } from "../../src/replay/references.ts";
-import { replay, requestFor } from "../../src/replay/run.ts";
+import { type CallEvent, replay, requestFor } from "../../src/replay/run.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
 import type { Message, ReplaySession, Request } from "../../src/replay/types.ts";
 import { SAMPLE } from "../support/corpus.ts";
@@ -265,6 +265,35 @@ describe("replay runner", () => {
     // masking moves every turn and breaks the cached prefix: dearer than nothing with a caching client
     expect(by["mask-last-10"]!.total_usd).toBeGreaterThan(by.none!.total_usd);
     expect(report.sessions).toBe(6);
+  }, 60_000);
+
+  it("explains a session call by call: the calls' costs add up to its total, hops marked, decisions seen", async () => {
+    const events: CallEvent[] = [];
+    const seen: { session: string; call: number; decisions: number }[] = [];
+    const ours = edgeOffload("edge-offload", ON_ALL, "", {
+      observe: (session, call, out) =>
+        seen.push({ session, call, decisions: out.decisions.length }),
+    });
+    const report = await replay(sessions, {
+      model: "claude-sonnet-4-6",
+      client: "uncached",
+      policies: [policyByName("none")!, ours],
+      onCall: (e) => events.push(e),
+    });
+    for (const p of report.policies)
+      for (const r of p.sessions) {
+        const mine = events.filter((e) => e.policy === p.policy && e.session === r.session);
+        expect(mine.length, `${p.policy} ${r.session}`).toBe(r.calls);
+        expect(mine.filter((e) => e.hop === 1).length).toBe(r.recall_hops);
+        expect(mine.reduce((n, e) => n + e.cost.usd, 0)).toBeCloseTo(r.usd, 12);
+      }
+    // one observation per client call of every session, numbered from 0 in order
+    const clientCalls = sessions.reduce((n, s) => n + s.calls.length, 0);
+    expect(seen).toHaveLength(clientCalls);
+    expect(seen.filter((s) => s.session === sessions[0]!.id).map((s) => s.call)).toEqual(
+      sessions[0]!.calls.map((_, i) => i),
+    );
+    expect(seen.some((s) => s.decisions > 0)).toBe(true);
   }, 60_000);
 
   it("builds the cached client's advancing breakpoint on the last block", () => {

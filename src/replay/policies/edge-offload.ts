@@ -1,5 +1,5 @@
 import { resolveConfig, type ToolRule } from "../../config.ts";
-import { compact } from "../../core/compact.ts";
+import { type CompactOutput, compact } from "../../core/compact.ts";
 import { SessionLengthLog, type SessionLengths } from "../../core/horizon.ts";
 import type { OffloadStore } from "../../core/ports.ts";
 import { recallMany } from "../../core/recall-many.ts";
@@ -27,7 +27,11 @@ export function edgeOffload(
   name: string,
   config: Record<string, unknown>,
   description: string,
-  options: { coldCache?: boolean } = {},
+  options: {
+    coldCache?: boolean;
+    /** Sees each call's compact output (session id, 0-based call), to explain a session's cost. */
+    observe?: (session: string, call: number, out: CompactOutput<string>) => void;
+  } = {},
 ): Policy {
   let clock = REPLAY_EPOCH_MS;
   const memory = new MemoryStore({ now: () => clock });
@@ -59,6 +63,7 @@ export function edgeOffload(
           if (at !== undefined) clock = at;
           calls++;
           const out = await compact({ request: JSON.stringify(request), session, store, config });
+          options.observe?.(ctx.session, calls - 1, out);
           rules.note(out.decisions);
           for (const d of out.decisions)
             if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);

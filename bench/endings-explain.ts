@@ -1,0 +1,114 @@
+/**
+ * Why a session costs more under edge-offload than under no policy, call by call (issue 26, point 7):
+ * for each session the policy makes dearer, what each call cost under both, and what edge-offload
+ * decided on it (the results it stubbed, on first delivery or not, with the gate's horizon, recall
+ * probability and net; the anchor; the recall tool's declaration; the recall hops). Realistic endings
+ * (src/replay/endings.ts) by default. Run:
+ *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
+ *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached] [--endings=early|recorded]
+ * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
+ */
+
+import { readFileSync } from "node:fs";
+import { gunzipSync } from "node:zlib";
+import type { CompactOutput } from "../src/core/compact.ts";
+import { ENDINGS_MIN_CHARS, earlyEndings } from "../src/replay/endings.ts";
+import { edgeOffload } from "../src/replay/policies/edge-offload.ts";
+import { nonePolicy } from "../src/replay/policies/none.ts";
+import { type CallEvent, DEARER_EPSILON, replay } from "../src/replay/run.ts";
+import { parseSessions } from "../src/replay/sessions.ts";
+import type { Client } from "../src/replay/types.ts";
+import { corpusFile } from "./lib/corpus.ts";
+
+const f = (x: number) => x.toFixed(4);
+
+/** `--name=value` from argv, else the default. */
+function flag(argv: readonly string[], name: string, fallback: string): string {
+  const a = argv.find((x) => x.startsWith(`--${name}=`));
+  return a === undefined ? fallback : a.slice(name.length + 3);
+}
+
+export async function benchEndingsExplain(argv: readonly string[]): Promise<void> {
+  let extra: Record<string, unknown>;
+  try {
+    extra = JSON.parse(flag(argv, "config", "{}")) as Record<string, unknown>;
+  } catch {
+    throw new Error("--config must be a JSON object of config fields");
+  }
+  const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
+  const models = flag(argv, "models", "claude-sonnet-4-6,gpt-5.4").split(",");
+  const clients = flag(argv, "clients", "cached,uncached").split(",") as Client[];
+  const early = flag(argv, "endings", "early") === "early";
+  const config = {
+    tool_result_compaction_enabled: true,
+    tool_result_offload_enabled: true,
+    ...extra,
+  };
+  console.log(
+    "per call: its cost under none and under the defaults (r/w/i: tokens read from the cache, written, billed at input), HOP: a recall hop, Δ and cum: the defaults' extra cost, then what was decided on that call",
+  );
+  for (const file of files) {
+    const raw = parseSessions(gunzipSync(readFileSync(corpusFile(file))).toString("utf8"), file);
+    const sessions = early ? earlyEndings(raw) : raw;
+    const cutIds = new Set(
+      sessions.filter((s, i) => s.calls.length < raw[i]!.calls.length).map((s) => s.id),
+    );
+    for (const model of models)
+      for (const client of clients) {
+        const events: CallEvent[] = [];
+        const decided = new Map<string, string[]>();
+        const policy = edgeOffload("edge-offload", config, "", {
+          observe: (session: string, call: number, out: CompactOutput<string>) => {
+            const notes: string[] = [];
+            for (const d of out.decisions) {
+              if (d.sticky) continue;
+              const g = d.gate;
+              const gate =
+                g === undefined
+                  ? ""
+                  : ` H=${g.inputs.horizon.toFixed(1)} p=${g.inputs.recall_probability.toFixed(2)} first=${g.inputs.first_delivery ? 1 : 0} net=${f(g.net_usd)} save=${f(g.reprefill_saving_usd)} recall=${f(g.expected_recall_hop_cost_usd)} decl=${f(g.tool_declaration_cost_usd)} inval=${f(g.invalidation_cost_usd)}`;
+              if (d.action !== "kept" || (g !== undefined && d.chars > ENDINGS_MIN_CHARS))
+                notes.push(
+                  `${d.action} ${d.tool_name} ${d.chars}ch ${d.tokens}→${d.sent_tokens}t${gate}`,
+                );
+            }
+            if (out.report.anchor?.placed) notes.push(`anchor ${out.report.anchor.reason}`);
+            if (out.report.recall_tool === "added") notes.push("recall tool declared");
+            decided.set(`${session}#${call}`, notes);
+          },
+        });
+        const report = await replay(sessions, {
+          model,
+          client,
+          policies: [nonePolicy, policy],
+          onCall: (e) => events.push(e),
+        });
+        const [none, eo] = report.policies;
+        const dearer = eo!.sessions
+          .map((r, i) => ({ r, base: none!.sessions[i]! }))
+          .filter(({ r, base }) => r.usd > base.usd * (1 + DEARER_EPSILON));
+        console.log(
+          `\n## ${file} ${model} ${client}: ratio ${eo!.ratio_to_none!.toFixed(3)}, worst ${eo!.worst_session_ratio!.toFixed(3)}, ${dearer.length} dearer of ${report.sessions}`,
+        );
+        for (const { r, base } of dearer) {
+          console.log(
+            `\n### ${r.session}${cutIds.has(r.session) ? " (cut)" : ""}: ${f(r.usd)} vs ${f(base.usd)} = ${(r.usd / base.usd).toFixed(4)}, ${r.calls} calls, ${r.recall_hops} hops`,
+          );
+          const of = (p: string) => events.filter((e) => e.session === r.session && e.policy === p);
+          const n = of("none");
+          const o = of("edge-offload");
+          let cum = 0;
+          for (const e of n) {
+            const mine = o.filter((x) => x.call === e.call);
+            const cost = mine.reduce((s, x) => s + x.cost.usd, 0);
+            cum += cost - e.cost.usd;
+            const notes = decided.get(`${r.session}#${e.call}`) ?? [];
+            const c = mine[0]!.cost;
+            console.log(
+              `${String(e.call).padStart(3)} none ${f(e.cost.usd)} (r${e.cost.read_tokens} w${e.cost.write_tokens} i${e.cost.input_tokens}) eo ${f(cost)} (r${c.read_tokens} w${c.write_tokens} i${c.input_tokens})${mine.length > 1 ? " HOP" : ""} Δ${f(cost - e.cost.usd)} cum ${f(cum)}${notes.length ? `  | ${notes.join("; ")}` : ""}`,
+            );
+          }
+        }
+      }
+  }
+}
