@@ -23,10 +23,11 @@ import { unpricedModel } from "../gate.ts";
 import { ratesFor, usd } from "../pricing.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import {
+  charsTakenOut,
   isRecallResult,
   type Outcome,
   type Replaced,
-  rawLength,
+  replacedFrom,
   sentOffset,
   type TurnContext,
 } from "./context.ts";
@@ -212,12 +213,7 @@ function goingOut(
     out.push([declaration.start, declaration.end - declaration.start - declaration.text.length]);
   for (const site of sites) {
     const text = outcomes.get(site)?.replacement;
-    if (text === undefined) continue;
-    const chars = rawLength(site) - ctx.adapter.renderContent(ctx.raw, site, text).length;
-    if (chars > 0) out.push([site.position, chars]);
+    if (text !== undefined) out.push([site.position, charsTakenOut(ctx, site, text)]);
   }
-  out.sort((x, y) => x[0] - y[0]);
-  const before = [0];
-  for (const [, chars] of out) before.push(before[before.length - 1]! + chars);
-  return { positions: out.map((e) => e[0]), before };
+  return replacedFrom(out);
 }

@@ -72,6 +72,22 @@ export interface Replaced {
   before: number[];
 }
 
+/** Chars a result loses when `text` replaces its content (its full body less the stub), 0 when none. */
+export function charsTakenOut(ctx: TurnContext, site: ToolResultSite, text: string): number {
+  return Math.max(0, rawLength(site) - ctx.adapter.renderContent(ctx.raw, site, text).length);
+}
+
+/**
+ * `Replaced` from what each place takes out (`[position, chars]`, any order; negative where it adds, as
+ * a declared tool; places that change nothing are left out): positions sorted, with running totals.
+ */
+export function replacedFrom(out: [position: number, chars: number][]): Replaced {
+  const taken = out.filter((e) => e[1] !== 0).sort((x, y) => x[0] - y[0]);
+  const before = [0];
+  for (const [, chars] of taken) before.push(before[before.length - 1]! + chars);
+  return { positions: taken.map((e) => e[0]), before };
+}
+
 /** A prompt-order offset of the request as it goes out: less what earlier decisions replace before it. */
 export function sentOffset(ctx: TurnContext, position: number): number {
   const r = ctx.replaced;

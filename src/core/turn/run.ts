@@ -15,13 +15,14 @@ import { placeAnchor } from "./anchor.ts";
 import { movedBreakpoints, movedOutcome, moveEdits, movePoint } from "./breakpoint.ts";
 import {
   arrivalId,
+  charsTakenOut,
   type Decision,
   type Outcome,
   pending,
   pressureId,
   type Replaced,
-  rawLength,
   recallToolTokens,
+  replacedFrom,
   settleId,
   type TurnContext,
   warmId,
@@ -332,18 +333,13 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
  * sent again counts its length less its stub's; a stub it sent back counts nothing.
  */
 function replacedChars(ctx: TurnContext, sites: readonly ToolResultSite[]): Replaced {
-  const positions: number[] = [];
-  const before: number[] = [0];
+  const out: [number, number][] = [];
   for (const site of sites) {
     const record =
       ctx.loaded.records.get(pressureId(site.tool_use_id)) ??
       ctx.loaded.records.get(site.tool_use_id);
     if (record === undefined || record.action === "kept" || record.rendered === null) continue;
-    const chars =
-      rawLength(site) - ctx.adapter.renderContent(ctx.raw, site, record.rendered).length;
-    if (chars <= 0) continue;
-    positions.push(site.position);
-    before.push(before[before.length - 1]! + chars);
+    out.push([site.position, charsTakenOut(ctx, site, record.rendered)]);
   }
-  return { positions, before };
+  return replacedFrom(out);
 }
