@@ -27,8 +27,8 @@ const UNSUPPORTED_FOR_MS = 3_600_000;
 /** Upstreams remembered as lacking the endpoint, at most (a deployment talks to a handful). */
 const UNSUPPORTED_LIMIT = 64;
 
-/** The counting endpoint under each provider's base, by the path its calls take. */
-const COUNT_PATH: Record<Provider, string> = {
+/** The counting endpoint under each provider's base (the proxy's count routes forward to it too). */
+export const COUNT_PATH: Record<Provider, string> = {
   anthropic: "/v1/messages/count_tokens",
   openai: "/responses/input_tokens",
 };

@@ -38,6 +38,7 @@ import { upstreamHeaders } from "../proxy/headers.ts";
 import { openaiChatDialect } from "../proxy/openai-chat.ts";
 import { openaiResponsesDialect } from "../proxy/openai-responses.ts";
 import type { ProxyStore } from "../proxy/port.ts";
+import { COUNT_PATH } from "../proxy/token-count.ts";
 import { proxyTurn } from "../proxy/turn.ts";
 import { proxySettingsOf, upstreamUrl } from "../proxy/upstream.ts";
 import { secretOf } from "./compact.ts";
@@ -167,11 +168,11 @@ export function proxyRoutes(deps: ProxyDeps): Hono<AppEnv> {
   app.post("/openai/v1/responses", route(openaiResponsesDialect));
   app.post(
     "/anthropic/v1/messages/count_tokens",
-    route(anthropicDialect, { path: "/v1/messages/count_tokens" }),
+    route(anthropicDialect, { path: COUNT_PATH.anthropic }),
   );
   app.post(
     "/openai/v1/responses/input_tokens",
-    route(openaiResponsesDialect, { path: "/responses/input_tokens" }),
+    route(openaiResponsesDialect, { path: COUNT_PATH.openai }),
   );
   return app;
 }
