@@ -13,6 +13,7 @@ import { offloadFetch } from "../src/integrations/fetch.ts";
 import { MemoryStore } from "../src/store/memory.ts";
 import { FakeProvider } from "../test/clients/fake-provider.ts";
 import { anthropicMessage, anthropicRequest, ON } from "../test/support/providers.ts";
+import { smallTurns } from "./lib/requests.ts";
 import { fmt, pairedMedians } from "./lib/stats.ts";
 import { composeRequest } from "./transform.ts";
 
@@ -26,7 +27,10 @@ export async function benchInProcess(rounds = 40): Promise<void> {
   try {
     const requests: [string, string][] = [
       ["1 MB, 40 turns, large results offloaded", retarget(composeRequest())],
-      ["small turn, nothing to offload", JSON.stringify(anthropicRequest({ messages: small() }))],
+      [
+        "small turn, nothing to offload",
+        JSON.stringify(anthropicRequest({ messages: smallTurns() })),
+      ],
     ];
     for (const [name, body] of requests) {
       const store = new MemoryStore();
@@ -61,23 +65,6 @@ export async function benchInProcess(rounds = 40): Promise<void> {
 /** The transform bench's request, for a model the price table knows (so its large results offload). */
 function retarget(text: string): string {
   return JSON.stringify({ ...(JSON.parse(text) as object), model: "claude-sonnet-4-6" });
-}
-
-/** Ten small turns. */
-function small(): unknown[] {
-  const messages: unknown[] = [{ role: "user", content: "Check the services." }];
-  for (let i = 0; i < 10; i++)
-    messages.push(
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: `t${i}`, name: "status", input: { i } }],
-      },
-      {
-        role: "user",
-        content: [{ type: "tool_result", tool_use_id: `t${i}`, content: `service ${i}: ok` }],
-      },
-    );
-  return messages;
 }
 
 function kb(chars: number): string {

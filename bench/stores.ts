@@ -22,6 +22,7 @@ import { SqliteStore } from "../src/store/sqlite.ts";
 import { catalogTurn } from "../test/portable/catalog-turn.mjs";
 import { anthropicRequest, ON } from "../test/support/providers.ts";
 import { type RunningServer, startPostgres, startRedis } from "../test/support/servers.ts";
+import { smallTurns } from "./lib/requests.ts";
 import { fmt } from "./lib/stats.ts";
 import { composeRequest } from "./transform.ts";
 
@@ -65,7 +66,7 @@ export async function benchStores(rounds = 30, recallsPerRound = 10): Promise<vo
         "1 MB, 40 turns",
         JSON.stringify({ ...(JSON.parse(composeRequest()) as object), model: "claude-sonnet-4-6" }),
       ],
-      ["small turn", JSON.stringify(anthropicRequest({ messages: small() }))],
+      ["small turn", JSON.stringify(anthropicRequest({ messages: smallTurns() }))],
     ];
     const turn = (e: Entry, session: string, request: string) =>
       compact({ request, session, store: e.store, config: ON, secret: SECRET });
@@ -126,20 +127,3 @@ export async function benchStores(rounds = 30, recallsPerRound = 10): Promise<vo
 }
 
 const slug = (name: string) => name.replace(/\W+/g, "-");
-
-/** Ten small turns. */
-function small(): unknown[] {
-  const messages: unknown[] = [{ role: "user", content: "Check the services." }];
-  for (let i = 0; i < 10; i++)
-    messages.push(
-      {
-        role: "assistant",
-        content: [{ type: "tool_use", id: `t${i}`, name: "status", input: { i } }],
-      },
-      {
-        role: "user",
-        content: [{ type: "tool_result", tool_use_id: `t${i}`, content: `service ${i}: ok` }],
-      },
-    );
-  return messages;
-}

@@ -24,3 +24,20 @@ export function latencyRequest(): string {
   });
   return JSON.stringify({ model: "claude-opus-4-5", max_tokens: 256, messages });
 }
+
+/** Ten small turns: a conversation with nothing to offload. */
+export function smallTurns(): unknown[] {
+  const messages: unknown[] = [{ role: "user", content: "Check the services." }];
+  for (let i = 0; i < 10; i++)
+    messages.push(
+      {
+        role: "assistant",
+        content: [{ type: "tool_use", id: `t${i}`, name: "status", input: { i } }],
+      },
+      {
+        role: "user",
+        content: [{ type: "tool_result", tool_use_id: `t${i}`, content: `service ${i}: ok` }],
+      },
+    );
+  return messages;
+}
