@@ -18,6 +18,7 @@ import { SqlIndex } from "../../src/store/sql-index.ts";
 import { CHUNK_CHARS, SqlLedger } from "../../src/store/sql-ledger.ts";
 import { SqlSessionState } from "../../src/store/sql-session.ts";
 import { SqlTenantLearning } from "../../src/store/sql-tenant.ts";
+import { memoryBucket } from "../support/bucket.ts";
 import { nodeSqliteStorage } from "../support/node-sqlite-storage.ts";
 import {
   bodyMeta,
@@ -28,22 +29,6 @@ import {
   record,
   turnLog,
 } from "../support/records.ts";
-
-/** An in-memory R2 bucket, with what it was asked. */
-function bucket() {
-  const objects = new Map<string, string>();
-  return {
-    objects,
-    put: async (key: string, value: string) => void objects.set(key, value),
-    get: async (key: string) => {
-      const v = objects.get(key);
-      return v === undefined ? null : { text: async () => v };
-    },
-    delete: async (keys: string[]) => {
-      for (const k of keys) objects.delete(k);
-    },
-  };
-}
 
 /** A fresh node:sqlite database as the port. */
 const sqlite = () => syncSqliteSql(new DatabaseSync(":memory:"));
@@ -62,7 +47,7 @@ runTenantLearningContract("SqlTenantLearning (node:sqlite)", () => new SqlTenant
 runLedgerContract("SqlLedger (node:sqlite)", () => new SqlLedger(sqlite()));
 runLedgerContract(
   "SqlLedger (node:sqlite + bucket)",
-  () => new SqlLedger(sqlite(), { bucket: bucket(), inlineMaxChars: 100 }),
+  () => new SqlLedger(sqlite(), { bucket: memoryBucket(), inlineMaxChars: 100 }),
 );
 runIndexContract("SqlIndex (node:sqlite)", () => new SqlIndex(sqlite()));
 runStoreContract("ComposedStore over SQL (node:sqlite)", () => {
@@ -184,7 +169,7 @@ describe("SqlLedger's size rule", () => {
 
   it("with a bucket, puts large bodies there and keeps only their metadata in SQLite", async () => {
     const storage = nodeSqliteStorage();
-    const b = bucket();
+    const b = memoryBucket();
     const ledger = new SqlLedger(durableSql(storage), { bucket: b });
     await ledger.put(ref, "y".repeat(CHUNK_CHARS + 1), bodyMeta(memId));
     expect(b.objects.size).toBe(1);
