@@ -350,6 +350,18 @@ export const RECOMMENDED_CONFIG: Readonly<OffloadConfigPatch> = Object.freeze({
 });
 
 /**
+ * The deployment layer a service runs with when its operator set none (OFFLOAD_DEFAULT_CONFIG unset):
+ * shadow mode, so a session nobody configured is decided and reported ("would save $X; one line to go
+ * live") but sent as the client sent it. Why shadow: docs/config.md. wrangler.toml ships the same layer
+ * (a test keeps them equal); `edge-offload serve` uses this one.
+ */
+export const SHIPPED_DEPLOYMENT_CONFIG: Readonly<OffloadConfigPatch> = Object.freeze({
+  tool_result_compaction_enabled: true,
+  tool_result_offload_enabled: true,
+  tool_result_offload_shadow: true,
+});
+
+/**
  * Validate a config patch (aliases folded in), throwing an `invalid_config` OffloadError that names
  * the field. `where` prefixes the path so the caller can tell which layer (header, session, vars)
  * was wrong.

@@ -7,6 +7,7 @@
 import { createApp } from "./app.ts";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
+import { SHIPPED_DEPLOYMENT_CONFIG } from "./config.ts";
 import { settingsOf } from "./http/context.ts";
 import { type OpenedStore, openStore } from "./store/open.ts";
 
@@ -63,6 +64,9 @@ export async function serve(options: ServeOptions = {}): Promise<Server> {
     const v = source[name];
     if (v !== undefined) vars[name] = v;
   }
+  // What wrangler.toml ships to a Worker: without it a session nobody configured would pass through
+  // untouched and say `enabled: false`, the "two-line change that does nothing" of the Worker before it.
+  vars.OFFLOAD_DEFAULT_CONFIG ??= JSON.stringify(SHIPPED_DEPLOYMENT_CONFIG);
   const env = vars as unknown as Env;
   // The same checks as a Worker's first request, at once: a misconfigured server does not start.
   const settings = settingsOf(env);

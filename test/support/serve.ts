@@ -39,7 +39,8 @@ export async function startServe(input: {
     ],
     {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "", ...input.vars },
+      // No deployment layer unless the caller gives one (serve, as the Worker, ships shadow mode).
+      env: { PATH: process.env.PATH ?? "", OFFLOAD_DEFAULT_CONFIG: "{}", ...input.vars },
       stdio: ["ignore", "pipe", "pipe"],
     },
   );

@@ -433,17 +433,25 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
     let server = await start();
     let mem = "";
     try {
-      const res = await fetch(`${server.base}/v1/sessions/${session}/compact?format=anthropic`, {
-        method: "POST",
-        headers: {
-          ...headers,
-          "x-offload-config": JSON.stringify({
-            tool_result_compaction_enabled: true,
-            tool_result_offload_enabled: true,
-          }),
-        },
-        body: JSON.stringify(catalogTurn()),
-      });
+      const compactOnce = (config?: object) =>
+        fetch(`${server.base}/v1/sessions/${session}/compact?format=anthropic`, {
+          method: "POST",
+          headers: {
+            ...headers,
+            ...(config === undefined ? {} : { "x-offload-config": JSON.stringify(config) }),
+          },
+          body: JSON.stringify(catalogTurn()),
+        });
+      // No OFFLOAD_DEFAULT_CONFIG: the Worker's shipped layer, shadow. The call is decided, sent as it
+      // came, and the summary says what it would save and the one line that goes live.
+      const shadow = await compactOnce();
+      expect(shadow.status).toBe(200);
+      expect(await shadow.text()).toBe(JSON.stringify(catalogTurn()));
+      const summary = JSON.parse(shadow.headers.get("x-offload-summary")!);
+      expect(summary).toMatchObject({ enabled: true, shadow: true, saved_usd: 0 });
+      expect(summary.would_save_usd).toBeGreaterThan(0);
+      expect(summary.note).toContain('one line to go live: {"tool_result_offload_shadow":false}');
+      const res = await compactOnce({ tool_result_offload_shadow: false });
       expect(res.status).toBe(200);
       mem = /trm_[0-9a-f]{24}/.exec(await res.text())![0];
       expect((await recall(server.base, mem)).content).toContain("item-1499");

@@ -1,12 +1,12 @@
 /**
  * What the Worker does for a session nobody configured (wrangler.toml's OFFLOAD_DEFAULT_CONFIG, the
- * shipped deployment layer): shadow mode. Every call is decided and its bodies ledgered, the request goes
+ * shipped deployment layer, which `edge-offload serve` runs with too): shadow mode. Every call is decided and its bodies ledgered, the request goes
  * out as sent, and the summary and the report say what it would save and the one line that turns it live;
  * that line makes the very decisions taken in shadow land (sticky). Why shadow: docs/config.md.
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { parseConfigPatch, resolveConfig } from "../../src/config.ts";
+import { parseConfigPatch, resolveConfig, SHIPPED_DEPLOYMENT_CONFIG } from "../../src/config.ts";
 import { compact } from "../../src/core/compact.ts";
 import { GO_LIVE, summaryOf } from "../../src/http/summary.ts";
 import { sessionReport } from "../../src/report.ts";
@@ -23,6 +23,10 @@ describe("the shipped deployment layer", () => {
       tool_result_offload_enabled: true,
       tool_result_offload_shadow: true,
     });
+  });
+
+  it("is the layer `edge-offload serve` runs with when OFFLOAD_DEFAULT_CONFIG is unset", () => {
+    expect(parseConfigPatch(shipped)).toEqual(SHIPPED_DEPLOYMENT_CONFIG);
   });
 
   it("decides and reports what a call would save, sends it unchanged, and goes live with one line", async () => {
