@@ -11,6 +11,7 @@ import { CacheSim } from "../../src/replay/cache.ts";
 import { cutAfter, ENDINGS_MIN_CHARS, earlyEndings } from "../../src/replay/endings.ts";
 import { edgeOffload } from "../../src/replay/policies/edge-offload.ts";
 import { DEFAULT_POLICIES, policyByName } from "../../src/replay/policies/index.ts";
+import { mapResults, type Policy } from "../../src/replay/policy.ts";
 import { detectReferences } from "../../src/replay/references.ts";
 import { type CallEvent, replay, requestFor } from "../../src/replay/run.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
@@ -295,6 +296,84 @@ describe("replay runner", () => {
     );
     expect(seen.some((s) => s.decisions > 0)).toBe(true);
   }, 60_000);
+
+  it("keeps a hop's exchange in the conversation: later prompts pay for it, a quote in it needs no new hop", async () => {
+    const quote = "RECALLED_fragment_0042_of_the_body";
+    const body = `${"filler line of a large tool output\n".repeat(200)}${quote}\n${"more output\n".repeat(100)}`;
+    const session: ReplaySession = {
+      id: "twice",
+      messages: [
+        { role: "user", content: "look at the file" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "read", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: body }] },
+        { role: "assistant", content: `it says ${quote}` },
+        { role: "user", content: "and again?" },
+        { role: "assistant", content: `still ${quote}` },
+      ],
+      calls: [1, 3, 5],
+      // the same quote of the same result, referenced twice (the corpus's own refs)
+      refs: [
+        { turn: 3, quote, source_tool_use_id: "t1" },
+        { turn: 5, quote, source_tool_use_id: "t1" },
+      ],
+    };
+    // A policy that stubs t1 on every call and reads back the line holding the quote.
+    const seen: Request[] = [];
+    const stubbing: Policy = {
+      name: "stub-t1",
+      description: "",
+      start: () => ({
+        send: async (request) => {
+          seen.push(request);
+          return mapResults(request, (b) => (b.tool_use_id === "t1" ? "[stub of t1]" : undefined));
+        },
+        recover: async (id, q) => ({
+          call: { type: "tool_use", id: `toolu_read_${id}`, name: "recall", input: { query: q } },
+          result: {
+            type: "tool_result",
+            tool_use_id: `toolu_read_${id}`,
+            content: `line 201: ${q}`,
+          },
+        }),
+      }),
+    };
+    const events: CallEvent[] = [];
+    const report = await replay([session], {
+      model: "claude-sonnet-4-6",
+      client: "cached",
+      policies: [policyByName("none")!, stubbing],
+      onCall: (e) => events.push(e),
+    });
+    const ours = report.policies[1]!;
+    // one hop (the first reference); the second finds the quote in the recalled slice
+    expect(ours.references).toBe(2);
+    expect(ours.recall_hops).toBe(1);
+    expect(ours.lost_references).toBe(0);
+    // the last call's prompt carries the exchange where it happened: after the hop's prompt, before
+    // the answer the model wrote with the slice in view
+    const last = seen[2]!;
+    expect(last.messages).toHaveLength(7);
+    expect(last.messages[3]).toEqual({
+      role: "assistant",
+      content: [
+        { type: "tool_use", id: "toolu_read_t1_1", name: "recall", input: { query: quote } },
+      ],
+    });
+    expect(last.messages[4]!.content).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_read_t1_1", content: `line 201: ${quote}` },
+    ]);
+    expect(last.messages[5]).toEqual(session.messages[3]);
+    // and its tokens are charged: the call costs what its prompt as sent holds, the answer included
+    const sent = mapResults(last, (b) => (b.tool_use_id === "t1" ? "[stub of t1]" : undefined));
+    const tokens = new BlockCache().blocksOf(sent).reduce((n, b) => n + b.tokens, 0);
+    const call2 = events.filter((e) => e.policy === "stub-t1" && e.call === 2);
+    expect(call2).toHaveLength(1);
+    expect(call2[0]!.cost.prompt_tokens).toBe(tokens);
+    const without = { ...sent, messages: sent.messages.filter((_, i) => i !== 3 && i !== 4) };
+    expect(tokens).toBeGreaterThan(
+      new BlockCache().blocksOf(without).reduce((n, b) => n + b.tokens, 0),
+    );
+  });
 
   it("builds the cached client's advancing breakpoint on the last block", () => {
     const r = requestFor(sessions[0]!, sessions[0]!.calls[1]!, "claude-sonnet-4-6", "cached");
