@@ -5,13 +5,16 @@
  * probability and net; the anchor; the recall tool's declaration; the recall hops). Realistic endings
  * (src/replay/endings.ts) by default. Run:
  *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
- *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached] [--endings=early|recorded]
+ *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached,automatic] [--endings=early|recorded]
+ * (by default, cached with Anthropic's prices and automatic, OpenAI's caching, with OpenAI's; uncached
+ * with both: for OpenAI a bound, no client of it is never cached)
  * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
  */
 
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import type { CompactOutput } from "../src/core/compact.ts";
+import { resolveModel } from "../src/core/pricing.ts";
 import { ENDINGS_MIN_CHARS, earlyEndings } from "../src/replay/endings.ts";
 import { edgeOffload } from "../src/replay/policies/edge-offload.ts";
 import { nonePolicy } from "../src/replay/policies/none.ts";
@@ -37,7 +40,8 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   }
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const models = flag(argv, "models", "claude-sonnet-4-6,gpt-5.4").split(",");
-  const clients = flag(argv, "clients", "cached,uncached").split(",") as Client[];
+  // automatic (OpenAI's caching) only with an OpenAI model's prices, cached only with Anthropic's
+  const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];
   const early = flag(argv, "endings", "early") === "early";
   const config = {
     tool_result_compaction_enabled: true,
@@ -55,6 +59,13 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
     );
     for (const model of models)
       for (const client of clients) {
+        const openai = resolveModel(model)?.provider === "openai";
+        if (
+          client === "automatic"
+            ? !openai
+            : client === "cached" && openai && !argv.some((a) => a.startsWith("--clients="))
+        )
+          continue;
         const events: CallEvent[] = [];
         const decided = new Map<string, string[]>();
         const policy = edgeOffload("edge-offload", config, "", {

@@ -74,7 +74,8 @@ plain Anthropic Messages request log (one request per line; requests that extend
 
 Options:
   --model M          price as this model (default claude-sonnet-4-6)
-  --client C         cached (an advancing cache breakpoint on every prompt, default) or uncached (none)
+  --client C         cached (an advancing cache breakpoint on every prompt, default), uncached (none), or
+                     automatic (OpenAI's caching: every prompt cached on its own; OpenAI models only)
   --policies a,b     policies to compare (default: ${r.DEFAULT_POLICIES.join(",")})
                      also: mask-last-N, evict-Nk, ${Object.keys(r.EDGE_OFFLOAD_CONFIGS).join(", ")}
                      (${PRUNE} runs the AI SDK's pruneMessages: it needs the optional "ai" package)
@@ -140,8 +141,10 @@ async function replayCommand(rest: string[]): Promise<number> {
       `unknown model ${JSON.stringify(model)} (no prices); e.g. claude-sonnet-4-6, claude-opus-4-5, gpt-5.1`,
     );
   const client = args.values.client;
-  if (client !== "cached" && client !== "uncached")
-    throw new UsageError("--client must be cached or uncached");
+  if (client !== "cached" && client !== "uncached" && client !== "automatic")
+    throw new UsageError("--client must be cached, uncached or automatic");
+  if (client === "automatic" && r.resolveModel(model)!.provider !== "openai")
+    throw new UsageError("--client automatic follows OpenAI's caching: give an OpenAI --model");
   // The input first: a file that cannot be read, or holds no session, is the one line the user sees.
   const recorded = readSessions(r, file);
   const asked = args.values.policies !== undefined;

@@ -82,7 +82,7 @@ export function requestFor(
   const placed = exchanges.filter((e) => e.at <= n).sort((a, b) => a.at - b.at);
   for (let k = placed.length - 1; k >= 0; k--)
     messages.splice(placed[k]!.at, 0, ...placed[k]!.messages);
-  if (client === "cached" && messages.length > 0) {
+  if (client !== "uncached" && messages.length > 0) {
     // The client's advancing breakpoint: a cache_control marker on the last block of the prompt.
     const last = messages[messages.length - 1]!;
     const blocks: Block[] =
@@ -145,7 +145,7 @@ async function replaySession(
 ): Promise<SessionResult> {
   const price = resolveModel(opts.model)!;
   const run = policy.start({ model: opts.model, client: opts.client, session: session.id });
-  const sim = new CacheSim(price);
+  const sim = new CacheSim(price, opts.client === "automatic" ? "automatic" : "breakpoints");
   const blocks = new BlockCache();
   const byTurn = new Map<number, Reference[]>();
   for (const r of refs) byTurn.set(r.turn, [...(byTurn.get(r.turn) ?? []), r]);
@@ -232,6 +232,11 @@ export async function replay(
     throw new OffloadError(
       "invalid_argument",
       `unknown model ${JSON.stringify(opts.model)}: the replay needs its prices`,
+    );
+  if (opts.client === "automatic" && resolveModel(opts.model)!.provider !== "openai")
+    throw new OffloadError(
+      "invalid_argument",
+      `the automatic client follows OpenAI's caching rules: ${JSON.stringify(opts.model)} is not an OpenAI model`,
     );
   const perPolicy = new Map<string, SessionResult[]>(opts.policies.map((p) => [p.name, []]));
   const total = sessions.length * opts.policies.length;

@@ -58,6 +58,42 @@ describe("cache simulation", () => {
     });
   });
 
+  it("automatic (OpenAI): caches every prompt whole, reads in 128-token steps, lapses after 5 idle minutes", () => {
+    const gpt = resolveModel("gpt-5.4")!;
+    const sim = new CacheSim(gpt, "automatic");
+    // no marker needed, and none honoured: the whole prompt is cached
+    const first = sim.call([block("a", 1100), block("b", 1000, true), block("c", 500)], 10, 0);
+    expect(first).toMatchObject({ read_tokens: 0, write_tokens: 2600, input_tokens: 0 });
+    // GPT-5.4 bills writes as plain input
+    expect(first.usd).toBeCloseTo((2600 * 2.5 + 10 * 15) / 1e6, 12);
+    // the shared prefix (a, b, c: 2,600 tokens) read in 128-token steps; the rest paid at input
+    const second = sim.call(
+      [block("a", 1100), block("b", 1000), block("c", 500), block("d", 300)],
+      0,
+      60_000,
+    );
+    expect(second).toMatchObject({ read_tokens: 2560, write_tokens: 340 });
+    expect(second.usd).toBeCloseTo((2560 * 0.25 + 340 * 2.5) / 1e6, 12);
+    // within 5 minutes of the last use it is still there; after 5 idle minutes it is gone
+    expect(sim.call([block("a", 1100), block("x", 100)], 0, 60_000 + 299_000).read_tokens).toBe(
+      1024,
+    );
+    expect(
+      sim.call([block("a", 1100), block("x", 100)], 0, 60_000 + 299_000 + 300_001).read_tokens,
+    ).toBe(0);
+    // a prompt under the minimum is not cached at all; a shared prefix under it reads nothing
+    const fresh = new CacheSim(gpt, "automatic");
+    expect(fresh.call([block("a", 1000)], 0, 0)).toMatchObject({
+      write_tokens: 0,
+      input_tokens: 1000,
+    });
+    expect(fresh.call([block("a", 1000), block("y", 500)], 0, 1).read_tokens).toBe(0);
+    expect(fresh.call([block("a", 1000), block("z", 500)], 0, 2)).toMatchObject({
+      read_tokens: 0,
+      write_tokens: 1500,
+    });
+  });
+
   it("turns a request's cache_control markers into breakpoints (top level: the last block)", () => {
     const cache = new BlockCache();
     const req: Request = {
@@ -523,6 +559,7 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--model", "nope").stderr).toContain("unknown model");
     expect(cli("replay", SAMPLE, "--policies", "none,bogus").stderr).toContain("unknown policy");
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
+    expect(cli("replay", SAMPLE, "--client", "automatic").stderr).toContain("OpenAI --model");
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(2);
     const gap = cli("replay", SAMPLE, "--gap", "soon");
@@ -531,7 +568,7 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
       "--endings must be early or recorded",
     );
-    // Seven Node processes, one after the other: room for a machine shared with other test runs.
+    // Eight Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
 
   it("prints the documented JSON", () => {
