@@ -84,6 +84,8 @@ Options:
                      probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
   --endings early    cut half of the sessions holding a result over 8,000 chars 1-3 calls after it
                      arrives (sessions that stop soon after a stub lands; default: as recorded)
+  --hops H           kept (a recall's call and answer stay in later prompts, as with an agent that runs
+                     the recall tool itself; default) or dropped (gone, as with the proxy's hops)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -114,6 +116,7 @@ function parseReplayArgs(args: string[]) {
       config: { type: "string" },
       gap: { type: "string" },
       endings: { type: "string" },
+      hops: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -185,12 +188,16 @@ async function replayCommand(rest: string[]): Promise<number> {
   if (endings !== undefined && endings !== "early" && endings !== "recorded")
     throw new UsageError("--endings must be early or recorded");
   const sessions = endings === "early" ? r.earlyEndings(recorded) : recorded;
+  const hops = args.values.hops;
+  if (hops !== undefined && hops !== "kept" && hops !== "dropped")
+    throw new UsageError("--hops must be kept or dropped");
   const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
   const report = await r.replay(sessions, {
     model,
     client,
     policies,
     ...(gap === undefined ? {} : { gap }),
+    ...(hops === undefined ? {} : { hops }),
     ...(progress === null ? {} : { onProgress: progress.update }),
   });
   progress?.end();

@@ -39,11 +39,20 @@ export interface ReplayOptions {
   policies: Policy[];
   /** Times calls of sessions that carry no timestamps (see gaps.ts); without it, all within the TTL. */
   gap?: GapModel;
+  /**
+   * Where a recall hop's exchange goes after the hop: `kept` (default), in the conversation from then on,
+   * as an agent that runs the recall tool itself keeps it (the compact and recall API); `dropped`, gone
+   * from later prompts, as with the proxy and the in-process loops, which run hops out of the client's
+   * sight (docs/proxy.md, "What the next turn holds"; a mixed turn's, spliced back, is not modelled).
+   */
+  hops?: HopExchange;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
   /** Called for every call charged (a recall hop's two calls each), to explain a session's cost. */
   onCall?: (e: CallEvent) => void;
 }
+
+export type HopExchange = "kept" | "dropped";
 
 /** One charged call: which session, policy and client call (0-based), whether it is a hop, its cost. */
 export interface CallEvent {
@@ -162,6 +171,7 @@ async function replaySession(
     lost_by_kind: { corpus: 0, quote: 0, token: 0 },
   };
   const times = callTimes(session, opts.gap);
+  const keep = opts.hops !== "dropped";
   // The hops' exchanges so far, and which result each recall call read.
   const exchanges: RecallExchange[] = [];
   const recalledFrom = new Map<string, string>();
@@ -195,6 +205,10 @@ async function replaySession(
         result.lost_by_kind[ref.kind]++;
         continue;
       }
+      if (!keep) {
+        recoveries.push(rec);
+        continue;
+      }
       // The call's id made unique in the session (a result may be recalled again later): the exchange stays.
       const id = `${String(rec.call.id)}_${i}`;
       recalledFrom.set(id, ref.sources[0]!);
@@ -214,7 +228,7 @@ async function replaySession(
         { role: "user", content: recoveries.map((r) => r.result) },
       ],
     };
-    exchanges.push(exchange);
+    if (keep) exchanges.push(exchange);
     charge({ ...sent, messages: [...sent.messages, ...exchange.messages] }, outputTokens, 1);
   }
   return result;

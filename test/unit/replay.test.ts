@@ -409,6 +409,16 @@ describe("replay runner", () => {
     expect(tokens).toBeGreaterThan(
       new BlockCache().blocksOf(without).reduce((n, b) => n + b.tokens, 0),
     );
+    // the proxy's hops (out of the client's sight): the exchange is gone, the second reference hops again
+    seen.length = 0;
+    const dropped = await replay([session], {
+      model: "claude-sonnet-4-6",
+      client: "cached",
+      policies: [stubbing],
+      hops: "dropped",
+    });
+    expect(dropped.policies[0]!.recall_hops).toBe(2);
+    expect(seen[2]!.messages).toHaveLength(5);
   });
 
   it("builds the cached client's advancing breakpoint on the last block", () => {
@@ -560,6 +570,9 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--policies", "none,bogus").stderr).toContain("unknown policy");
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
     expect(cli("replay", SAMPLE, "--client", "automatic").stderr).toContain("OpenAI --model");
+    expect(cli("replay", SAMPLE, "--hops", "sometimes").stderr).toContain(
+      "--hops must be kept or dropped",
+    );
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(2);
     const gap = cli("replay", SAMPLE, "--gap", "soon");
@@ -568,7 +581,7 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
       "--endings must be early or recorded",
     );
-    // Eight Node processes, one after the other: room for a machine shared with other test runs.
+    // Nine Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
 
   it("prints the documented JSON", () => {
