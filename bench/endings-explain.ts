@@ -85,7 +85,8 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
             }
             if (out.report.anchor?.placed) notes.push(`anchor ${out.report.anchor.reason}`);
             if (out.report.recall_tool === "added") notes.push("recall tool declared");
-            decided.set(`${session}#${call}`, notes);
+            const key = `${session}#${call}`;
+            decided.set(key, [...(decided.get(key) ?? []), ...notes]);
           },
         });
         const report = await replay(sessions, {

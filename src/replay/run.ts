@@ -41,7 +41,8 @@ export interface ReplayOptions {
   gap?: GapModel;
   /**
    * Where a recall hop's exchange goes after the hop: `kept` (default), in the conversation from then on,
-   * as an agent that runs the recall tool itself keeps it (the compact and recall API); `dropped`, gone
+   * as an agent that runs the recall tool itself keeps it (the compact and recall API; its second call is
+   * then the agent's own request, through the policy); `dropped`, gone
    * from later prompts, as with the proxy and the in-process loops, which run hops out of the client's
    * sight (docs/proxy.md, "What the next turn holds"; a mixed turn's, spliced back, is not modelled).
    */
@@ -191,7 +192,7 @@ async function replaySession(
     const answer: Message | undefined =
       session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
-    const sent = await run.send(requestFor(session, n, opts.model, opts.client, exchanges), at);
+    const sent = await run.send(requestFor(session, n, opts.model, opts.client, exchanges), at, i);
     const needs = byTurn.get(n) ?? [];
     result.references += needs.length;
     for (const ref of needs) result.references_by_kind[ref.kind]++;
@@ -228,8 +229,16 @@ async function replaySession(
         { role: "user", content: recoveries.map((r) => r.result) },
       ],
     };
-    if (keep) exchanges.push(exchange);
-    charge({ ...sent, messages: [...sent.messages, ...exchange.messages] }, outputTokens, 1);
+    if (!keep) {
+      // The proxy's hop: its second call is the prompt as sent with the exchange appended.
+      charge({ ...sent, messages: [...sent.messages, ...exchange.messages] }, outputTokens, 1);
+      continue;
+    }
+    // The agent ran the recall itself: its next request is its own, the exchange in its history, through
+    // the policy like any other (the client's breakpoint, if it sets one, now on the recall's answer).
+    exchanges.push(exchange);
+    const next = requestFor(session, n, opts.model, opts.client, exchanges);
+    charge(await run.send(next, at, i), outputTokens, 1);
   }
   return result;
 }

@@ -15,7 +15,7 @@ import { mapResults, type Policy } from "../../src/replay/policy.ts";
 import { detectReferences } from "../../src/replay/references.ts";
 import { type CallEvent, replay, requestFor } from "../../src/replay/run.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
-import type { Message, ReplaySession, Request } from "../../src/replay/types.ts";
+import type { Block, Message, ReplaySession, Request } from "../../src/replay/types.ts";
 import { SAMPLE } from "../support/corpus.ts";
 import { textBody } from "../support/requests.ts";
 
@@ -324,12 +324,15 @@ describe("replay runner", () => {
         expect(mine.filter((e) => e.hop === 1).length).toBe(r.recall_hops);
         expect(mine.reduce((n, e) => n + e.cost.usd, 0)).toBeCloseTo(r.usd, 12);
       }
-    // one observation per client call of every session, numbered from 0 in order
+    // one observation per client call of every session, numbered from 0 in order, and one more per
+    // hop (the agent's second call, under its call's index: the exchange is kept)
     const clientCalls = sessions.reduce((n, s) => n + s.calls.length, 0);
-    expect(seen).toHaveLength(clientCalls);
-    expect(seen.filter((s) => s.session === sessions[0]!.id).map((s) => s.call)).toEqual(
-      sessions[0]!.calls.map((_, i) => i),
-    );
+    const hops = report.policies[1]!.recall_hops;
+    expect(hops).toBeGreaterThan(0);
+    expect(seen).toHaveLength(clientCalls + hops);
+    expect([
+      ...new Set(seen.filter((s) => s.session === sessions[0]!.id).map((s) => s.call)),
+    ]).toEqual(sessions[0]!.calls.map((_, i) => i));
     expect(seen.some((s) => s.decisions > 0)).toBe(true);
   }, 60_000);
 
@@ -387,7 +390,11 @@ describe("replay runner", () => {
     expect(ours.lost_references).toBe(0);
     // the last call's prompt carries the exchange where it happened: after the hop's prompt, before
     // the answer the model wrote with the slice in view
-    const last = seen[2]!;
+    // the hop's second call is the agent's own request: the exchange appended, its breakpoint on the answer
+    const hop = seen[2]!;
+    expect(hop.messages).toHaveLength(5);
+    expect((hop.messages[4]!.content as Block[])[0]!.cache_control).toEqual({ type: "ephemeral" });
+    const last = seen[3]!;
     expect(last.messages).toHaveLength(7);
     expect(last.messages[3]).toEqual({
       role: "assistant",
