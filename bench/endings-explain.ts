@@ -6,6 +6,7 @@
  * (src/replay/endings.ts) by default. Run:
  *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
  *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached,automatic] [--endings=early|recorded]
+ *     [--hops=kept|dropped]
  * (by default, cached with Anthropic's prices and automatic, OpenAI's caching, with OpenAI's; uncached
  * with both: for OpenAI a bound, no client of it is never cached)
  * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
@@ -18,7 +19,7 @@ import { resolveModel } from "../src/core/pricing.ts";
 import { ENDINGS_MIN_CHARS, earlyEndings } from "../src/replay/endings.ts";
 import { edgeOffload } from "../src/replay/policies/edge-offload.ts";
 import { nonePolicy } from "../src/replay/policies/none.ts";
-import { type CallEvent, DEARER_EPSILON, replay } from "../src/replay/run.ts";
+import { type CallEvent, DEARER_EPSILON, type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
 import { corpusFile } from "./lib/corpus.ts";
@@ -43,6 +44,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   // automatic (OpenAI's caching) only with an OpenAI model's prices, cached only with Anthropic's
   const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];
   const early = flag(argv, "endings", "early") === "early";
+  const hops = flag(argv, "hops", "kept") as HopExchange;
   const config = {
     tool_result_compaction_enabled: true,
     tool_result_offload_enabled: true,
@@ -93,6 +95,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
           model,
           client,
           policies: [nonePolicy, policy],
+          hops,
           onCall: (e) => events.push(e),
         });
         const [none, eo] = report.policies;
