@@ -41,8 +41,8 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   }
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const models = flag(argv, "models", "claude-sonnet-4-6,gpt-5.4").split(",");
-  // automatic (OpenAI's caching) only with an OpenAI model's prices, cached only with Anthropic's
   const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];
+  const clientsAsked = argv.some((a) => a.startsWith("--clients="));
   const early = flag(argv, "endings", "early") === "early";
   const hops = flag(argv, "hops", "kept") as HopExchange;
   const config = {
@@ -61,12 +61,9 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
     );
     for (const model of models)
       for (const client of clients) {
+        // automatic follows OpenAI's rules (OpenAI models only); unasked, an OpenAI model gets it for cached
         const openai = resolveModel(model)?.provider === "openai";
-        if (
-          client === "automatic"
-            ? !openai
-            : client === "cached" && openai && !argv.some((a) => a.startsWith("--clients="))
-        )
+        if (client === "automatic" ? !openai : openai && client === "cached" && !clientsAsked)
           continue;
         const events: CallEvent[] = [];
         const decided = new Map<string, string[]>();

@@ -1,10 +1,11 @@
 /**
  * The replay: every call of every session, under every policy, priced by the cache simulation. References
  * a policy removed cost a recall hop (one extra call: the policy's prompt, then that prompt plus the recall
- * call and its answer) or, when the policy has no way back, count as lost. A hop's exchange (the recall call
- * and its answer) stays in the conversation, as an agent's history keeps a tool call and its result: every
- * later request of the session carries it where it happened, the policy sees it like any other part of the
- * prompt, and a later reference whose quote is in a recalled slice still there needs no new hop.
+ * call and its answer) or, when the policy has no way back, count as lost. By default a hop's exchange (the
+ * recall call and its answer) stays in the conversation, as an agent's history keeps a tool call and its
+ * result: every later request of the session carries it where it happened, the policy sees it like any other
+ * part of the prompt, and a later reference whose quote is in a recalled slice still there needs no new hop
+ * (`hops: "dropped"` is the proxy's hop instead, out of the client's sight).
  */
 
 import { resolveModel } from "../core/pricing.ts";
@@ -42,9 +43,9 @@ export interface ReplayOptions {
   /**
    * Where a recall hop's exchange goes after the hop: `kept` (default), in the conversation from then on,
    * as an agent that runs the recall tool itself keeps it (the compact and recall API; its second call is
-   * then the agent's own request, through the policy); `dropped`, gone
-   * from later prompts, as with the proxy and the in-process loops, which run hops out of the client's
-   * sight (docs/proxy.md, "What the next turn holds"; a mixed turn's, spliced back, is not modelled).
+   * then the agent's own request, through the policy); `dropped`, gone from later prompts, as with the
+   * proxy and the in-process loops, which run hops out of the client's sight (docs/proxy.md, "What the
+   * next turn holds"; a mixed turn's exchange, which the proxy splices back, is not modelled).
    */
   hops?: HopExchange;
   /** Called after each session and policy (progress). */
