@@ -5,17 +5,21 @@
  * probability and net; the anchor; the recall tool's declaration; the recall hops). Realistic endings
  * (src/replay/endings.ts) by default. Run:
  *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
- *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached] [--endings=early|recorded]
+ *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached,automatic] [--endings=early|recorded]
+ *     [--hops=kept|dropped]
+ * (by default, cached with Anthropic's prices and automatic, OpenAI's caching, with OpenAI's; uncached
+ * with both: for OpenAI a bound, no client of it is never cached)
  * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
  */
 
 import { readFileSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import type { CompactOutput } from "../src/core/compact.ts";
+import { resolveModel } from "../src/core/pricing.ts";
 import { ENDINGS_MIN_CHARS, earlyEndings } from "../src/replay/endings.ts";
 import { edgeOffload } from "../src/replay/policies/edge-offload.ts";
 import { nonePolicy } from "../src/replay/policies/none.ts";
-import { type CallEvent, DEARER_EPSILON, replay } from "../src/replay/run.ts";
+import { type CallEvent, DEARER_EPSILON, type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
 import { corpusFile } from "./lib/corpus.ts";
@@ -37,8 +41,10 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   }
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const models = flag(argv, "models", "claude-sonnet-4-6,gpt-5.4").split(",");
-  const clients = flag(argv, "clients", "cached,uncached").split(",") as Client[];
+  const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];
+  const clientsAsked = argv.some((a) => a.startsWith("--clients="));
   const early = flag(argv, "endings", "early") === "early";
+  const hops = flag(argv, "hops", "kept") as HopExchange;
   const config = {
     tool_result_compaction_enabled: true,
     tool_result_offload_enabled: true,
@@ -55,6 +61,10 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
     );
     for (const model of models)
       for (const client of clients) {
+        // automatic follows OpenAI's rules (OpenAI models only); unasked, an OpenAI model gets it for cached
+        const openai = resolveModel(model)?.provider === "openai";
+        if (client === "automatic" ? !openai : openai && client === "cached" && !clientsAsked)
+          continue;
         const events: CallEvent[] = [];
         const decided = new Map<string, string[]>();
         const policy = edgeOffload("edge-offload", config, "", {
@@ -74,13 +84,15 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
             }
             if (out.report.anchor?.placed) notes.push(`anchor ${out.report.anchor.reason}`);
             if (out.report.recall_tool === "added") notes.push("recall tool declared");
-            decided.set(`${session}#${call}`, notes);
+            const key = `${session}#${call}`;
+            decided.set(key, [...(decided.get(key) ?? []), ...notes]);
           },
         });
         const report = await replay(sessions, {
           model,
           client,
           policies: [nonePolicy, policy],
+          hops,
           onCall: (e) => events.push(e),
         });
         const [none, eo] = report.policies;

@@ -103,7 +103,7 @@ function worst(p: ReplayReport["policies"][number]): string {
 async function table(
   title: string,
   files: readonly string[],
-  runs: { model: string; client: Client; gap?: string }[],
+  runs: { model: string; client: Client; gap?: string; label?: string }[],
   policies: string[],
   prepare: (sessions: ReplaySession[]) => ReplaySession[] = (s) => s,
 ): Promise<void> {
@@ -121,7 +121,7 @@ async function table(
       console.log(`\n${renderTable(report, `${file}-sessions (${title}): `)}`);
       const none = report.policies[0]!;
       rows.push(
-        `| ${file} | ${r.model.replace("claude-", "")} | ${r.client} | ${report.sessions} | ${none.total_usd.toFixed(2)} | ${report.policies
+        `| ${file} | ${r.model.replace("claude-", "")} | ${r.label ?? r.client} | ${report.sessions} | ${none.total_usd.toFixed(2)} | ${report.policies
           .slice(1)
           .map((p) => `${cell(p)}; worst ${worst(p)}`)
           .join(" | ")} |`,
@@ -180,14 +180,22 @@ async function coldCache(files: readonly string[]): Promise<void> {
 /** An OpenAI model for the endings runs: its cache writes cost input (no surcharge), reads a tenth. */
 export const OPENAI_MODEL = "gpt-5.4";
 
-/** Realistic endings (endings.ts): how many sessions the defaults make dearer, at both providers' prices. */
+/**
+ * Realistic endings (endings.ts): how many sessions the defaults make dearer, at both providers' prices.
+ * At OpenAI's the client is the automatic one (OpenAI caches every prompt on its own, cache.ts); the
+ * never-cached row is kept as a bound, labelled so: no OpenAI client gets it.
+ */
 async function endings(files: readonly string[]): Promise<void> {
   await table(
     "--endings early",
     files,
-    [MODELS[0]!, OPENAI_MODEL].flatMap((model) => CLIENTS.map((client) => ({ model, client }))),
-    // /no-anchor: what applies at OpenAI's prices (the replay's requests are Anthropic's format, where
-    // the anchor goes in; an OpenAI client caches on its own and gets none)
+    [
+      ...CLIENTS.map((client) => ({ model: MODELS[0]!, client })),
+      { model: OPENAI_MODEL, client: "automatic" as const },
+      { model: OPENAI_MODEL, client: "uncached" as const, label: "never cached (bound)" },
+    ],
+    // /no-anchor: the bound's row without the anchor (the replay's requests are Anthropic's format, where
+    // the anchor goes in for a client without breakpoints; an OpenAI client gets none)
     ["none", "edge-offload", "edge-offload/fixed-horizon", "edge-offload/no-anchor"],
     earlyEndings,
   );

@@ -74,7 +74,8 @@ plain Anthropic Messages request log (one request per line; requests that extend
 
 Options:
   --model M          price as this model (default claude-sonnet-4-6)
-  --client C         cached (an advancing cache breakpoint on every prompt, default) or uncached (none)
+  --client C         cached (an advancing cache breakpoint on every prompt, default), uncached (none), or
+                     automatic (OpenAI's caching: every prompt cached on its own; OpenAI models only)
   --policies a,b     policies to compare (default: ${r.DEFAULT_POLICIES.join(",")})
                      also: mask-last-N, evict-Nk, ${Object.keys(r.EDGE_OFFLOAD_CONFIGS).join(", ")}
                      (${PRUNE} runs the AI SDK's pruneMessages: it needs the optional "ai" package)
@@ -83,6 +84,8 @@ Options:
                      probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
   --endings early    cut half of the sessions holding a result over 8,000 chars 1-3 calls after it
                      arrives (sessions that stop soon after a stub lands; default: as recorded)
+  --hops H           kept (a recall's call and answer stay in later prompts, as with an agent that runs
+                     the recall tool itself; default) or dropped (gone, as with the proxy's hops)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -113,6 +116,7 @@ function parseReplayArgs(args: string[]) {
       config: { type: "string" },
       gap: { type: "string" },
       endings: { type: "string" },
+      hops: { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -140,8 +144,10 @@ async function replayCommand(rest: string[]): Promise<number> {
       `unknown model ${JSON.stringify(model)} (no prices); e.g. claude-sonnet-4-6, claude-opus-4-5, gpt-5.1`,
     );
   const client = args.values.client;
-  if (client !== "cached" && client !== "uncached")
-    throw new UsageError("--client must be cached or uncached");
+  if (client !== "cached" && client !== "uncached" && client !== "automatic")
+    throw new UsageError("--client must be cached, uncached or automatic");
+  if (client === "automatic" && r.resolveModel(model)!.provider !== "openai")
+    throw new UsageError("--client automatic follows OpenAI's caching: give an OpenAI --model");
   // The input first: a file that cannot be read, or holds no session, is the one line the user sees.
   const recorded = readSessions(r, file);
   const asked = args.values.policies !== undefined;
@@ -182,12 +188,16 @@ async function replayCommand(rest: string[]): Promise<number> {
   if (endings !== undefined && endings !== "early" && endings !== "recorded")
     throw new UsageError("--endings must be early or recorded");
   const sessions = endings === "early" ? r.earlyEndings(recorded) : recorded;
+  const hops = args.values.hops;
+  if (hops !== undefined && hops !== "kept" && hops !== "dropped")
+    throw new UsageError("--hops must be kept or dropped");
   const progress = process.stderr.isTTY ? progressReporter(process.stderr) : null;
   const report = await r.replay(sessions, {
     model,
     client,
     policies,
     ...(gap === undefined ? {} : { gap }),
+    ...(hops === undefined ? {} : { hops }),
     ...(progress === null ? {} : { onProgress: progress.update }),
   });
   progress?.end();

@@ -17,7 +17,7 @@ export { edgeOffload as edgeOffloadPolicy } from "./policies/edge-offload.ts";
 export { DEFAULT_POLICIES, policyByName } from "./policies/index.ts";
 export type { Policy, PolicyContext, PolicyRun, Recovery } from "./policy.ts";
 export { renderTable, toJson } from "./report.ts";
-export type { ReplayOptions } from "./run.ts";
+export type { HopExchange, ReplayOptions } from "./run.ts";
 export { replay } from "./run.ts";
 export { parseSessions } from "./sessions.ts";
 export type * from "./types.ts";

@@ -20,8 +20,11 @@ export interface Recovery {
 }
 
 export interface PolicyRun {
-  /** `at`: when the call is made (epoch ms), when the replay has a timeline. */
-  send(request: Request, at?: number): Promise<Request>;
+  /**
+   * `at`: when the call is made (epoch ms), when the replay has a timeline; `call`: the session's client
+   * call it belongs to (0-based; a kept hop's second call sends again under the same index).
+   */
+  send(request: Request, at?: number, call?: number): Promise<Request>;
   recover(sourceToolUseId: string, quote: string): Promise<Recovery | null>;
 }
 

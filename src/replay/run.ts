@@ -1,7 +1,11 @@
 /**
  * The replay: every call of every session, under every policy, priced by the cache simulation. References
  * a policy removed cost a recall hop (one extra call: the policy's prompt, then that prompt plus the recall
- * call and its answer) or, when the policy has no way back, count as lost.
+ * call and its answer) or, when the policy has no way back, count as lost. By default a hop's exchange (the
+ * recall call and its answer) stays in the conversation, as an agent's history keeps a tool call and its
+ * result: every later request of the session carries it where it happened, the policy sees it like any other
+ * part of the prompt, and a later reference whose quote is in a recalled slice still there needs no new hop
+ * (`hops: "dropped"` is the proxy's hop instead, out of the client's sight).
  */
 
 import { resolveModel } from "../core/pricing.ts";
@@ -9,7 +13,7 @@ import { OffloadError } from "../errors.ts";
 import { BlockCache, textOfResult } from "./blocks.ts";
 import { CacheSim } from "./cache.ts";
 import { callTimes, type GapModel } from "./gaps.ts";
-import { type Policy, resultsOf } from "./policy.ts";
+import { type Policy, type Recovery, resultsOf } from "./policy.ts";
 import { detectReferences, type Reference } from "./references.ts";
 import type {
   Block,
@@ -36,11 +40,21 @@ export interface ReplayOptions {
   policies: Policy[];
   /** Times calls of sessions that carry no timestamps (see gaps.ts); without it, all within the TTL. */
   gap?: GapModel;
+  /**
+   * Where a recall hop's exchange goes after the hop: `kept` (default), in the conversation from then on,
+   * as an agent that runs the recall tool itself keeps it (the compact and recall API; its second call is
+   * then the agent's own request, through the policy); `dropped`, gone from later prompts, as with the
+   * proxy and the in-process loops, which run hops out of the client's sight (docs/proxy.md, "What the
+   * next turn holds"; a mixed turn's exchange, which the proxy splices back, is not modelled).
+   */
+  hops?: HopExchange;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
   /** Called for every call charged (a recall hop's two calls each), to explain a session's cost. */
   onCall?: (e: CallEvent) => void;
 }
+
+export type HopExchange = "kept" | "dropped";
 
 /** One charged call: which session, policy and client call (0-based), whether it is a hop, its cost. */
 export interface CallEvent {
@@ -52,15 +66,34 @@ export interface CallEvent {
   cost: CallCost;
 }
 
-/** The request of the call whose prompt is the first `n` messages, as the client builds it. */
+/**
+ * A recall hop's exchange: the assistant message of the recall calls and the user message of their answers,
+ * which the conversation holds right after the hop's prompt, before the answer the model then wrote (the
+ * recorded `messages[at]`).
+ */
+export interface RecallExchange {
+  at: number;
+  messages: [Message, Message];
+}
+
+/**
+ * The request of the call whose prompt is the first `n` messages, as the client builds it, with the recall
+ * exchanges of earlier hops at their places (those at or before `n`, in the order they happened).
+ */
 export function requestFor(
   session: ReplaySession,
   n: number,
   model: string,
   client: Client,
+  exchanges: readonly RecallExchange[] = [],
 ): Request {
   const messages = session.messages.slice(0, n);
-  if (client === "cached" && messages.length > 0) {
+  // Inserted from the last place back, so earlier places keep their indexes; a stable sort keeps two
+  // exchanges at one place in the order they happened.
+  const placed = exchanges.filter((e) => e.at <= n).sort((a, b) => a.at - b.at);
+  for (let k = placed.length - 1; k >= 0; k--)
+    messages.splice(placed[k]!.at, 0, ...placed[k]!.messages);
+  if (client !== "uncached" && messages.length > 0) {
     // The client's advancing breakpoint: a cache_control marker on the last block of the prompt.
     const last = messages[messages.length - 1]!;
     const blocks: Block[] =
@@ -98,6 +131,23 @@ export function available(sent: Map<string, Block[]>, ref: Reference): boolean {
   );
 }
 
+/**
+ * The results of a request as sent, each with the recall answers read from it still in the request
+ * (`recalledFrom`: recall call id → the result it read): a quote in a slice the model recalled earlier is in
+ * view, however the policy left the result itself.
+ */
+export function resultsInView(
+  sent: Request,
+  recalledFrom: ReadonlyMap<string, string>,
+): Map<string, Block[]> {
+  const results = resultsOf(sent);
+  for (const [callId, source] of recalledFrom) {
+    const answers = results.get(callId);
+    if (answers !== undefined) results.set(source, [...(results.get(source) ?? []), ...answers]);
+  }
+  return results;
+}
+
 async function replaySession(
   session: ReplaySession,
   policy: Policy,
@@ -106,7 +156,7 @@ async function replaySession(
 ): Promise<SessionResult> {
   const price = resolveModel(opts.model)!;
   const run = policy.start({ model: opts.model, client: opts.client, session: session.id });
-  const sim = new CacheSim(price);
+  const sim = new CacheSim(price, opts.client === "automatic" ? "automatic" : "breakpoints");
   const blocks = new BlockCache();
   const byTurn = new Map<number, Reference[]>();
   for (const r of refs) byTurn.set(r.turn, [...(byTurn.get(r.turn) ?? []), r]);
@@ -123,6 +173,10 @@ async function replaySession(
     lost_by_kind: { corpus: 0, quote: 0, token: 0 },
   };
   const times = callTimes(session, opts.gap);
+  const keep = opts.hops !== "dropped";
+  // The hops' exchanges so far, and which result each recall call read.
+  const exchanges: RecallExchange[] = [];
+  const recalledFrom = new Map<string, string>();
   let at: number | undefined;
   let call = 0;
   const charge = (request: Request, output: number, hop: 0 | 1 = 0) => {
@@ -139,19 +193,28 @@ async function replaySession(
     const answer: Message | undefined =
       session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
-    const sent = await run.send(requestFor(session, n, opts.model, opts.client), at);
+    const sent = await run.send(requestFor(session, n, opts.model, opts.client, exchanges), at, i);
     const needs = byTurn.get(n) ?? [];
     result.references += needs.length;
     for (const ref of needs) result.references_by_kind[ref.kind]++;
-    const sentResults = resultsOf(sent);
-    const recoveries = [];
+    const sentResults = resultsInView(sent, recalledFrom);
+    const recoveries: Recovery[] = [];
     for (const ref of needs) {
       if (available(sentResults, ref)) continue;
       const rec = await run.recover(ref.sources[0]!, ref.quote);
       if (rec === null) {
         result.lost_references++;
         result.lost_by_kind[ref.kind]++;
-      } else recoveries.push(rec);
+        continue;
+      }
+      if (!keep) {
+        recoveries.push(rec);
+        continue;
+      }
+      // The call's id made unique in the session (a result may be recalled again later): the exchange stays.
+      const id = `${String(rec.call.id)}_${i}`;
+      recalledFrom.set(id, ref.sources[0]!);
+      recoveries.push({ call: { ...rec.call, id }, result: { ...rec.result, tool_use_id: id } });
     }
     if (recoveries.length === 0) {
       charge(sent, outputTokens);
@@ -160,15 +223,23 @@ async function replaySession(
     // The hop: the model first asks for the slices (parallel tool calls), then answers with them in view.
     result.recall_hops++;
     charge(sent, RECALL_CALL_OUTPUT_TOKENS * recoveries.length);
-    const withRecall: Request = {
-      ...sent,
+    const exchange: RecallExchange = {
+      at: n,
       messages: [
-        ...sent.messages,
         { role: "assistant", content: recoveries.map((r) => r.call) },
         { role: "user", content: recoveries.map((r) => r.result) },
       ],
     };
-    charge(withRecall, outputTokens, 1);
+    if (!keep) {
+      // The proxy's hop: its second call is the prompt as sent with the exchange appended.
+      charge({ ...sent, messages: [...sent.messages, ...exchange.messages] }, outputTokens, 1);
+      continue;
+    }
+    // The agent ran the recall itself: its next request is its own, the exchange in its history, through
+    // the policy like any other (the client's breakpoint, if it sets one, now on the recall's answer).
+    exchanges.push(exchange);
+    const next = requestFor(session, n, opts.model, opts.client, exchanges);
+    charge(await run.send(next, at, i), outputTokens, 1);
   }
   return result;
 }
@@ -185,6 +256,11 @@ export async function replay(
     throw new OffloadError(
       "invalid_argument",
       `unknown model ${JSON.stringify(opts.model)}: the replay needs its prices`,
+    );
+  if (opts.client === "automatic" && resolveModel(opts.model)!.provider !== "openai")
+    throw new OffloadError(
+      "invalid_argument",
+      `the automatic client follows OpenAI's caching rules: ${JSON.stringify(opts.model)} is not an OpenAI model`,
     );
   const perPolicy = new Map<string, SessionResult[]>(opts.policies.map((p) => [p.name, []]));
   const total = sessions.length * opts.policies.length;

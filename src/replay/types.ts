@@ -33,7 +33,13 @@ export interface Request {
   [key: string]: unknown;
 }
 
-export type Client = "cached" | "uncached";
+/**
+ * The client's caching: `cached`, an advancing breakpoint on the last block of every prompt; `uncached`,
+ * none (with Anthropic's rules nothing is cached but what a policy marks); `automatic`, OpenAI's (the
+ * provider caches every prompt on its own, cache.ts): the request the policy sees is the cached client's,
+ * whose breakpoint at the end of the prompt is where OpenAI's cache ends too.
+ */
+export type Client = "cached" | "uncached" | "automatic";
 
 export interface CallCost {
   prompt_tokens: number;

@@ -11,10 +11,11 @@ import { CacheSim } from "../../src/replay/cache.ts";
 import { cutAfter, ENDINGS_MIN_CHARS, earlyEndings } from "../../src/replay/endings.ts";
 import { edgeOffload } from "../../src/replay/policies/edge-offload.ts";
 import { DEFAULT_POLICIES, policyByName } from "../../src/replay/policies/index.ts";
+import { mapResults, type Policy } from "../../src/replay/policy.ts";
 import { detectReferences } from "../../src/replay/references.ts";
 import { type CallEvent, replay, requestFor } from "../../src/replay/run.ts";
 import { parseSessions } from "../../src/replay/sessions.ts";
-import type { Message, ReplaySession, Request } from "../../src/replay/types.ts";
+import type { Block, Message, ReplaySession, Request } from "../../src/replay/types.ts";
 import { SAMPLE } from "../support/corpus.ts";
 import { textBody } from "../support/requests.ts";
 
@@ -54,6 +55,42 @@ describe("cache simulation", () => {
     expect(sim.call([block("a", 500, true)], 0)).toMatchObject({
       write_tokens: 0,
       input_tokens: 500,
+    });
+  });
+
+  it("automatic (OpenAI): caches every prompt whole, reads in 128-token steps, lapses after 5 idle minutes", () => {
+    const gpt = resolveModel("gpt-5.4")!;
+    const sim = new CacheSim(gpt, "automatic");
+    // no marker needed, and none honoured: the whole prompt is cached
+    const first = sim.call([block("a", 1100), block("b", 1000, true), block("c", 500)], 10, 0);
+    expect(first).toMatchObject({ read_tokens: 0, write_tokens: 2600, input_tokens: 0 });
+    // GPT-5.4 bills writes as plain input
+    expect(first.usd).toBeCloseTo((2600 * 2.5 + 10 * 15) / 1e6, 12);
+    // the shared prefix (a, b, c: 2,600 tokens) read in 128-token steps; the rest paid at input
+    const second = sim.call(
+      [block("a", 1100), block("b", 1000), block("c", 500), block("d", 300)],
+      0,
+      60_000,
+    );
+    expect(second).toMatchObject({ read_tokens: 2560, write_tokens: 340 });
+    expect(second.usd).toBeCloseTo((2560 * 0.25 + 340 * 2.5) / 1e6, 12);
+    // within 5 minutes of the last use it is still there; after 5 idle minutes it is gone
+    expect(sim.call([block("a", 1100), block("x", 100)], 0, 60_000 + 299_000).read_tokens).toBe(
+      1024,
+    );
+    expect(
+      sim.call([block("a", 1100), block("x", 100)], 0, 60_000 + 299_000 + 300_001).read_tokens,
+    ).toBe(0);
+    // a prompt under the minimum is not cached at all; a shared prefix under it reads nothing
+    const fresh = new CacheSim(gpt, "automatic");
+    expect(fresh.call([block("a", 1000)], 0, 0)).toMatchObject({
+      write_tokens: 0,
+      input_tokens: 1000,
+    });
+    expect(fresh.call([block("a", 1000), block("y", 500)], 0, 1).read_tokens).toBe(0);
+    expect(fresh.call([block("a", 1000), block("z", 500)], 0, 2)).toMatchObject({
+      read_tokens: 0,
+      write_tokens: 1500,
     });
   });
 
@@ -287,14 +324,109 @@ describe("replay runner", () => {
         expect(mine.filter((e) => e.hop === 1).length).toBe(r.recall_hops);
         expect(mine.reduce((n, e) => n + e.cost.usd, 0)).toBeCloseTo(r.usd, 12);
       }
-    // one observation per client call of every session, numbered from 0 in order
+    // one observation per client call of every session, numbered from 0 in order, and one more per
+    // hop (the agent's second call, under its call's index: the exchange is kept)
     const clientCalls = sessions.reduce((n, s) => n + s.calls.length, 0);
-    expect(seen).toHaveLength(clientCalls);
-    expect(seen.filter((s) => s.session === sessions[0]!.id).map((s) => s.call)).toEqual(
-      sessions[0]!.calls.map((_, i) => i),
-    );
+    const hops = report.policies[1]!.recall_hops;
+    expect(hops).toBeGreaterThan(0);
+    expect(seen).toHaveLength(clientCalls + hops);
+    expect([
+      ...new Set(seen.filter((s) => s.session === sessions[0]!.id).map((s) => s.call)),
+    ]).toEqual(sessions[0]!.calls.map((_, i) => i));
     expect(seen.some((s) => s.decisions > 0)).toBe(true);
   }, 60_000);
+
+  it("keeps a hop's exchange in the conversation: later prompts pay for it, a quote in it needs no new hop", async () => {
+    const quote = "RECALLED_fragment_0042_of_the_body";
+    const body = `${"filler line of a large tool output\n".repeat(200)}${quote}\n${"more output\n".repeat(100)}`;
+    const session: ReplaySession = {
+      id: "twice",
+      messages: [
+        { role: "user", content: "look at the file" },
+        { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "read", input: {} }] },
+        { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: body }] },
+        { role: "assistant", content: `it says ${quote}` },
+        { role: "user", content: "and again?" },
+        { role: "assistant", content: `still ${quote}` },
+      ],
+      calls: [1, 3, 5],
+      // the same quote of the same result, referenced twice (the corpus's own refs)
+      refs: [
+        { turn: 3, quote, source_tool_use_id: "t1" },
+        { turn: 5, quote, source_tool_use_id: "t1" },
+      ],
+    };
+    // A policy that stubs t1 on every call and reads back the line holding the quote.
+    const seen: Request[] = [];
+    const stubbing: Policy = {
+      name: "stub-t1",
+      description: "",
+      start: () => ({
+        send: async (request) => {
+          seen.push(request);
+          return mapResults(request, (b) => (b.tool_use_id === "t1" ? "[stub of t1]" : undefined));
+        },
+        recover: async (id, q) => ({
+          call: { type: "tool_use", id: `toolu_read_${id}`, name: "recall", input: { query: q } },
+          result: {
+            type: "tool_result",
+            tool_use_id: `toolu_read_${id}`,
+            content: `line 201: ${q}`,
+          },
+        }),
+      }),
+    };
+    const events: CallEvent[] = [];
+    const report = await replay([session], {
+      model: "claude-sonnet-4-6",
+      client: "cached",
+      policies: [policyByName("none")!, stubbing],
+      onCall: (e) => events.push(e),
+    });
+    const ours = report.policies[1]!;
+    // one hop (the first reference); the second finds the quote in the recalled slice
+    expect(ours.references).toBe(2);
+    expect(ours.recall_hops).toBe(1);
+    expect(ours.lost_references).toBe(0);
+    // the last call's prompt carries the exchange where it happened: after the hop's prompt, before
+    // the answer the model wrote with the slice in view
+    // the hop's second call is the agent's own request: the exchange appended, its breakpoint on the answer
+    const hop = seen[2]!;
+    expect(hop.messages).toHaveLength(5);
+    expect((hop.messages[4]!.content as Block[])[0]!.cache_control).toEqual({ type: "ephemeral" });
+    const last = seen[3]!;
+    expect(last.messages).toHaveLength(7);
+    expect(last.messages[3]).toEqual({
+      role: "assistant",
+      content: [
+        { type: "tool_use", id: "toolu_read_t1_1", name: "recall", input: { query: quote } },
+      ],
+    });
+    expect(last.messages[4]!.content).toEqual([
+      { type: "tool_result", tool_use_id: "toolu_read_t1_1", content: `line 201: ${quote}` },
+    ]);
+    expect(last.messages[5]).toEqual(session.messages[3]);
+    // and its tokens are charged: the call costs what its prompt as sent holds, the answer included
+    const sent = mapResults(last, (b) => (b.tool_use_id === "t1" ? "[stub of t1]" : undefined));
+    const tokens = new BlockCache().blocksOf(sent).reduce((n, b) => n + b.tokens, 0);
+    const call2 = events.filter((e) => e.policy === "stub-t1" && e.call === 2);
+    expect(call2).toHaveLength(1);
+    expect(call2[0]!.cost.prompt_tokens).toBe(tokens);
+    const without = { ...sent, messages: sent.messages.filter((_, i) => i !== 3 && i !== 4) };
+    expect(tokens).toBeGreaterThan(
+      new BlockCache().blocksOf(without).reduce((n, b) => n + b.tokens, 0),
+    );
+    // the proxy's hops (out of the client's sight): the exchange is gone, the second reference hops again
+    seen.length = 0;
+    const dropped = await replay([session], {
+      model: "claude-sonnet-4-6",
+      client: "cached",
+      policies: [stubbing],
+      hops: "dropped",
+    });
+    expect(dropped.policies[0]!.recall_hops).toBe(2);
+    expect(seen[2]!.messages).toHaveLength(5);
+  });
 
   it("builds the cached client's advancing breakpoint on the last block", () => {
     const r = requestFor(sessions[0]!, sessions[0]!.calls[1]!, "claude-sonnet-4-6", "cached");
@@ -444,6 +576,10 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--model", "nope").stderr).toContain("unknown model");
     expect(cli("replay", SAMPLE, "--policies", "none,bogus").stderr).toContain("unknown policy");
     expect(cli("replay", SAMPLE, "--client", "sometimes").status).toBe(2);
+    expect(cli("replay", SAMPLE, "--client", "automatic").stderr).toContain("OpenAI --model");
+    expect(cli("replay", SAMPLE, "--hops", "sometimes").stderr).toContain(
+      "--hops must be kept or dropped",
+    );
     expect(cli("frobnicate").status).toBe(2);
     expect(cli("replay", "/no/such/file.jsonl").status).toBe(2);
     const gap = cli("replay", SAMPLE, "--gap", "soon");
@@ -452,7 +588,7 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
       "--endings must be early or recorded",
     );
-    // Seven Node processes, one after the other: room for a machine shared with other test runs.
+    // Nine Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
 
   it("prints the documented JSON", () => {

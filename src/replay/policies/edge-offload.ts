@@ -29,7 +29,10 @@ export function edgeOffload(
   description: string,
   options: {
     coldCache?: boolean;
-    /** Sees each call's compact output (session id, 0-based call), to explain a session's cost. */
+    /**
+     * Sees each call's compact output (session id, 0-based client call: a kept hop's second call under
+     * its call's index), to explain a session's cost.
+     */
     observe?: (session: string, call: number, out: CompactOutput<string>) => void;
   } = {},
 ): Policy {
@@ -59,11 +62,11 @@ export function edgeOffload(
       const memIds = new Map<string, string>();
       let recallDeclared = false;
       return {
-        send: async (request, at) => {
+        send: async (request, at, call) => {
           if (at !== undefined) clock = at;
           calls++;
           const out = await compact({ request: JSON.stringify(request), session, store, config });
-          options.observe?.(ctx.session, calls - 1, out);
+          options.observe?.(ctx.session, call ?? calls - 1, out);
           rules.note(out.decisions);
           for (const d of out.decisions)
             if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);

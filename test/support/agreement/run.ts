@@ -163,6 +163,8 @@ export async function runAgreement(o: AgreementOptions): Promise<AgreementRow[]>
         predicted = await replay(r.file.sessions, {
           model: o.model,
           client: r.client,
+          // the proxy runs hops out of the client's sight: later prompts do not carry the exchange
+          hops: "dropped",
           policies: o.policies.map((p) =>
             p === "none" ? policyByName(p)! : edgeOffload(p, configOf(p), p),
           ),
