@@ -5,9 +5,9 @@
  * variables as on Workers (src/env.ts); retention is the store's (OFFLOAD_RETENTION_SECONDS).
  */
 import { createApp } from "./app.ts";
+import { SHIPPED_DEPLOYMENT_CONFIG } from "./config.ts";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
-import { SHIPPED_DEPLOYMENT_CONFIG } from "./config.ts";
 import { settingsOf } from "./http/context.ts";
 import { type OpenedStore, openStore } from "./store/open.ts";
 
