@@ -192,3 +192,78 @@ describe("price table", () => {
     expect(ratesFor(resolveModel("claude-sonnet-4-6")!, 900_000).input).toBe(3);
   });
 });
+
+describe("the carry of a kept hop's exchange", () => {
+  // Sonnet 4.6 ($/MTok): input 3, 5-minute write 3.75, read 0.3, output 15. A settled result on the cached
+  // side, a long horizon, a hop that brings back 2,000 tokens after a 100-token call.
+  const marginal = {
+    model: "claude-sonnet-4-6",
+    result_tokens: 1_500,
+    stub_tokens: 200,
+    horizon: 40,
+    recall_probability: 0.5,
+    cached_side: true,
+    tokens_to_breakpoint: 0,
+    context_tokens: 50_000,
+    recall_tokens: 2_000,
+    recall_output_tokens: 100,
+  };
+  const E = 2_100;
+
+  it("a client that keeps the exchange declines a marginal stub the proxy's loop takes", () => {
+    const dropped = offloadGate({ ...marginal, recall_exchange_kept: false });
+    const kept = offloadGate({ ...marginal, recall_exchange_kept: true });
+    expect(dropped.fire).toBe(true);
+    expect(kept.fire).toBe(false);
+    expect(kept.reason).toMatch(/the expected recall hop \(its exchange kept after it\) outweighs/);
+    // Written once (the hop billed the answer at input), then read on (H − 1)/2 calls on average.
+    const carry = (E * (3.75 - 3) + ((40 - 1) / 2) * E * 0.3) / 1e6;
+    expect(kept.expected_recall_hop_cost_usd - dropped.expected_recall_hop_cost_usd).toBeCloseTo(
+      0.5 * carry,
+      9,
+    );
+    expect(kept.reprefill_saving_usd).toBe(dropped.reprefill_saving_usd);
+    expect(kept.inputs).toMatchObject({ recall_exchange_kept: true, recall_carry_calls: 19.5 });
+    expect(dropped.inputs).toMatchObject({ recall_exchange_kept: false, recall_carry_calls: 0 });
+    // Absent: kept (the costlier assumption; only the loops that drop the exchange say so).
+    expect(offloadGate(marginal)).toEqual(kept);
+  });
+
+  it("grows with the horizon: a short session carries the answer on few calls", () => {
+    const at = (horizon: number, kept: boolean) =>
+      offloadGate({ ...marginal, horizon, result_tokens: 20_000, recall_exchange_kept: kept });
+    const extra = (h: number) =>
+      at(h, true).expected_recall_hop_cost_usd - at(h, false).expected_recall_hop_cost_usd;
+    expect(extra(1)).toBeCloseTo((0.5 * E * 0.75) / 1e6, 9); // the write alone: nothing after it
+    expect(extra(80)).toBeGreaterThan(extra(10));
+  });
+
+  it("without breakpoints the exchange is billed at input on each later call; first delivery: H/2", () => {
+    const g = (kept: boolean) =>
+      offloadGate({
+        ...marginal,
+        result_tokens: 20_000,
+        cached_side: false,
+        client_caches: false,
+        first_delivery: true,
+        recall_exchange_kept: kept,
+      });
+    expect(g(true).inputs.recall_carry_calls).toBe(20);
+    expect(
+      g(true).expected_recall_hop_cost_usd - g(false).expected_recall_hop_cost_usd,
+    ).toBeCloseTo((0.5 * 20 * E * 3) / 1e6, 9);
+  });
+
+  it("no recall expected (p = 0): nothing to carry, the same verdict", () => {
+    const kept = offloadGate({ ...marginal, recall_probability: 0, recall_exchange_kept: true });
+    const dropped = offloadGate({
+      ...marginal,
+      recall_probability: 0,
+      recall_exchange_kept: false,
+    });
+    expect(kept.net_usd).toBe(dropped.net_usd);
+    expect(kept.expected_recall_hop_cost_usd).toBe(0);
+    expect(kept.fire).toBe(dropped.fire);
+    expect(kept.reason).toBe(dropped.reason);
+  });
+});

@@ -99,3 +99,41 @@ describe("offloadFetch passes through, and says why", () => {
     ).toThrow();
   });
 });
+
+describe("who keeps a recall hop's exchange", () => {
+  it("offloadFetch answers hops out of the app's sight: its gate prices no carry; compact() does", async () => {
+    const { compact } = await import("../../src/lib.ts");
+    const { sessionReport } = await import("../../src/report.ts");
+    const { f } = provider();
+    const store = new MemoryStore();
+    const fetch = offloadFetch({
+      store,
+      session: "s",
+      secret: SECRET,
+      config: ON,
+      fetch: f,
+      log: () => {},
+    });
+    await fetch("https://api.anthropic.com/v1/messages", {
+      method: "POST",
+      body: JSON.stringify(anthropicRequest()),
+    });
+    const viaLoop = (await sessionReport({ store, session: "s" })).last_turn!.decisions.find(
+      (d) => d.tool_use_id === "toolu_1",
+    )!.gate!;
+    const own = await compact({
+      request: anthropicRequest(),
+      session: "t",
+      store: new MemoryStore(),
+      secret: SECRET,
+      config: ON,
+    });
+    const viaAgent = own.decisions.find((d) => d.tool_use_id === "toolu_1")!.gate!;
+    expect(viaLoop.inputs).toMatchObject({ recall_exchange_kept: false, recall_carry_calls: 0 });
+    expect(viaAgent.inputs).toMatchObject({ recall_exchange_kept: true });
+    expect(viaAgent.inputs.recall_carry_calls).toBeGreaterThan(0);
+    expect(viaAgent.expected_recall_hop_cost_usd).toBeGreaterThan(
+      viaLoop.expected_recall_hop_cost_usd,
+    );
+  });
+});
