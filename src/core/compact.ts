@@ -23,7 +23,7 @@ import { type SessionInput, sessionRef } from "./session.ts";
 import type { Decision } from "./turn/context.ts";
 import { type CompactReport, emptyReport, shadowReport } from "./turn/report.ts";
 import { runTurn } from "./turn/run.ts";
-import type { Format, HopExchange } from "./types.ts";
+import type { Format } from "./types.ts";
 
 export interface CompactInput<
   R extends string | object,
@@ -61,13 +61,6 @@ export interface CompactInput<
    * again.
    */
   prepared?: PreparedRequest | undefined;
-  /**
-   * Where the client puts a recall hop's exchange: `kept` (the default: an agent that runs the recall
-   * tool itself keeps the call and its answer, which then ride in every later prompt, and the gate prices
-   * that) or `dropped` (set by the loops that answer hops out of the client's sight: the proxy,
-   * `offloadFetch`, the AI SDK middleware).
-   */
-  hopExchange?: HopExchange | undefined;
 }
 
 export interface CompactOutput<R extends string | object> {
@@ -187,7 +180,6 @@ export async function compact<
     problems,
     loaded: turn,
     toolDeclared: false,
-    hopExchange: input.hopExchange === "dropped" ? "dropped" : "kept",
   });
   // A turn begun here ends here (its log line is written now, when the commit left it to here).
   if (input.turn === undefined)

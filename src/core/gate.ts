@@ -8,7 +8,6 @@
  *   stub_carry_cost    = H·S·r
  *   invalidation_cost  = cached side only: tokens from the result to the breakpoint · (write − read)
  *   expected_recall    = p·(context · r_ctx + recalled · input + recall call output · output)
- *                        + p·exchange carry (a client that keeps the hop's exchange, below)
  *   tool_declaration   = when this offload would declare the recall tool: H·tool·r_tool + cached head · (write − read)
  * On first delivery (opt-in) the result is new in this request: saving and carry gain this turn (at the write
  * rate when cached), and there is no cached suffix to invalidate. On a cold cache (the session was idle past
@@ -22,17 +21,6 @@
  * where r_ctx is the cache read rate when the client caches and the input rate when it does not (a recall
  * hop re-reads the whole context; priced at the read rate, it would undercharge a client that sets no
  * breakpoints).
- *
- * The exchange carry. An agent that runs the recall tool itself keeps the hop's exchange (the model's recall
- * call and its answer, E = recalled + recall call output tokens) in its history: it rides in every later
- * prompt of the session. The proxy and the in-process loops answer the hop out of the client's sight and
- * the next turn holds no trace of it (`recall_exchange_kept: false`): no carry. Kept, with H calls of horizon
- * and the hop set off by one of them, at a place nothing tells us, so uniform: by the j-th call after this
- * one (j in 1..H), the exchange then rides in the H − j calls after it, (H − 1)/2 on average; on first
- * delivery the hop may follow this very call (j in 0..H), H/2. A caching client writes E once (its
- * breakpoint lands on the answer; the hop above billed the answer at input) and reads it on each of those
- * calls; a client that does not cache bills it at input on each. A used answer over the size floor is later
- * shortened to its marker, but the answers a hop typically brings back (query windows) stay under it.
  */
 import { type ModelPrice, ratesFor, resolveModel, usd } from "./pricing.ts";
 import type { GateResult } from "./types.ts";
@@ -75,13 +63,6 @@ export interface GateInput {
    * until the prompt has grown past the minimum again.
    */
   prompt_growth_tokens?: number;
-  /**
-   * The client keeps a recall hop's exchange in its history (an agent that runs the recall tool itself:
-   * `compact` and the HTTP routes), so the answer rides in every later prompt. Absent: kept, as the costlier
-   * assumption; the loops that answer hops out of the client's sight (the proxy, `offloadFetch`, the AI SDK
-   * middleware) say false.
-   */
-  recall_exchange_kept?: boolean;
   /**
    * The provider's cache for the session has lapsed (idle past its TTL, see cold.ts): this turn writes the
    * whole prompt anew, so rewriting earlier bytes costs nothing extra and this turn's write shrinks too.
@@ -171,9 +152,6 @@ export function offloadGate(input: GateInput): GateResult {
   const recallOutput = Math.max(0, input.recall_output_tokens ?? RECALL_OUTPUT_TOKENS_DEFAULT);
   const toolTokens = Math.max(0, input.tool_declaration?.tool_tokens ?? 0);
   const toolPrefix = Math.max(0, input.tool_declaration?.prefix_tokens ?? 0);
-  const kept = input.recall_exchange_kept !== false;
-  // The calls an expected hop's exchange rides in afterwards (see the header: the hop uniform over H).
-  const carryCalls = kept ? (input.first_delivery === true ? H / 2 : Math.max(0, H - 1) / 2) : 0;
   const inputs = {
     result_tokens: T,
     stub_tokens: S,
@@ -189,8 +167,6 @@ export function offloadGate(input: GateInput): GateResult {
     tool_prefix_tokens: toolPrefix,
     first_delivery: input.first_delivery === true,
     cache_cold: input.cache_cold === true,
-    recall_exchange_kept: kept,
-    recall_carry_calls: carryCalls,
     ...(input.prompt_growth_tokens === undefined
       ? {}
       : { prompt_growth_tokens: Math.max(0, input.prompt_growth_tokens) }),
@@ -240,18 +216,11 @@ export function offloadGate(input: GateInput): GateResult {
   const invalidation =
     (input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0) +
     belowMinimum;
-  const exchange = recallTokens + recallOutput;
-  const exchangeCarry = kept
-    ? caches
-      ? usd(exchange, write - rates.input) + usd(carryCalls * exchange, rates.cache_read)
-      : usd(carryCalls * exchange, rates.input)
-    : 0;
   const recall =
     p *
     (usd(input.context_tokens, contextRate) +
       usd(recallTokens, rates.input) +
-      usd(recallOutput, rates.output) +
-      exchangeCarry);
+      usd(recallOutput, rates.output));
   const declaration =
     usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
     (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0);
@@ -261,10 +230,7 @@ export function offloadGate(input: GateInput): GateResult {
   const costs = [
     ["the stub's own carry cost", carry],
     ["invalidating the cached prefix", invalidation],
-    [
-      kept ? "the expected recall hop (its exchange kept after it)" : "the expected recall hop",
-      recall,
-    ],
+    ["the expected recall hop", recall],
     ["declaring the recall tool", declaration],
   ] as const;
   const biggest = costs.reduce((a, b) => (b[1] > a[1] ? b : a));

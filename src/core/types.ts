@@ -11,13 +11,6 @@ import type { ContentKind } from "./tokens.ts";
  */
 export type Format = "anthropic" | "openai-chat" | "openai-responses" | "ai-sdk";
 
-/**
- * Where a recall hop's exchange (the model's recall call and its answer) goes after the hop: `kept` in the
- * client's history from then on (an agent that runs the recall tool itself), or `dropped` (the proxy and the
- * in-process loops answer the hop out of the client's sight; the next turn holds no trace of it).
- */
-export type HopExchange = "kept" | "dropped";
-
 /** Which session a turn belongs to. Every stored key is scoped by both. */
 export interface SessionRef {
   readonly tenant: string;
@@ -63,10 +56,6 @@ export interface GateResult {
     first_delivery: boolean;
     /** The session was idle past its cache TTL: priced without invalidation or declaration rewrite. */
     cache_cold: boolean;
-    /** The client keeps a hop's exchange in its history (its carry is in the expected hop's cost). */
-    recall_exchange_kept: boolean;
-    /** The calls an expected hop's exchange rides in afterwards (0 when dropped). */
-    recall_carry_calls: number;
     /** The prompt's growth per call so far, when known (what the minimum cacheable length costs). */
     prompt_growth_tokens?: number;
   };

@@ -156,8 +156,6 @@ async function prepare(
       turn,
       secret: settings.secret,
       extractor: settings.extractor,
-      // The middleware answers a recall alone out of the app's sight: its next step holds no trace of it.
-      hopExchange: "dropped",
     });
     return {
       settings,

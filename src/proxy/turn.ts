@@ -149,8 +149,6 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     turn,
     secret,
     extractor: typeof input.extractor === "function" ? input.extractor(config) : input.extractor,
-    // The loop answers a recall alone out of the client's sight: the next turn holds no trace of it.
-    hopExchange: "dropped",
   });
   // A stream that reports usage only when asked is asked (the client's stream stays as it asked).
   const ask =

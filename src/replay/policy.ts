@@ -5,15 +5,12 @@
  * when the policy has no way back (a lost reference).
  */
 import type { ToolRuleCount } from "../core/turn/tool-rules.ts";
-import type { HopExchange } from "../core/types.ts";
 import type { Block, Client, Request } from "./types.ts";
 
 export interface PolicyContext {
   model: string;
   client: Client;
   session: string;
-  /** Where the replayed client puts a recall hop's exchange (absent: kept). */
-  hops?: HopExchange;
 }
 
 export interface Recovery {

@@ -9,7 +9,6 @@
  */
 
 import { resolveModel } from "../core/pricing.ts";
-import type { HopExchange } from "../core/types.ts";
 import { OffloadError } from "../errors.ts";
 import { BlockCache, textOfResult } from "./blocks.ts";
 import { CacheSim } from "./cache.ts";
@@ -55,7 +54,7 @@ export interface ReplayOptions {
   onCall?: (e: CallEvent) => void;
 }
 
-export type { HopExchange };
+export type HopExchange = "kept" | "dropped";
 
 /** One charged call: which session, policy and client call (0-based), whether it is a hop, its cost. */
 export interface CallEvent {
@@ -156,12 +155,7 @@ async function replaySession(
   opts: ReplayOptions,
 ): Promise<SessionResult> {
   const price = resolveModel(opts.model)!;
-  const run = policy.start({
-    model: opts.model,
-    client: opts.client,
-    session: session.id,
-    hops: opts.hops ?? "kept",
-  });
+  const run = policy.start({ model: opts.model, client: opts.client, session: session.id });
   const sim = new CacheSim(price, opts.client === "automatic" ? "automatic" : "breakpoints");
   const blocks = new BlockCache();
   const byTurn = new Map<number, Reference[]>();

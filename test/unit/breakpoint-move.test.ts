@@ -160,7 +160,7 @@ describe("the move against first delivery (both on, the defaults)", () => {
       id: `h${i}`,
       result: textBody(7000, `h${i}`),
     }));
-    const medium = cached([...longer, { id: "big", result: textBody(25_000) }]);
+    const medium = cached([...longer, { id: "big", result: textBody(20_000) }]);
     const EAGER = { ...ON, tool_result_recall_tool_declaration: "eager" };
     const m = await run(medium, EAGER);
     const d = m.out.decisions.find((x) => x.tool_use_id === "big")!;

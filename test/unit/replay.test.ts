@@ -544,8 +544,6 @@ describe("realistic endings and the learned horizon", () => {
           model: "claude-sonnet-4-6",
           client: "cached",
           policies: [policyByName("none")!, edgeOffload("e", config, "e")],
-          // the proxy's hops: no exchange carried, so only the horizon decides the stub
-          hops: "dropped",
         })
       ).policies[1]!.sessions.map((r) => r.usd);
     const learned = await run(ON_ALL);

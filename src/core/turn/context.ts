@@ -14,14 +14,7 @@ import type { ModelPrice } from "../pricing.ts";
 import type { Problem } from "../problems.ts";
 import { RECALL_TOOL_NAME, recallToolDefinition } from "../recall-tool.ts";
 import { type ContentKind, detectKind, estimateTokens, whitespaceShare } from "../tokens.ts";
-import type {
-  Format,
-  HopExchange,
-  ResultRecord,
-  SessionRef,
-  Tier,
-  TurnDecision,
-} from "../types.ts";
+import type { Format, ResultRecord, SessionRef, Tier, TurnDecision } from "../types.ts";
 import { configOf, neverOffloaded, neverReason, ruledReason } from "./tool-rules.ts";
 
 /**
@@ -55,8 +48,6 @@ export interface TurnContext {
   loaded: TurnStart;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared: boolean;
-  /** Where the client puts a recall hop's exchange (the gate prices its carry when kept). */
-  readonly hopExchange: HopExchange;
   /**
    * Provider tokens per estimated token for this tenant and model, learned from measured usage
    * (calibration.ts); absent or not yet ready: the estimates as they are.

@@ -73,7 +73,6 @@ export function priceOffload(
     client_caches: analysis.client_caches,
     ...(declaration === undefined ? {} : { tool_declaration: declaration }),
     prompt_growth_tokens: scale(promptGrowth(ctx, site)),
-    recall_exchange_kept: ctx.hopExchange === "kept",
     cache_cold: cacheCold(ctx.format, analysis.breakpoints, ctx.loaded.idle_seconds),
   };
 }

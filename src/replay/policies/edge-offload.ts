@@ -65,14 +65,7 @@ export function edgeOffload(
         send: async (request, at, call) => {
           if (at !== undefined) clock = at;
           calls++;
-          // The client the replay models: an agent that keeps a hop's exchange, or the proxy's loop.
-          const out = await compact({
-            request: JSON.stringify(request),
-            session,
-            store,
-            config,
-            hopExchange: ctx.hops ?? "kept",
-          });
+          const out = await compact({ request: JSON.stringify(request), session, store, config });
           options.observe?.(ctx.session, call ?? calls - 1, out);
           rules.note(out.decisions);
           for (const d of out.decisions)
