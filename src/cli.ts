@@ -219,7 +219,8 @@ Options:
   --help         this text
 
 The Worker's variables configure it: OFFLOAD_API_KEYS, OFFLOAD_SECRET, OFFLOAD_DEFAULT_CONFIG,
-ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OFFLOAD_RETENTION_SECONDS… (docs/stores.md).
+ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OFFLOAD_RETENTION_SECONDS… (docs/stores.md). Without
+OFFLOAD_DEFAULT_CONFIG, sessions nobody configured run in shadow mode, as on the Worker.
 `;
 
 function portOf(text: string, where: string): number {

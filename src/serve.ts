@@ -66,10 +66,12 @@ export async function serve(options: ServeOptions = {}): Promise<Server> {
   }
   // What wrangler.toml ships to a Worker: without it a session nobody configured would pass through
   // untouched and say `enabled: false`, the "two-line change that does nothing" of the Worker before it.
+  const shipped = vars.OFFLOAD_DEFAULT_CONFIG === undefined;
   vars.OFFLOAD_DEFAULT_CONFIG ??= JSON.stringify(SHIPPED_DEPLOYMENT_CONFIG);
   const env = vars as unknown as Env;
   // The same checks as a Worker's first request, at once: a misconfigured server does not start.
   const settings = settingsOf(env);
+
   if (settings.secret === undefined)
     log("[edge-offload] OFFLOAD_SECRET is not set: compaction answers 500 until it is");
   const opened: OpenedStore = await openStore(options.store ?? DEFAULT_SERVE_STORE, {
@@ -106,6 +108,11 @@ export async function serve(options: ServeOptions = {}): Promise<Server> {
     await opened.close();
     throw e;
   });
+  // Said once the server is up (a server that fails to start says only why).
+  if (shipped)
+    log(
+      '[edge-offload] OFFLOAD_DEFAULT_CONFIG is not set: sessions nobody configured run in shadow mode (decided and reported, sent unchanged); {"tool_result_offload_shadow":false} goes live',
+    );
   const shown = host.includes(":") ? `[${host}]` : host;
   return {
     url: `http://${shown}:${address.port}`,

@@ -416,6 +416,7 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
       const exited = new Promise((r) => child.once("exit", r));
       return {
         base: `http://127.0.0.1:${port}`,
+        output: () => out,
         stop: async () => {
           child.kill("SIGTERM");
           await exited;
@@ -442,8 +443,9 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
           },
           body: JSON.stringify(catalogTurn()),
         });
-      // No OFFLOAD_DEFAULT_CONFIG: the Worker's shipped layer, shadow. The call is decided, sent as it
-      // came, and the summary says what it would save and the one line that goes live.
+      // No OFFLOAD_DEFAULT_CONFIG: the Worker's shipped layer, shadow (said at start). The call is decided,
+      // sent as it came, and the summary says what it would save and the one line that goes live.
+      expect(server.output()).toContain("sessions nobody configured run in shadow mode");
       const shadow = await compactOnce();
       expect(shadow.status).toBe(200);
       expect(await shadow.text()).toBe(JSON.stringify(catalogTurn()));
