@@ -124,6 +124,42 @@ function uncachedFor(
 }
 
 /**
+ * Headroom over the model's minimum cacheable length for a stub sized to keep the prompt cacheable: the
+ * prompt's tokens are an estimate (chars per token, calibrated once measured), and a prompt one token
+ * short of the minimum is not cached at all, so a padding sized exactly would be lost to any estimate
+ * that runs high; 5% covers the spread of the estimate against the provider's count.
+ */
+export const CACHEABLE_MARGIN = 0.05;
+
+/**
+ * At most this share of the result may a stub sized to keep the prompt cacheable take: past it the
+ * "stub" is most of the result, and keeping the result whole is the honest alternative (the gate prices it).
+ */
+export const CACHEABLE_STUB_MAX_SHARE = 0.5;
+
+/**
+ * The stub size (in the gate's tokens) that keeps a caching client's prompt cacheable, where stubbing
+ * the result as priced would bring the prompt below the model's minimum cacheable length while the
+ * prompt with the result is above it: the prompt as sent reaches the minimum (plus CACHEABLE_MARGIN).
+ * null when the prompt stays cacheable (or is not cached) either way, or when such a stub would exceed
+ * CACHEABLE_STUB_MAX_SHARE of the result. Pure; price the stub at that size with `offloadGate` (its
+ * preview raised) and keep whichever of the two nets more.
+ */
+export function cacheableStubTokens(input: GateInput): number | null {
+  const price =
+    typeof input.model === "object" && input.model !== null
+      ? input.model
+      : resolveModel(input.model);
+  if (price === null || !(input.client_caches ?? input.cached_side)) return null;
+  const T = Math.max(0, input.result_tokens);
+  const S = Math.max(0, input.stub_tokens);
+  const min = price.min_cacheable_tokens;
+  if (input.context_tokens >= min || input.context_tokens - S + T < min) return null;
+  const stub = S + Math.ceil(min * (1 + CACHEABLE_MARGIN)) - input.context_tokens;
+  return stub <= T * CACHEABLE_STUB_MAX_SHARE ? stub : null;
+}
+
+/**
  * The net-saving gate: whether replacing a result of `result_tokens` by a stub of `stub_tokens`
  * pays off over the horizon at the model's prices, against the prompt cache it would invalidate and
  * the recall hops it may cost. Pure; the answer carries its breakdown in dollars.

@@ -115,7 +115,11 @@ describe.each(KITS.map((k) => [k.format, k] as const))(
         const stub = resultOf(kit, out.req, "t1") as string;
         expect(stub).toContain(d.mem_id!);
         expect(stub).toContain(RECALL);
-        expect(stub.length).toBeLessThan(2500);
+        // a short stub; where the provider caches on its own (OpenAI), one whose preview is raised to keep
+        // this small prompt at the cache minimum (1,024 tokens), still well below the result
+        const raised = /preview raised/.test(d.reason);
+        expect(raised).toBe(kit.format.startsWith("openai"));
+        expect(stub.length).toBeLessThan(raised ? LARGE.length / 2 : 2500);
         expect((await store.getBody({ tenant: "default", session: "s" }, d.mem_id!))?.body).toBe(
           LARGE,
         );

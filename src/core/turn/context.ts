@@ -63,6 +63,13 @@ export interface TurnContext {
    * full history or our output.
    */
   replaced?: Replaced;
+  /**
+   * Raw chars this turn's stubs decided so far take out of the request (each result's body less its
+   * stub), so a later result of the same turn is priced on the prompt with them in place: results are
+   * decided in prompt order, and the last one to bring the prompt below the cache minimum is the one
+   * priced for it (decide.ts).
+   */
+  takenThisTurn?: number;
 }
 
 /** Where earlier decisions replace text, in prompt order, and how many chars they took out up to each. */

@@ -5,20 +5,27 @@
  * from then on it is replayed (replay.ts), never taken again.
  */
 
+import { ratioOf } from "../calibration.ts";
 import { waitsForColdCache } from "../cold.ts";
 import type { ToolResultSite } from "../formats/types.ts";
-import { offloadGate } from "../gate.ts";
+import {
+  CACHEABLE_STUB_MAX_SHARE,
+  cacheableStubTokens,
+  type GateInput,
+  offloadGate,
+} from "../gate.ts";
 import { decodeString, getMember, type JsonNode, ownedString } from "../json/scan.ts";
 import { bodyDigest, MEM_ID_PATTERN, memIdOf } from "../memid.ts";
 import { describeCause } from "../problems.ts";
 import { type StructureIndex, structureOf } from "../structure.ts";
 import { type RecallArgs, renderCompacted, renderRecallMarker, renderStub } from "../stub.ts";
-import { estimateTokens } from "../tokens.ts";
+import { CHARS_PER_TOKEN, estimateTokens } from "../tokens.ts";
 import type { GateResult, ResultRecord } from "../types.ts";
 import { movedOutcome, movePoint, priceMove } from "./breakpoint.ts";
 import {
   arrivalId,
   charsOf,
+  charsTakenOut,
   decisionOf,
   isRecallResult,
   measure,
@@ -161,7 +168,10 @@ export async function decide(
   // The structural index parses the body: only a result the gate weighs (or a stub) needs it.
   let structure: StructureIndex | null = null;
   const structured = (): StructureIndex => (structure ??= structureOf(m.text, m.kind));
-  const stubOf = (memId: string): string =>
+  // The stub's preview: the configured one, or raised to keep a caching client's prompt cacheable
+  // (cacheablePreview); the record's rendered text holds it, so later turns replay the same bytes.
+  let preview = ctx.config.tool_result_stub_preview_chars;
+  const stubOf = (memId: string, previewChars = preview): string =>
     renderStub({
       unseen: firstDelivery && offered,
       mem_id: memId,
@@ -170,7 +180,7 @@ export async function decide(
       tokens: m.tokens,
       structure: structured(),
       body: m.text,
-      preview_chars: ctx.config.tool_result_stub_preview_chars,
+      preview_chars: previewChars,
       mode: ctx.config.tool_result_recall_mode,
     });
   let gate: GateResult | null = null;
@@ -183,9 +193,24 @@ export async function decide(
       return firstDelivery
         ? { outcome: pending(ctx, site, hot) }
         : kept("medium: below the offload threshold, kept full");
-    const stubTokens = estimateTokens(stubOf(memIdOf("0".repeat(24))).length);
+    const stubTokens = estimateTokens(stubOf(PLACEHOLDER).length);
     const gateInput = offered ? priceOffload(ctx, site, m.tokens, stubTokens, firstDelivery) : null;
     gate = gateInput === null ? null : offloadGate(gateInput);
+    // The same stub with a larger preview, where the plain one would uncache the prompt: whichever
+    // nets more (the gate's own algebra prices both).
+    const padded =
+      gateInput === null
+        ? null
+        : cacheablePreview(ctx, site, gateInput, m.tokens, firstDelivery, (chars) =>
+            stubOf(PLACEHOLDER, chars),
+          );
+    if (padded?.gate.fire && (!gate!.fire || padded.gate.net_usd > gate!.net_usd)) {
+      preview = padded.preview_chars;
+      gate = {
+        ...padded.gate,
+        reason: `${padded.gate.reason}; preview raised to ${preview} chars to keep the prompt cacheable`,
+      };
+    }
     // Fresh: stubbed now (first delivery), or kept in full once with the breakpoint moved before it and
     // offloaded once settled, whichever the prices say saves more (move.ts).
     const point = firstDelivery ? movePoint(ctx, site) : null;
@@ -233,6 +258,9 @@ export async function decide(
   // From here the body is hashed and written, overlapped with the next decisions. Priced as
   // declared from now on (the tool comes with the first stub; the turn undoes it if none lands).
   if (ctx.offload) ctx.toolDeclared = true;
+  // The later results of this turn are priced on the prompt with this stub in place (price.ts).
+  if (ctx.offload)
+    ctx.takenThisTurn = (ctx.takenThisTurn ?? 0) + charsTakenOut(ctx, site, stubOf(PLACEHOLDER));
   const store = async (): Promise<FirstDecision> => {
     const digest = await bodyDigest(ctx.secret, ctx.ref.tenant, ctx.ref.session, m.text);
     const memId = memIdOf(digest);
@@ -285,6 +313,44 @@ export async function decide(
   };
   const { done } = await flight.start(m.chars, store);
   return { later: done };
+}
+
+/** A mem_id of the right length: the stub's size before its body is hashed. */
+const PLACEHOLDER = memIdOf("0".repeat(24));
+
+/**
+ * Where the stub would bring a caching client's prompt below the model's minimum cacheable length (and the
+ * result keeps it above), the same stub with its preview raised until the prompt as sent reaches the
+ * minimum (gate.ts `cacheableStubTokens`, with its margin and cap), priced by the gate: its extra tokens
+ * are read from the cache on each later call instead of the whole prompt billed at input. null when that
+ * does not apply or no preview within the cap reaches it. The preview grows by the shortfall at the stub's
+ * chars per token; a head cut at a line break can fall short, so it is measured again (at most 3 times).
+ */
+function cacheablePreview(
+  ctx: TurnContext,
+  site: ToolResultSite,
+  input: GateInput,
+  resultTokens: number,
+  firstDelivery: boolean,
+  render: (previewChars: number) => string,
+): { preview_chars: number; gate: GateResult } | null {
+  const target = cacheableStubTokens(input);
+  if (target === null) return null;
+  // the gate's tokens per estimated token (calibration), as priceOffload scales the stub
+  const k = Math.max(0.1, ratioOf(ctx.calibration, "request"));
+  let previewChars = ctx.config.tool_result_stub_preview_chars;
+  let priced = input;
+  for (let i = 0; i < 3 && priced.stub_tokens < target; i++) {
+    previewChars += Math.ceil(((target - priced.stub_tokens) / k) * CHARS_PER_TOKEN.text);
+    const stub = estimateTokens(render(previewChars).length);
+    priced = priceOffload(ctx, site, resultTokens, stub, firstDelivery);
+  }
+  if (
+    priced.stub_tokens < target ||
+    priced.stub_tokens > priced.result_tokens * CACHEABLE_STUB_MAX_SHARE
+  )
+    return null;
+  return { preview_chars: previewChars, gate: offloadGate(priced) };
 }
 
 /**

@@ -40,7 +40,8 @@ export function priceOffload(
   const contextTokens =
     scale(
       Math.round(
-        (sentOffset(ctx, analysis.prompt_chars) - rawLength(site)) / REQUEST_CHARS_PER_TOKEN,
+        (sentOffset(ctx, analysis.prompt_chars) - (ctx.takenThisTurn ?? 0) - rawLength(site)) /
+          REQUEST_CHARS_PER_TOKEN,
       ),
     ) + stubTokens;
   const lastBp = analysis.breakpoints[analysis.breakpoints.length - 1];
