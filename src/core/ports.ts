@@ -174,6 +174,8 @@ export interface ExtractedText {
   /** A limit cut the text short; `truncated_by` names it. */
   truncated: boolean;
   truncated_by?: string;
+  /** OCR: how it read, when a user should know (an image over the pixel limit read at half resolution). */
+  ocr_note?: string;
 }
 
 /** Why an attachment could not be extracted: the caller sends it natively instead. */

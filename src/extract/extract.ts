@@ -18,7 +18,7 @@ import {
 } from "./errors.ts";
 import { htmlToText } from "./html.ts";
 import { type NormalizedAttachment, normalizeAttachment } from "./input.ts";
-import { type OcrOptions, ocrRunLimits } from "./ocr.ts";
+import { type OcrOptions, ocrRunLimits, ocrScale, overPixelsMessage } from "./ocr.ts";
 import { loadOcrModel, recognized } from "./ocr-run.ts";
 import { OoxmlPackage } from "./ooxml.ts";
 import {
@@ -113,11 +113,12 @@ async function extractImage(
       ? { width: info.width, height: info.height }
       : {};
   const maxPixels = ocrRunLimits(ocr).max_pixels;
-  if (size.width !== undefined && size.width * size.height > maxPixels) {
+  // Over the limit but within it at half resolution, the engine's decoders halve it (it says so).
+  if (size.width !== undefined && ocrScale(size.width, size.height, maxPixels) === null) {
     throw new ExtractionFailedError(
       format,
       "too_large",
-      `the image has ${size.width}×${size.height} pixels, more than the ${maxPixels} OCR reads`,
+      overPixelsMessage("the image", size.width, size.height, maxPixels),
     );
   }
   const { model, limits } = await loadOcrModel(ocr, format);
@@ -130,6 +131,7 @@ async function extractImage(
     truncated: false,
     ...size,
     ...(read.confidence === undefined ? {} : { confidence: read.confidence }),
+    ...(read.note === undefined ? {} : { ocr_note: read.note }),
   };
 }
 

@@ -5,9 +5,10 @@
  * Sized by the picture, not by the file: a block is turned into samples as soon as it is final (at once in a
  * sequential scan; after the last scan in a progressive one, whose coefficients are held as 16-bit numbers,
  * the least any decoder can hold), and the samples become RGBA in the target one row of blocks at a time,
- * each row's working memory freed as it is done. So the peak is about 4 bytes a pixel (the target) plus the
- * samples (1 byte a pixel per full-size component), or the coefficients (2 bytes) before any target exists:
- * never the image twice. Block padding is the decoder's business: the pixel limit counts the picture.
+ * each row's working memory freed as it is done: as the scan decodes them when one scan holds every
+ * component (a baseline file, usually), so such a file never holds its whole picture and can be halved
+ * (ocrScale). Otherwise the peak is about 4 bytes a pixel (the target) plus the samples (1 byte a pixel per
+ * full-size component), or the coefficients (2 bytes) before any target exists: never the image twice. Block padding is the decoder's business: the pixel limit counts the picture.
  *
  * Every loop is bounded by the declared frame: each scan decodes at most its blocks, at most 64 coefficients
  * each, and the scans together may visit every block at most MAX_VISITS times (a progressive file needs
@@ -15,8 +16,8 @@
  * Arithmetic-coded, lossless, hierarchical and 12-bit JPEGs are not read (`corrupt`, saying so).
  */
 import { ExtractionFailedError } from "./errors.ts";
-import type { OcrRaster } from "./ocr.ts";
-import { type PixelWriter, release } from "./raster.ts";
+import { type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
+import { HalfRows, type PixelWriter, release } from "./raster.ts";
 
 /** Average visits of a block over all scans (a progressive file's usual scripts make about six). */
 const MAX_VISITS = 16;
@@ -383,6 +384,11 @@ class Decoder {
   #visits = 0;
   #scans = 0;
   #eobrun = 0;
+  /**
+   * Asked at each sequential scan: where its rows go as they are complete (`ready` rows of the picture
+   * decoded), null to keep them until the end, or "skip" to leave the scan undecoded.
+   */
+  onScan: (scan: Scan) => ((ready: number) => void) | null | "skip" = () => null;
 
   constructor(bytes: Uint8Array, frame: Frame) {
     this.#bytes = bytes;
@@ -512,10 +518,14 @@ class Decoder {
         "too_large",
         `JPEG: its scans decode every block more than ${MAX_VISITS} times over`,
       );
-    const reader = new BitReader(b, end);
-    this.#decodeScan(scan, reader);
+    const emit = f.progressive ? null : this.onScan(scan);
+    let p = end;
+    if (emit !== "skip") {
+      const reader = new BitReader(b, end);
+      this.#decodeScan(scan, reader, emit);
+      p = reader.pos;
+    }
     // The data ends at the first marker that is not a restart.
-    let p = reader.pos;
     while (
       p + 1 < b.length &&
       !(b[p] === 0xff && b[p + 1] !== 0 && (b[p + 1]! < 0xd0 || b[p + 1]! > 0xd7))
@@ -524,7 +534,7 @@ class Decoder {
     return p;
   }
 
-  #decodeScan(scan: Scan, r: BitReader): void {
+  #decodeScan(scan: Scan, r: BitReader, emit: ((ready: number) => void) | null): void {
     const f = this.frame;
     for (const c of scan.components) {
       c.pred = 0;
@@ -546,21 +556,25 @@ class Decoder {
     if (scan.components.length === 1) {
       const c = scan.components[0]!;
       let mcu = 0;
-      for (let row = 0; row < c.blocksPerColumn; row++)
+      for (let row = 0; row < c.blocksPerColumn; row++) {
         for (let col = 0; col < c.blocksPerLine; col++) {
           begin(mcu++);
           this.#block1(c, row, col, scan, r);
         }
+        emit?.(Math.floor(((row + 1) * 8 * f.maxV) / c.v));
+      }
       return;
     }
     let mcu = 0;
-    for (let my = 0; my < f.mcusPerColumn; my++)
+    for (let my = 0; my < f.mcusPerColumn; my++) {
       for (let mx = 0; mx < f.mcusPerLine; mx++) {
         begin(mcu++);
         for (const c of scan.components)
           for (let v = 0; v < c.v; v++)
             for (let h = 0; h < c.h; h++) this.#block1(c, my * c.v + v, mx * c.h + h, scan, r);
       }
+      emit?.((my + 1) * 8 * f.maxV);
+    }
   }
 
   #block1(c: Component, row: number, col: number, scan: Scan, r: BitReader): void {
@@ -751,8 +765,9 @@ export interface JpegOptions {
 }
 
 /**
- * The JPEG's header, checked: its picture (not its padded blocks) against `maxPixels` (`too_large`), its
- * frame (`corrupt`). The pixels are decoded by `paint`.
+ * The JPEG's header, checked: its picture (not its padded blocks) against `maxPixels` (`too_large`; over it
+ * but within it at half resolution, a sequential JPEG's raster is the half, averaged 2×2 as its rows of
+ * blocks are decoded), its frame (`corrupt`). The pixels are decoded by `paint`.
  */
 export function jpegRaster(
   bytes: Uint8Array,
@@ -760,28 +775,77 @@ export function jpegRaster(
   options: JpegOptions = {},
 ): OcrRaster {
   const frame = frameOf(bytes);
-  if (frame.width * frame.height > maxPixels)
-    throw new ExtractionFailedError(
+  const { width, height } = frame;
+  const scale = ocrScale(width, height, maxPixels);
+  const tooLarge = (why?: string) =>
+    new ExtractionFailedError(
       "jpeg",
       "too_large",
-      `the image has ${frame.width}×${frame.height} pixels, more than the ${maxPixels} OCR reads`,
+      overPixelsMessage("the image", width, height, maxPixels, why),
     );
+  if (scale === null) throw tooLarge();
+  if (scale === 1)
+    return { width, height, paint: (target) => paint(bytes, frame, options, target, null) };
+  // A progressive file's coefficients are all held before any row is final: 2 bytes a pixel and
+  // component of the whole picture, over the budget at twice the ceiling.
+  if (frame.progressive) throw tooLarge("a progressive JPEG is not read at half resolution");
   return {
-    width: frame.width,
-    height: frame.height,
-    paint: (target) => paint(bytes, frame, options, target),
+    width: Math.ceil(width / 2),
+    height: Math.ceil(height / 2),
+    from: { width, height },
+    paint: (target) =>
+      paint(bytes, frame, options, target, () =>
+        tooLarge("a JPEG whose components are in separate scans is not read at half resolution"),
+      ),
   };
 }
 
-function paint(bytes: Uint8Array, frame: Frame, options: JpegOptions, target: () => Uint8Array) {
+/**
+ * Decodes and paints: a sequential scan of every component is painted row of MCUs by row of MCUs as it is
+ * decoded (its samples freed behind it, so a baseline file never holds its whole picture); otherwise the
+ * rows are painted after the last scan. `half`, when the picture is halved (rows must then be streamed),
+ * is the error for a file whose rows cannot be.
+ */
+function paint(
+  bytes: Uint8Array,
+  frame: Frame,
+  options: JpegOptions,
+  target: () => Uint8Array,
+  half: (() => Error) | null,
+): void {
   const d = new Decoder(bytes, frame);
+  let emit: ((ready: number) => void) | undefined;
+  const emitter = () => {
+    emit ??= rowEmitter(d, frame, options, target(), half !== null);
+    return emit;
+  };
+  d.onScan = (scan) => {
+    // The picture is complete after its first full scan: a later one would only allocate it again.
+    if (emit !== undefined) return "skip";
+    if (scan.components.length === frame.components.length) return emitter();
+    if (half !== null) throw half();
+    return null;
+  };
   d.run();
   d.finishCoefficients();
+  emitter()(frame.height);
+}
+
+/** Paints the picture's rows up to `ready` from the decoded samples, freeing each row of MCUs once done. */
+function rowEmitter(
+  d: Decoder,
+  frame: Frame,
+  options: JpegOptions,
+  target: Uint8Array,
+  half: boolean,
+): (ready: number) => void {
   const colour = colourOf(d, options.colorTransform);
   const count = colour === "grey" ? 1 : colour === "cmyk" || colour === "ycck" ? 4 : 3;
   const pixel = options.pixel?.(count) ?? filePixel(colour);
-  const out = target();
   const { width, height, maxH, maxV } = frame;
+  // Halved, each row is painted into a row of its own and averaged into the target.
+  const out = half ? new Uint8Array(width * 4) : target;
+  const halver = half ? new HalfRows(target, width, height) : null;
   const cs = frame.components.slice(0, count === 1 ? 1 : frame.components.length);
   const xs = cs.map((c) =>
     Int32Array.from({ length: width }, (_, x) => Math.floor((x * c.h) / maxH)),
@@ -798,63 +862,68 @@ function paint(bytes: Uint8Array, frame: Frame, options: JpegOptions, target: ()
   const fileColour = cs.length === 3 && options.pixel === undefined;
   const [x0, x1, x2] = [xs[0]!, xs[1] ?? xs[0]!, xs[2] ?? xs[0]!];
   const clamped = new Uint8ClampedArray(out.buffer, out.byteOffset, out.byteLength);
-  for (let y = 0; y < height; y++) {
-    for (let i = 0; i < cs.length; i++) {
-      const c = cs[i]!;
-      const cy = Math.floor((y * c.v) / maxV);
-      rows[i] = c.planes?.existing(cy >> 3) ?? mids[i]!;
-      starts[i] = (cy & 7) * c.paddedLine * 8;
-    }
-    let o = y * width * 4;
-    if (fileGrey) {
-      const p0 = rows[0]!;
-      const s0 = starts[0]!;
-      for (let x = 0; x < width; x++, o += 4) {
-        out[o] = out[o + 1] = out[o + 2] = p0[s0 + x0[x]!]!;
-        out[o + 3] = 255;
+  let next = 0;
+  return (ready) => {
+    for (const end = Math.min(ready, height); next < end; next++) {
+      const y = next;
+      for (let i = 0; i < cs.length; i++) {
+        const c = cs[i]!;
+        const cy = Math.floor((y * c.v) / maxV);
+        rows[i] = c.planes?.existing(cy >> 3) ?? mids[i]!;
+        starts[i] = (cy & 7) * c.paddedLine * 8;
       }
-    } else if (fileColour) {
-      const [p0, p1, p2] = [rows[0]!, rows[1]!, rows[2]!];
-      const [s0, s1, s2] = [starts[0]!, starts[1]!, starts[2]!];
-      for (let x = 0; x < width; x++, o += 4) {
-        const a = p0[s0 + x0[x]!]!;
-        const b = p1[s1 + x1[x]!]!;
-        const c = p2[s2 + x2[x]!]!;
-        if (convert) {
-          // The clamped view rounds and clamps as it stores (a double stored in a Uint8Array is slow).
-          clamped[o] = a + 1.402 * (c - 128);
-          clamped[o + 1] = a - 0.344136 * (b - 128) - 0.714136 * (c - 128);
-          clamped[o + 2] = a + 1.772 * (b - 128);
-        } else {
-          out[o] = a;
-          out[o + 1] = b;
-          out[o + 2] = c;
+      let o = half ? 0 : y * width * 4;
+      if (fileGrey) {
+        const p0 = rows[0]!;
+        const s0 = starts[0]!;
+        for (let x = 0; x < width; x++, o += 4) {
+          out[o] = out[o + 1] = out[o + 2] = p0[s0 + x0[x]!]!;
+          out[o + 3] = 255;
         }
-        out[o + 3] = 255;
-      }
-    } else
-      for (let x = 0; x < width; x++, o += 4) {
-        for (let i = 0; i < cs.length; i++) s[i] = rows[i]![starts[i]! + xs[i]![x]!]!;
-        if (convert) {
-          const yy = s[0]!;
-          const cb = s[1]! - 128;
-          const cr = s[2]! - 128;
-          const r = clamp(yy + 1.402 * cr + 0.5);
-          const g = clamp(yy - 0.344136 * cb - 0.714136 * cr + 0.5);
-          const b = clamp(yy + 1.772 * cb + 0.5);
-          // YCCK holds inverted CMY in its YCbCr: as stored, C = 255 − R (libjpeg's conversion).
-          s[0] = colour === "ycck" ? 255 - r : r;
-          s[1] = colour === "ycck" ? 255 - g : g;
-          s[2] = colour === "ycck" ? 255 - b : b;
+      } else if (fileColour) {
+        const [p0, p1, p2] = [rows[0]!, rows[1]!, rows[2]!];
+        const [s0, s1, s2] = [starts[0]!, starts[1]!, starts[2]!];
+        for (let x = 0; x < width; x++, o += 4) {
+          const a = p0[s0 + x0[x]!]!;
+          const b = p1[s1 + x1[x]!]!;
+          const c = p2[s2 + x2[x]!]!;
+          if (convert) {
+            // The clamped view rounds and clamps as it stores (a double stored in a Uint8Array is slow).
+            clamped[o] = a + 1.402 * (c - 128);
+            clamped[o + 1] = a - 0.344136 * (b - 128) - 0.714136 * (c - 128);
+            clamped[o + 2] = a + 1.772 * (b - 128);
+          } else {
+            out[o] = a;
+            out[o + 1] = b;
+            out[o + 2] = c;
+          }
+          out[o + 3] = 255;
         }
-        pixel(s, 0, out, o);
+      } else
+        for (let x = 0; x < width; x++, o += 4) {
+          for (let i = 0; i < cs.length; i++) s[i] = rows[i]![starts[i]! + xs[i]![x]!]!;
+          if (convert) {
+            const yy = s[0]!;
+            const cb = s[1]! - 128;
+            const cr = s[2]! - 128;
+            const r = clamp(yy + 1.402 * cr + 0.5);
+            const g = clamp(yy - 0.344136 * cb - 0.714136 * cr + 0.5);
+            const b = clamp(yy + 1.772 * cb + 0.5);
+            // YCCK holds inverted CMY in its YCbCr: as stored, C = 255 − R (libjpeg's conversion).
+            s[0] = colour === "ycck" ? 255 - r : r;
+            s[1] = colour === "ycck" ? 255 - g : g;
+            s[2] = colour === "ycck" ? 255 - b : b;
+          }
+          pixel(s, 0, out, o);
+        }
+      // A row of MCUs is done: its samples are no longer needed.
+      if ((y + 1) % lines === 0 || y === height - 1) {
+        const mcuRow = Math.floor(y / lines);
+        for (const c of frame.components)
+          for (let r = mcuRow * c.v; r < (mcuRow + 1) * c.v && r < c.paddedColumn; r++)
+            c.planes?.done(r);
       }
-    // A row of MCUs is done: its samples are no longer needed.
-    if ((y + 1) % lines === 0 || y === height - 1) {
-      const mcuRow = Math.floor(y / lines);
-      for (const c of frame.components)
-        for (let r = mcuRow * c.v; r < (mcuRow + 1) * c.v && r < c.paddedColumn; r++)
-          c.planes?.done(r);
+      halver?.add(out, y);
     }
-  }
+  };
 }

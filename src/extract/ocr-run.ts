@@ -68,14 +68,15 @@ export async function recognized(
     );
   }
   const text = answer.text.trim();
-  if (text === "")
-    throw new ExtractionFailedError(format, "empty", `OCR found no text in ${where}`);
+  // Read at half resolution, a failure says so: the user learns why the picture may have read worse.
+  const what = answer.note === undefined ? where : `${where} (${answer.note})`;
+  if (text === "") throw new ExtractionFailedError(format, "empty", `OCR found no text in ${what}`);
   const floor = ocr.min_confidence ?? DEFAULT_OCR_MIN_CONFIDENCE;
   if (answer.confidence !== undefined && answer.confidence < floor)
     throw new ExtractionFailedError(
       format,
       "low_confidence",
-      `OCR read ${where} with a confidence of ${answer.confidence}, under the ${floor} required: send it natively`,
+      `OCR read ${what} with a confidence of ${answer.confidence}, under the ${floor} required: send it natively`,
     );
-  return { text, confidence: answer.confidence };
+  return { text, confidence: answer.confidence, note: answer.note };
 }

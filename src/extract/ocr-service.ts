@@ -36,7 +36,9 @@ export const OcrLimitsSchema = z.strictObject({
     .min(1)
     .max(50_000_000)
     .default(DEFAULT_OCR_MAX_PIXELS)
-    .describe("Largest image read, in pixels (width × height)."),
+    .describe(
+      "Largest image read whole, in pixels (width × height); one whose half is within it is read at half resolution.",
+    ),
   max_pages: z
     .int()
     .min(1)

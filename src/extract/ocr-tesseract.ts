@@ -26,6 +26,7 @@ import type { OCREngine, TextItem } from "tesseract-wasm";
 import { ExtractionDependencyMissingError, ExtractionFailedError } from "./errors.ts";
 import {
   DEFAULT_OCR_MAX_HEAP_BYTES,
+  halfNote,
   type OcrEngine,
   type OcrImage,
   type OcrPixels,
@@ -251,7 +252,7 @@ export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEn
       }
       const words = engine.getTextBoxes("word");
       const text = engine.getText();
-      return { text, confidence: confidenceOf(words) };
+      return { text, confidence: confidenceOf(words), note: halfNote(raster) };
     } finally {
       engine.clearImage();
       if (heapBytes(engine) > maxHeap) {

@@ -33,7 +33,49 @@ export interface OcrPixels {
 export interface OcrRaster {
   width: number;
   height: number;
+  /** The picture's own size when it is painted at half resolution (see ocrScale). */
+  from?: { width: number; height: number } | undefined;
   paint(target: () => Uint8Array): void;
+}
+
+/**
+ * How a picture of `width`×`height` is read under `maxPixels`: whole (1), at half resolution (2: each 2×2
+ * block averaged into one pixel while decoding, so the full picture never exists in memory), or not at all
+ * (null: even its half, ⌈w/2⌉·⌈h/2⌉, is over the limit, about 4× it). One level only: halving keeps every
+ * stroke of a 300 dpi scan or a 4K screenshot's text at a size Tesseract reads.
+ */
+export function ocrScale(width: number, height: number, maxPixels: number): 1 | 2 | null {
+  if (width * height <= maxPixels) return 1;
+  if (width > OCR_HALF_MAX_WIDTH) return null;
+  return Math.ceil(width / 2) * Math.ceil(height / 2) <= maxPixels ? 2 : null;
+}
+
+/**
+ * The widest picture read at half resolution: its decoder's rows (at most ≈ 34 bytes a pixel of width, a
+ * 16-bit RGBA PNG's two packed rows, samples, an RGBA row and the sums) stay within the budget's fixed part.
+ */
+export const OCR_HALF_MAX_WIDTH = 65_536;
+
+/** Why a picture is not read: over the limit even at half resolution, or `why` it is not halved. */
+export function overPixelsMessage(
+  what: string,
+  width: number,
+  height: number,
+  maxPixels: number,
+  why?: string,
+): string {
+  const over = `${what} has ${width}×${height} pixels, more than the ${maxPixels} OCR reads`;
+  if (why === undefined && width > OCR_HALF_MAX_WIDTH)
+    return `${over}, and a picture over ${OCR_HALF_MAX_WIDTH} pixels wide is not read at half resolution`;
+  return why === undefined
+    ? `${over}, even at half resolution (${Math.ceil(width / 2)}×${Math.ceil(height / 2)})`
+    : `${over}, and ${why}`;
+}
+
+/** What a user is told about a raster read at half resolution (undefined when read whole). */
+export function halfNote(raster: OcrRaster): string | undefined {
+  if (raster.from === undefined) return undefined;
+  return `read at half resolution (${raster.from.width}×${raster.from.height} → ${raster.width}×${raster.height})`;
 }
 
 /** What an engine read: the text and, when it knows, its confidence (0–1). */
@@ -41,6 +83,8 @@ export interface OcrText {
   text: string;
   /** Mean confidence of the words read, weighted by their length, 0–1. */
   confidence?: number | undefined;
+  /** What the reader did that a user should know (an image read at half resolution). */
+  note?: string | undefined;
 }
 
 /** The limits one recognition runs under (resolved from OcrOptions). */
@@ -121,7 +165,7 @@ export const OCR_PEAK_FIXED_BYTES = 8 * MiB;
  * The largest image OCR reads by default, derived from the budget: (64 MiB − 8 MiB) / 8 bytes, rounded
  * down: 7.3 megapixels. A 1080p or 1440p screenshot (2.1, 3.7 MP) or an A4 page at 270 dpi (7.1 MP) is
  * read; a 4K screenshot (8.3 MP), an A4 page at 300 dpi (8.7 MP) or a phone's 12 MP photo is over it and
- * sent natively. A deployment may raise it (OFFLOAD_OCR_LIMITS) knowing each megapixel costs 8 MB more.
+ * read at half resolution (ocrScale). A deployment may raise it (OFFLOAD_OCR_LIMITS) knowing each megapixel costs 8 MB more.
  */
 export const DEFAULT_OCR_MAX_PIXELS =
   Math.floor((OCR_PEAK_BUDGET_BYTES - OCR_PEAK_FIXED_BYTES) / OCR_PEAK_BYTES_PER_PIXEL / 100_000) *

@@ -11,7 +11,7 @@
 import { ExtractionFailedError } from "./errors.ts";
 import { InflateError, inflateInto } from "./inflate.ts";
 import { jpegRaster } from "./jpeg-decode.ts";
-import type { OcrRaster } from "./ocr.ts";
+import { type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
 import {
   applyFilter,
   type Dict,
@@ -431,8 +431,8 @@ export function pageImageRaster(
   // Every filter before the codec (or before a final Flate, which is inflated row by row) in memory: they
   // are the rare ASCII and LZW wrappers, bounded by the document's budget.
   let data = image.stream.data;
-  for (let i = 0; i < (streamed ? last - 1 : last); i++)
-    data = applyFilter(doc, names[i]!, params[i]!, data);
+  const inMemory = streamed ? last - 1 : last;
+  for (let i = 0; i < inMemory; i++) data = applyFilter(doc, names[i]!, params[i]!, data);
   if (image.codec === "DCTDecode") {
     const transform = params.at(-1)?.get("ColorTransform");
     return jpegRaster(data, maxPixels, {
@@ -443,12 +443,18 @@ export function pageImageRaster(
     });
   }
   const { width, height } = image;
-  if (width * height > maxPixels)
-    throw new ExtractionFailedError(
+  const scale = ocrScale(width, height, maxPixels);
+  const tooLarge = (why?: string) =>
+    new ExtractionFailedError(
       "pdf",
       "too_large",
-      `a page's image has ${width}×${height} pixels, more than the ${maxPixels} OCR reads`,
+      overPixelsMessage("a page's image", width, height, maxPixels, why),
     );
+  if (scale === null) throw tooLarge();
+  // Halved, rows are averaged as they are inflated; samples another filter put in memory are not halved.
+  if (scale === 2 && inMemory > 0)
+    throw tooLarge(`an image behind ${names[0]} is not read at half resolution`);
+  const half = scale === 2;
   const bpcValue = doc.get(d, "BitsPerComponent");
   const bpc = mask ? 1 : typeof bpcValue === "number" ? bpcValue : 8;
   if (![1, 2, 4, 8, 16].includes(bpc)) return null;
@@ -457,12 +463,12 @@ export function pageImageRaster(
   // A final Flate's predictor is undone row by row here; any other filter's was undone with it.
   const predictorParams = streamed ? (params[last - 1] ?? null) : null;
   return {
-    width,
-    height,
+    width: half ? Math.ceil(width / 2) : width,
+    height: half ? Math.ceil(height / 2) : height,
+    ...(half ? { from: { width, height } } : {}),
     paint(target) {
-      const out = target();
       const rows = new RowSink(
-        new RowPainter(out, width, channels, bpc, pixel),
+        new RowPainter(target(), width, channels, bpc, pixel, half ? { height } : undefined),
         width,
         height,
         channels,
@@ -477,7 +483,7 @@ export function pageImageRaster(
           if (!(cause instanceof InflateError)) throw cause;
         }
       } else rows.push(data);
-      rows.finish(out);
+      rows.finish();
     },
   };
 }
@@ -486,7 +492,6 @@ export function pageImageRaster(
 class RowSink {
   readonly #painter: RowPainter;
   readonly #height: number;
-  readonly #width: number;
   readonly #predictor: Predictor;
   readonly #row: Uint8Array;
   #fill = 0;
@@ -503,7 +508,6 @@ class RowSink {
     params: Dict | null,
   ) {
     this.#painter = painter;
-    this.#width = width;
     this.#height = height;
     this.#row = new Uint8Array(rowBytes(width, channels, bpc));
     this.#predictor = new Predictor(params, (bytes) => this.#rows(bytes));
@@ -528,8 +532,7 @@ class RowSink {
   }
 
   /** Rows the data did not reach: white paper. */
-  finish(out: Uint8Array): void {
-    if (this.#y < this.#height)
-      out.fill(255, this.#y * this.#width * 4, this.#height * this.#width * 4);
+  finish(): void {
+    this.#painter.white(this.#y, this.#height);
   }
 }

@@ -19,6 +19,7 @@
 import { ExtractionFailedError } from "./errors.ts";
 import {
   DEFAULT_OCR_MAX_PAGES,
+  halfNote,
   OCR_PEAK_BUDGET_BYTES,
   OCR_PEAK_BYTES_PER_PIXEL,
   type OcrOptions,
@@ -146,6 +147,8 @@ export class PdfOcr {
   confidence: number | undefined;
   /** Pages left unread because their image's encoding is read by nothing here, by encoding. */
   readonly #unread = new Map<string, number>();
+  /** Pages whose image was read at half resolution, with the sizes. */
+  readonly #halved: string[] = [];
 
   /** `bytes`: the PDF itself (kept as it is: pdf.js reads its own copy). */
   constructor(ocr: OcrOptions, ops: PdfOps, bytes: Uint8Array) {
@@ -221,12 +224,23 @@ export class PdfOcr {
       );
       if (read.confidence !== undefined)
         this.confidence = Math.min(this.confidence ?? 1, read.confidence);
+      const note = halfNote(raster);
+      if (note !== undefined) this.#halved.push(`page ${n} ${note}`);
       return read.text;
     } catch (error) {
       // A blank scanned page is not a failure of the document.
       if (error instanceof ExtractionFailedError && error.reason === "empty") return "";
       throw ofPdf(error, n);
     }
+  }
+
+  /** Pages read at half resolution, for the result (the first three named), or undefined. */
+  note(): string | undefined {
+    const h = this.#halved;
+    if (h.length === 0) return undefined;
+    return h.length <= 3
+      ? h.join("; ")
+      : `${h.slice(0, 3).join("; ")}; ${h.length - 3} more pages too`;
   }
 
   /** Why pages without a text layer stayed unread, for the PDF's failure (or ""). */

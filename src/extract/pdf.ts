@@ -149,6 +149,7 @@ export async function extractPdf(
         : {
             ocr_pages: ocr.pages,
             ...(ocr.confidence === undefined ? {} : { confidence: ocr.confidence }),
+            ...(ocr.note() === undefined ? {} : { ocr_note: ocr.note() }),
           }),
       truncated: truncatedBy !== undefined,
       ...(truncatedBy === undefined ? {} : { truncated_by: truncatedBy }),

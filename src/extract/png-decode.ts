@@ -8,7 +8,7 @@
  */
 import { ExtractionFailedError } from "./errors.ts";
 import { InflateError, inflateInto } from "./inflate.ts";
-import type { OcrRaster } from "./ocr.ts";
+import { type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
 import { overWhite, type PixelWriter, RowPainter, rowBytes, unfilter } from "./raster.ts";
 
 const be32 = (b: Uint8Array, o: number): number =>
@@ -212,21 +212,33 @@ function declaredBytes(h: Header, ps: Pass[]): number {
 }
 
 /**
- * The PNG's header, checked: its size against `maxPixels` (`too_large`), its fields (`corrupt`). The pixels
- * are decoded by `paint`.
+ * The PNG's header, checked: its size against `maxPixels` (`too_large`; over it but within it at half
+ * resolution, the raster is the half, averaged 2×2 as rows are inflated), its fields (`corrupt`). The
+ * pixels are decoded by `paint`.
  */
 export function pngRaster(bytes: Uint8Array, maxPixels: number): OcrRaster {
   const h = header(bytes);
-  if (h.width * h.height > maxPixels)
-    throw new ExtractionFailedError(
+  const scale = ocrScale(h.width, h.height, maxPixels);
+  const tooLarge = (why?: string) =>
+    new ExtractionFailedError(
       "png",
       "too_large",
-      `the image has ${h.width}×${h.height} pixels, more than the ${maxPixels} OCR reads`,
+      overPixelsMessage("the image", h.width, h.height, maxPixels, why),
     );
-  return { width: h.width, height: h.height, paint: (target) => paint(bytes, h, target) };
+  if (scale === null) throw tooLarge();
+  if (scale === 1)
+    return { width: h.width, height: h.height, paint: (target) => paint(bytes, h, target, false) };
+  // Adam7's passes give rows out of order: halving them would need the whole picture first.
+  if (h.interlaced) throw tooLarge("an interlaced PNG is not read at half resolution");
+  return {
+    width: Math.ceil(h.width / 2),
+    height: Math.ceil(h.height / 2),
+    from: { width: h.width, height: h.height },
+    paint: (target) => paint(bytes, h, target, true),
+  };
 }
 
-function paint(bytes: Uint8Array, h: Header, target: () => Uint8Array): void {
+function paint(bytes: Uint8Array, h: Header, target: () => Uint8Array, half: boolean): void {
   const colours: Colours = { palette: null, alpha: new Uint8Array(256).fill(255), key: null };
   const idat: Uint8Array[] = [];
   let p = 8;
@@ -257,7 +269,14 @@ function paint(bytes: Uint8Array, h: Header, target: () => Uint8Array): void {
     colours.key = colours.key.map((k) => k & ((1 << h.depth) - 1));
   const ps = passes(h);
   const cap = declaredBytes(h, ps);
-  const painter = new RowPainter(target(), h.width, h.channels, h.depth, pixelWriter(h, colours));
+  const painter = new RowPainter(
+    target(),
+    h.width,
+    h.channels,
+    h.depth,
+    pixelWriter(h, colours),
+    half ? { height: h.height } : undefined,
+  );
   const rows = new RowReader(h, ps, painter);
   try {
     // The compressed parts are read where they are: a chunked stream is never put back together.

@@ -73,7 +73,77 @@ export function unpack(row: Uint8Array, count: number, depth: number, out: Uint1
 /** A colour `c` (0–255) at opacity `a` (0–255) over white paper. */
 export const overWhite = (c: number, a: number): number => (c * a + 255 * (255 - a) + 127) / 255;
 
-/** Paints rows of samples into an RGBA target of `width` pixels a row. */
+/**
+ * A picture halved while it is decoded: its RGBA rows, given in order, are averaged 2×2 into a target of
+ * ⌈width/2⌉×⌈height/2⌉ pixels, one target row per two rows given (an odd last row or column averages the
+ * pixels it has). It holds one row of sums, so the picture at full resolution never exists. Colour only:
+ * the rows are opaque (transparency is flattened onto white before), so alpha is 255.
+ */
+export class HalfRows {
+  readonly #target: Uint8Array;
+  readonly #width: number;
+  readonly #height: number;
+  readonly #sums: Uint32Array;
+  #next = 0;
+
+  constructor(target: Uint8Array, width: number, height: number) {
+    this.#target = target;
+    this.#width = width;
+    this.#height = height;
+    this.#sums = new Uint32Array(Math.ceil(width / 2) * 3);
+  }
+
+  /** Row `y` of the picture (4 bytes a pixel from `at`); rows come in order, each once. */
+  add(rgba: Uint8Array, y: number, at = 0): void {
+    if (y !== this.#next) throw new Error(`row ${y} out of order (expected ${this.#next})`);
+    this.#next++;
+    const sums = this.#sums;
+    const w = this.#width;
+    for (let x = 0, s = 0, p = at; x < w; x += 2, s += 3, p += 8) {
+      const pair = x + 1 < w;
+      sums[s] = sums[s]! + rgba[p]! + (pair ? rgba[p + 4]! : 0);
+      sums[s + 1] = sums[s + 1]! + rgba[p + 1]! + (pair ? rgba[p + 5]! : 0);
+      sums[s + 2] = sums[s + 2]! + rgba[p + 2]! + (pair ? rgba[p + 6]! : 0);
+    }
+    if (y % 2 === 1) this.#flush(y >> 1, 2);
+    else if (y === this.#height - 1) this.#flush(y >> 1, 1);
+  }
+
+  /** Rows from `y` on never came (damaged data): white paper, as a decoder at full size leaves them. */
+  white(y: number): void {
+    if (y >= this.#height) return;
+    const half = Math.ceil(this.#width / 2);
+    if (y % 2 === 1) {
+      // The pending row's pair is white.
+      for (let x = 0; x < half; x++) {
+        const n = 2 * x + 1 < this.#width ? 2 : 1;
+        for (let c = 0; c < 3; c++) this.#sums[3 * x + c] = this.#sums[3 * x + c]! + 255 * n;
+      }
+      this.#flush(y >> 1, 2);
+    }
+    this.#next = this.#height;
+    this.#target.fill(255, Math.ceil(y / 2) * half * 4, Math.ceil(this.#height / 2) * half * 4);
+  }
+
+  #flush(row: number, rows: number): void {
+    const sums = this.#sums;
+    const out = this.#target;
+    const half = Math.ceil(this.#width / 2);
+    for (let x = 0, s = 0, o = row * half * 4; x < half; x++, s += 3, o += 4) {
+      const n = rows * (2 * x + 1 < this.#width ? 2 : 1);
+      out[o] = Math.floor((sums[s]! + (n >> 1)) / n);
+      out[o + 1] = Math.floor((sums[s + 1]! + (n >> 1)) / n);
+      out[o + 2] = Math.floor((sums[s + 2]! + (n >> 1)) / n);
+      out[o + 3] = 255;
+    }
+    sums.fill(0);
+  }
+}
+
+/**
+ * Paints rows of samples into an RGBA target of `width` pixels a row, or, with `half`, into a row of its
+ * own that HalfRows averages into a target of half the size (rows then come in order, whole: no Adam7).
+ */
 export class RowPainter {
   readonly #target: Uint8Array;
   readonly #width: number;
@@ -81,6 +151,7 @@ export class RowPainter {
   readonly #depth: number;
   readonly #pixel: PixelWriter;
   readonly #samples: Uint16Array;
+  readonly #half: HalfRows | null;
 
   constructor(
     target: Uint8Array,
@@ -88,8 +159,10 @@ export class RowPainter {
     channels: number,
     depth: number,
     pixel: PixelWriter,
+    half?: { height: number } | undefined,
   ) {
-    this.#target = target;
+    this.#half = half === undefined ? null : new HalfRows(target, width, half.height);
+    this.#target = half === undefined ? target : new Uint8Array(width * 4);
     this.#width = width;
     this.#channels = channels;
     this.#depth = depth;
@@ -103,8 +176,15 @@ export class RowPainter {
     const c = this.#channels;
     unpack(bytes, count * c, this.#depth, s);
     const out = this.#target;
-    let o = (y * this.#width + x0) * 4;
+    let o = ((this.#half === null ? y * this.#width : 0) + x0) * 4;
     for (let i = 0; i < count; i++, o += 4 * dx) this.#pixel(s, i * c, out, o);
+    this.#half?.add(out, y);
+  }
+
+  /** Rows `y` to `height` never came: white paper. */
+  white(y: number, height: number): void {
+    if (this.#half !== null) this.#half.white(y);
+    else if (y < height) this.#target.fill(255, y * this.#width * 4, height * this.#width * 4);
   }
 }
 

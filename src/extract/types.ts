@@ -119,6 +119,8 @@ export interface ExtractResult {
   confidence?: number;
   /** PDF: pages whose text was read by OCR (no text layer). */
   ocr_pages?: number;
+  /** OCR: what a user should know about how it read (an image over the pixel limit read at half resolution). */
+  ocr_note?: string;
   /** True when a cap cut the text short; `truncated_by` names the first cap that did. */
   truncated: boolean;
   truncated_by?: TruncatedBy;

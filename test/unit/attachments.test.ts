@@ -523,6 +523,22 @@ describe("images", () => {
       reason: "read: 19 characters",
     });
     expect(ok.report.attachments!.ocr).toEqual({ read: 1, not_read: 0 });
+    // An image read at half resolution: the decision says so, with the sizes.
+    const note = "read at half resolution (1600×1200 → 800×600)";
+    const halved = await compact({
+      request: JSON.stringify(req),
+      session: "o3",
+      store: new MemoryStore(),
+      config: OCR_ON,
+      attachments: {
+        ocr: {
+          enabled: true,
+          engine: { ...engine(""), recognize: async () => ({ text: "ERROR 42: disk full", note }) },
+          model: bytesModelSource(new Uint8Array([1])),
+        },
+      },
+    });
+    expect(halved.report.attachments!.items[0]!.ocr!.reason).toBe(`read: 19 characters, ${note}`);
     const bad = await compact({
       request: JSON.stringify(req),
       session: "o2",

@@ -11,9 +11,11 @@ import { describe, expect, it } from "vitest";
 import { ExtractionFailedError } from "../../src/extract/errors.ts";
 import { decodeImage, imageRaster } from "../../src/extract/image-decode.ts";
 import { InflateError, inflateCapped, inflateInto } from "../../src/extract/inflate.ts";
+import { HalfRows } from "../../src/extract/raster.ts";
 import { pngFile } from "../fixtures/image-writer.ts";
 import { writeJpeg } from "../fixtures/jpeg-writer.ts";
 import { scanBombJpeg, zlibZeros } from "../fixtures/ocr-hostile.ts";
+import { boxHalf } from "../support/box-half.ts";
 
 let seed = 12345;
 const random = () => {
@@ -334,7 +336,9 @@ describe("JPEG", () => {
     };
     const bytes = writeJpeg(image, { subsample: true });
     expect(imageRaster(bytes, "jpeg", 153).width).toBe(17);
-    expect((thrown(() => imageRaster(bytes, "jpeg", 152)) as ExtractionFailedError).reason).toBe(
+    // One pixel over: read at half resolution (9×5 = 45 pixels), and refused below that.
+    expect(imageRaster(bytes, "jpeg", 152)).toMatchObject({ width: 9, height: 5 });
+    expect((thrown(() => imageRaster(bytes, "jpeg", 44)) as ExtractionFailedError).reason).toBe(
       "too_large",
     );
   });
@@ -377,5 +381,141 @@ describe("JPEG", () => {
       }
     })();
     if (e !== null) expect(e).toBeInstanceOf(ExtractionFailedError);
+  });
+});
+
+describe("half resolution (an image over the pixel limit, within it halved)", () => {
+  it("HalfRows averages 2×2 exactly, odd sizes included, and leaves missing rows white", () => {
+    for (const [w, h] of [
+      [1, 1],
+      [2, 2],
+      [5, 3],
+      [4, 7],
+      [7, 1],
+    ] as const) {
+      const full = Uint8Array.from({ length: w * h * 4 }, (_, i) =>
+        i % 4 === 3 ? 255 : Math.floor(random() * 256),
+      );
+      const out = new Uint8Array(Math.ceil(w / 2) * Math.ceil(h / 2) * 4);
+      const half = new HalfRows(out, w, h);
+      for (let y = 0; y < h; y++) half.add(full, y, y * w * 4);
+      expect(out).toEqual(boxHalf(full, w, h));
+    }
+    // Rows 0–2 of 6 given, then white: row pair 1 averages row 2 with white paper.
+    const w = 3;
+    const full = Uint8Array.from({ length: w * 6 * 4 }, (_, i) => (i % 4 === 3 ? 255 : i % 200));
+    const white = full.slice().fill(255, 3 * w * 4);
+    const out = new Uint8Array(2 * 3 * 4).fill(7);
+    const half = new HalfRows(out, w, 6);
+    for (let y = 0; y < 3; y++) half.add(full, y, y * w * 4);
+    half.white(3);
+    expect(out).toEqual(boxHalf(white, w, 6));
+    expect(() => new HalfRows(out, w, 6).add(full, 1)).toThrow(/out of order/);
+  });
+
+  const layouts: [number, number][] = [
+    [0, 1],
+    [0, 8],
+    [0, 16],
+    [2, 8],
+    [2, 16],
+    [3, 4],
+    [4, 8],
+    [6, 16],
+  ];
+  for (const [colorType, depth] of layouts)
+    it(`PNG colour type ${colorType}, ${depth}-bit, 13×11 over a limit of 50: the exact box average of its full decode`, () => {
+      const [w, h] = [13, 11];
+      const channels = { 0: 1, 2: 3, 3: 1, 4: 2, 6: 4 }[colorType]!;
+      const s = samples(w, h, channels, depth);
+      const extra: [string, Uint8Array][] =
+        colorType === 3
+          ? [
+              ["PLTE", Uint8Array.from({ length: 48 }, () => Math.floor(random() * 256))],
+              ["tRNS", Uint8Array.from([0, 128, 255])],
+            ]
+          : [];
+      const bytes = encodePng(w, h, colorType, depth, s, false, extra);
+      const whole = decodeImage(bytes, "png", 1e6);
+      const raster = imageRaster(bytes, "png", 50);
+      expect([raster.width, raster.height, raster.from]).toEqual([7, 6, { width: 13, height: 11 }]);
+      const halved = decodeImage(bytes, "png", 50);
+      expect([halved.width, halved.height]).toEqual([7, 6]);
+      expect(halved.data).toEqual(boxHalf(whole.data, w, h));
+    });
+
+  it("refuses over 4× the limit (its half over it), an interlaced PNG, and a row wider than 65,536", () => {
+    const s = samples(13, 11, 1, 8);
+    const refused = (bytes: Uint8Array, max: number) =>
+      thrown(() => imageRaster(bytes, "png", max)) as ExtractionFailedError;
+    const over = refused(encodePng(13, 11, 0, 8, s, false), 41);
+    expect(over.reason).toBe("too_large");
+    expect(over.message).toMatch(
+      /13×11 pixels, more than the 41 OCR reads, even at half resolution \(7×6\)/,
+    );
+    const adam7 = refused(encodePng(13, 11, 0, 8, s, true), 50);
+    expect(adam7.reason).toBe("too_large");
+    expect(adam7.message).toMatch(/interlaced PNG is not read at half resolution/);
+    const wide = pngFile({ width: 70_000, height: 2, depth: 8, colorType: 0 }, zlibZeros(10));
+    expect(refused(wide, 100_000).message).toMatch(/over 65536 pixels wide/);
+    // At the default ceiling: a 300 dpi A4 page and a 4K screenshot are read halved; 6000² is not.
+    for (const [w, h, read] of [
+      [2480, 3508, true],
+      [3840, 2160, true],
+      [6000, 6000, false],
+    ] as const) {
+      const header = pngFile({ width: w, height: h, depth: 8, colorType: 0 }, zlibZeros(10));
+      if (read)
+        expect(imageRaster(header, "png", 7_300_000)).toMatchObject({
+          width: w / 2,
+          height: h / 2,
+          from: { width: w, height: h },
+        });
+      else expect(refused(header, 7_300_000).reason).toBe("too_large");
+    }
+  });
+
+  it("a damaged halved PNG is still corrupt (its data ends early)", () => {
+    const bytes = encodePng(13, 11, 0, 8, samples(13, 11, 1, 8), false);
+    const e = thrown(() => decodeImage(bytes.slice(0, bytes.length - 30), "png", 50));
+    expect((e as ExtractionFailedError).reason).toBe("corrupt");
+  });
+
+  const grey = {
+    width: 45,
+    height: 37,
+    channels: 1 as const,
+    data: Uint8Array.from(samples(45, 37, 1, 8)),
+  };
+  const colour = {
+    width: 51,
+    height: 29,
+    channels: 3 as const,
+    data: Uint8Array.from({ length: 51 * 29 * 3 }, (_, i) => (i * 7 + (i % 3) * 60) & 255),
+  };
+  for (const [name, image, options] of [
+    ["grey", grey, {}],
+    ["grey with restarts", grey, { restart: 2 }],
+    ["colour 4:4:4", colour, {}],
+    ["colour 4:2:0 with restarts", colour, { subsample: true, restart: 3 }],
+  ] as const)
+    it(`baseline JPEG, ${name}: halved while decoding, the exact box average of its full decode`, () => {
+      const bytes = writeJpeg(image, options);
+      const whole = decodeImage(bytes, "jpeg", 1e6);
+      const limit = Math.ceil(image.width / 2) * Math.ceil(image.height / 2);
+      const halved = decodeImage(bytes, "jpeg", limit);
+      expect([halved.width, halved.height]).toEqual([
+        Math.ceil(image.width / 2),
+        Math.ceil(image.height / 2),
+      ]);
+      expect(halved.data).toEqual(boxHalf(whole.data, image.width, image.height));
+      expect(() => decodeImage(bytes, "jpeg", limit - 1)).toThrow(/even at half resolution/);
+    });
+
+  it("refuses a progressive JPEG over the limit rather than halve it", () => {
+    const bytes = writeJpeg(grey, { progressive: true });
+    const e = thrown(() => imageRaster(bytes, "jpeg", 45 * 37 - 1)) as ExtractionFailedError;
+    expect(e.reason).toBe("too_large");
+    expect(e.message).toMatch(/progressive JPEG is not read at half resolution/);
   });
 });

@@ -8,8 +8,9 @@ import { ExtractionFailedError, extractText } from "../../src/extract/entry.ts";
 import { decodeImage } from "../../src/extract/image-decode.ts";
 import { OcrLimitsSchema, ocrFromQuery, ocrLimitsFor } from "../../src/extract/ocr-service.ts";
 import { OCR_TEXT } from "../fixtures/build.ts";
-import { greyPng } from "../fixtures/image-writer.ts";
+import { greyJpeg, greyPng } from "../fixtures/image-writer.ts";
 import { fixtureBytes, loadFixture } from "../fixtures/load.ts";
+import { type GreyImage, renderText } from "../fixtures/text-image.ts";
 import { charAccuracy, nodeOcr } from "../support/ocr-node.ts";
 
 async function failure(p: Promise<unknown>): Promise<ExtractionFailedError> {
@@ -38,11 +39,37 @@ describe("OCR with tesseract-wasm", { timeout: 60_000 }, () => {
   it("a photo without text, a huge image and a corrupt one fail typed", async () => {
     const photo = await failure(extractText(loadFixture("ocr-photo.png"), { ocr: nodeOcr() }));
     expect(["empty", "low_confidence"]).toContain(photo.reason);
-    const huge = await failure(extractText(loadFixture("ocr-huge.png"), { ocr: nodeOcr() }));
+    // 4000×4000: over 4× a 3 MP limit (its half, 4 MP, too), refused from the header.
+    const huge = await failure(
+      extractText(loadFixture("ocr-huge.png"), { ocr: nodeOcr({ max_pixels: 3_000_000 }) }),
+    );
     expect(huge.reason).toBe("too_large");
+    expect(huge.message).toMatch(/even at half resolution \(2000×2000\)/);
     const corrupt = await failure(extractText(loadFixture("ocr-corrupt.png"), { ocr: nodeOcr() }));
     expect(corrupt.reason).toBe("corrupt");
   });
+
+  for (const [file, encode] of [
+    ["PNG", greyPng],
+    ["JPEG", (page: GreyImage) => greyJpeg(page, 85)],
+  ] as const)
+    it(`reads a ${file} one pixel over the limit at half resolution, and says so`, async () => {
+      // The fixture's text drawn twice as large: halved, it is the size the engine reads at 100 %.
+      const page = renderText(OCR_TEXT["ocr-text.png"]!, { cap: 60 });
+      const [w, h] = [page.width, page.height];
+      const bytes = encode(page);
+      const media_type = file === "PNG" ? "image/png" : "image/jpeg";
+      const r = await extractText(
+        { data: bytes, media_type },
+        { ocr: nodeOcr({ max_pixels: w * h - 1 }) },
+      );
+      const accuracy = charAccuracy(OCR_TEXT["ocr-text.png"]!.join("\n"), r.text);
+      console.log(`${file} ${w}×${h} halved: character accuracy ${accuracy.toFixed(4)}`);
+      expect(accuracy).toBeGreaterThanOrEqual(0.95);
+      expect(r.ocr_note).toBe(
+        `read at half resolution (${w}×${h} → ${Math.ceil(w / 2)}×${Math.ceil(h / 2)})`,
+      );
+    });
 
   it("refuses over the CPU budget (estimated after layout) and under the confidence floor", async () => {
     const budget = await failure(

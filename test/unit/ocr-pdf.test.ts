@@ -21,6 +21,7 @@ import { PdfDocument } from "../../src/extract/pdf-objects.ts";
 import { greyJpeg } from "../fixtures/image-writer.ts";
 import { imagesPdf } from "../fixtures/ocr-hostile.ts";
 import { type PdfObject, textPdf, writeCompressedPdf, writePdf } from "../fixtures/pdf-writer.ts";
+import { boxHalf } from "../support/box-half.ts";
 
 const latin1 = (s: string) => Uint8Array.from(s, (c) => c.charCodeAt(0) & 255);
 const budget = () => ({ inflate: 32 << 20, objects: 100_000 });
@@ -345,6 +346,79 @@ describe("the image OCR reads, decoded here", () => {
       }
     })() as ExtractionFailedError;
     expect(e.reason).toBe("too_large");
+  });
+});
+
+describe("a page's image over the pixel limit, read at half resolution", () => {
+  /** 5×3 RGB samples (odd width and height), and their 2×2 box averages as RGBA. */
+  const rgb = Array.from({ length: 5 * 3 * 3 }, (_, i) => (i * 37) & 255);
+  const rgba = Uint8Array.from({ length: 5 * 3 * 4 }, (_, i) =>
+    i % 4 === 3 ? 255 : rgb[(i >> 2) * 3 + (i % 4)]!,
+  );
+  const want = [...boxHalf(rgba, 5, 3)];
+
+  it("unfiltered or behind Flate: halved as its rows arrive, the exact box average", () => {
+    for (const [filter, data] of [
+      ["", Uint8Array.from(rgb)],
+      ["/Filter /FlateDecode", zlibSync(Uint8Array.from(rgb))],
+    ] as const) {
+      const { raster, rgba } = paint(
+        single(`/ColorSpace /DeviceRGB /BitsPerComponent 8 ${filter}`, data, 5, 3),
+        6,
+      );
+      expect([raster!.width, raster!.height, raster!.from]).toEqual([
+        3,
+        2,
+        { width: 5, height: 3 },
+      ]);
+      expect(rgba).toEqual(want);
+    }
+  });
+
+  it("data that ends early leaves the rest white, as at full size", () => {
+    const { rgba } = paint(
+      single(
+        "/ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode",
+        zlibSync(Uint8Array.from([0, 100, 200, 50])),
+        2,
+        4,
+      ),
+      2,
+    );
+    // Rows 0 and 1 averaged, row pair 2–3 never came.
+    expect(rgba).toEqual([88, 88, 88, 255, 255, 255, 255, 255]);
+  });
+
+  it("refuses one behind a filter decoded in memory, and over 4× the limit", () => {
+    const refused = (pdf: Uint8Array, max: number) =>
+      (() => {
+        try {
+          paint(pdf, max);
+        } catch (error) {
+          return error as ExtractionFailedError;
+        }
+        throw new Error("expected a refusal");
+      })();
+    const lzwed = refused(
+      single("/ColorSpace /DeviceRGB /BitsPerComponent 8 /Filter /LZWDecode", lzw(rgb), 5, 3),
+      6,
+    );
+    expect(lzwed.reason).toBe("too_large");
+    expect(lzwed.message).toMatch(/behind LZWDecode is not read at half resolution/);
+    const over = refused(
+      single("/ColorSpace /DeviceRGB /BitsPerComponent 8", Uint8Array.from(rgb), 5, 3),
+      5,
+    );
+    expect(over.message).toMatch(/even at half resolution \(3×2\)/);
+  });
+
+  it("through extractText, the result says which page was halved", async () => {
+    const r = await extractText(
+      { data: imagesPdf([[flateGrey(40, 30)]]), media_type: "application/pdf" },
+      { ocr: { ...ocrWith(recorder()), max_pixels: 1000 } },
+    );
+    expect(r.text).toBe("page of 20×15");
+    expect(r.ocr_note).toBe("page 1 read at half resolution (40×30 → 20×15)");
   });
 });
 

@@ -124,15 +124,16 @@ describe("the attachment policy reads an image by OCR once its hot turns pass", 
 });
 
 describe("the summary says why an image was not read", () => {
-  it("a tiny image or a deflate bomb behind a tiny header: not worth reading (nothing decoded); an image over the ceiling: too_large", async () => {
+  it("a tiny image or a deflate bomb behind a tiny header: not worth reading (nothing decoded); an image over 4× the ceiling: too_large", async () => {
     const tiny = pagePng(sparsePage(100, 100), "grey8");
     // A 100×100 header whose data inflates to 32 MB of zeros: never decoded here, and refused by the route.
     const bomb = pngFile({ width: 100, height: 100, depth: 8, colorType: 0 }, zlibZeros(32 << 20));
-    const over = pagePng(sparsePage(2898, 2898), "grey8");
+    // Over four times the ceiling: refused from its header even at half resolution.
+    const over = pngFile({ width: 6000, height: 6000, depth: 8, colorType: 0 }, zlibZeros(1000));
     for (const [image, outcome, reason] of [
       [tiny, "skipped", /not worth reading/],
       [bomb, "skipped", /not worth reading/],
-      [over, "failed", /too_large: .*2898×2898.*7300000/],
+      [over, "failed", /too_large: .*6000×6000.*7300000 OCR reads, even at half resolution/],
     ] as const) {
       const res = await call(compactPath(sid("ocr-why")), {
         body: conversation(image, true),

@@ -332,7 +332,12 @@ async function imageDecision(
         });
         if (paid.fire) {
           ocrText = text;
-          ocr = { outcome: "read", cached, reason: `read: ${text.length} characters` };
+          const how = out.outcome.result.ocr_note;
+          ocr = {
+            outcome: "read",
+            cached,
+            reason: `read: ${text.length} characters${how === undefined ? "" : `, ${how}`}`,
+          };
         } else {
           note = `; its OCR text is left out: ${paid.why}`;
           ocr = { outcome: "dropped", cached, reason: `its text is left out: ${paid.why}` };

@@ -55,6 +55,12 @@ export const ExtractSuccessSchema = z
       .optional()
       .describe("OCR: mean confidence of the words read (0–1, weighted by length)."),
     ocr_pages: z.int().optional().describe("PDF: pages without a text layer read by OCR."),
+    ocr_note: z
+      .string()
+      .optional()
+      .describe(
+        "OCR: how it read, when a user should know: an image over the pixel limit read at half resolution.",
+      ),
     truncated: z
       .boolean()
       .describe(
