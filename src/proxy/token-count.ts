@@ -11,7 +11,6 @@
  * Bounded: the largest COUNT_LIMIT results of a call, each once per call, under one deadline; an upstream
  * that has no such endpoint (a 404, 405 or 501) is not asked again for an hour by this isolate.
  */
-import { decodeString, getMember } from "../core/json/scan.ts";
 import type { PreparedRequest } from "../core/prepare.ts";
 import { siteText } from "../core/turn/context.ts";
 import type { Provider } from "./upstream.ts";
@@ -77,13 +76,6 @@ export function unsentTexts(
     .slice(0, COUNT_LIMIT);
   for (const { site, id } of picked) out.set(id, siteText(prepared.raw, site));
   return out;
-}
-
-/** The model as the request names it, null when it names none. */
-export function requestModel(prepared: PreparedRequest): string | null {
-  if (prepared.root.kind !== "object") return null;
-  const node = getMember(prepared.root, "model");
-  return node?.kind === "string" ? decodeString(prepared.raw, node) : null;
 }
 
 /** The one-message request a text is counted in. */
@@ -185,7 +177,9 @@ export function countUnsent(o: {
   deadlineMs?: number;
 }): Promise<Record<string, number>> | undefined {
   const texts = unsentTexts(o.prepared, o.cut);
-  const model = texts.size === 0 ? null : requestModel(o.prepared);
+  // The model as the request names it (texts are only found in a request the adapter read).
+  const model =
+    texts.size === 0 || "invalid" in o.prepared.analysis ? null : o.prepared.analysis.model;
   if (model === null || o.url === null) return undefined;
   return countResults({
     provider: o.provider,

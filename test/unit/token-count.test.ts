@@ -15,8 +15,8 @@ import { openaiResponsesDialect } from "../../src/proxy/openai-responses.ts";
 import {
   COUNT_LIMIT,
   countResults,
+  countUnsent,
   countUrlOf,
-  requestModel,
   resetCountSupport,
   unsentTexts,
 } from "../../src/proxy/token-count.ts";
@@ -174,7 +174,7 @@ describe("unsentTexts", () => {
   };
   const prepared = prepareRequest("anthropic", adapterFor("anthropic"), JSON.stringify(req));
 
-  it("takes the results cut on arrival, the largest first, at most COUNT_LIMIT", () => {
+  it("takes the results cut on arrival, the largest first, at most COUNT_LIMIT", async () => {
     const cut: Record<string, number> = { old: 5000 };
     fresh.forEach((id, i) => {
       cut[id] = 2000 + i;
@@ -185,7 +185,23 @@ describe("unsentTexts", () => {
     expect(out.has("old")).toBe(false);
     expect(out.has("new0")).toBe(false);
     expect(out.get(`new${COUNT_LIMIT}`)).toBe(TEXT + COUNT_LIMIT);
-    expect(requestModel(prepared)).toBe("claude-sonnet-4-6");
+    // Counted in the model the request names.
+    const models: unknown[] = [];
+    const fetcher = (async (_: RequestInfo | URL, init?: RequestInit) => {
+      models.push(JSON.parse(String(init?.body)).model);
+      return Response.json({ input_tokens: 1 });
+    }) as typeof fetch;
+    const url = "https://fake.test/v1/messages/count_tokens";
+    await countUnsent({
+      provider: "anthropic",
+      fetcher,
+      url,
+      headers: new Headers(),
+      prepared,
+      cut,
+    });
+    expect(models).toHaveLength(COUNT_LIMIT + 1);
+    expect(new Set(models)).toEqual(new Set(["claude-sonnet-4-6"]));
   });
 
   it("nothing without a cut, for results under the minimum, or kept", () => {
