@@ -4,8 +4,9 @@
  * RGBA (4 bytes a pixel) and a few rows, whatever its bit depth, interlacing or progression.
  *
  * Uploads are hostile, so the work is bounded before it is done: the header's pixel count is checked against
- * the limit (over it but within it at half resolution, a PNG or baseline JPEG is halved while decoding) (the picture's, not the JPEG's padded blocks: a PNG and a JPEG of the same picture are judged
- * alike), and every decoder's work follows from the declared size, never from what the data does.
+ * the limit (the picture's, not the JPEG's padded blocks: a PNG and a JPEG of the same picture are judged
+ * alike; over it but within it at half resolution, a PNG or baseline JPEG is halved while it decodes), and
+ * every decoder's work follows from the declared size, never from what the data does.
  */
 import { AttachmentError, ExtractionFailedError } from "./errors.ts";
 import { jpegRaster } from "./jpeg-decode.ts";

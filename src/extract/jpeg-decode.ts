@@ -16,7 +16,7 @@
  * Arithmetic-coded, lossless, hierarchical and 12-bit JPEGs are not read (`corrupt`, saying so).
  */
 import { ExtractionFailedError } from "./errors.ts";
-import { type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
+import { halfRaster, type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
 import { HalfRows, type PixelWriter, release } from "./raster.ts";
 
 /** Average visits of a block over all scans (a progressive file's usual scripts make about six). */
@@ -789,15 +789,11 @@ export function jpegRaster(
   // A progressive file's coefficients are all held before any row is final: 2 bytes a pixel and
   // component of the whole picture, over the budget at twice the ceiling.
   if (frame.progressive) throw tooLarge("a progressive JPEG is not read at half resolution");
-  return {
-    width: Math.ceil(width / 2),
-    height: Math.ceil(height / 2),
-    from: { width, height },
-    paint: (target) =>
-      paint(bytes, frame, options, target, () =>
-        tooLarge("a JPEG whose components are in separate scans is not read at half resolution"),
-      ),
-  };
+  return halfRaster(width, height, (target) =>
+    paint(bytes, frame, options, target, () =>
+      tooLarge("a JPEG whose components are in separate scans is not read at half resolution"),
+    ),
+  );
 }
 
 /**

@@ -47,7 +47,18 @@ export interface OcrRaster {
 export function ocrScale(width: number, height: number, maxPixels: number): 1 | 2 | null {
   if (width * height <= maxPixels) return 1;
   if (width > OCR_HALF_MAX_WIDTH) return null;
-  return Math.ceil(width / 2) * Math.ceil(height / 2) <= maxPixels ? 2 : null;
+  return half(width) * half(height) <= maxPixels ? 2 : null;
+}
+
+/** A side at half resolution: an odd last row or column is a pixel of its own. */
+const half = (n: number): number => Math.ceil(n / 2);
+
+/**
+ * The raster of a `width`×`height` picture read at half resolution (ocrScale said 2): `paint` writes the
+ * half, and `from` keeps the picture's own size for what the user is told (halfNote).
+ */
+export function halfRaster(width: number, height: number, paint: OcrRaster["paint"]): OcrRaster {
+  return { width: half(width), height: half(height), from: { width, height }, paint };
 }
 
 /**
@@ -68,7 +79,7 @@ export function overPixelsMessage(
   if (why === undefined && width > OCR_HALF_MAX_WIDTH)
     return `${over}, and a picture over ${OCR_HALF_MAX_WIDTH} pixels wide is not read at half resolution`;
   return why === undefined
-    ? `${over}, even at half resolution (${Math.ceil(width / 2)}×${Math.ceil(height / 2)})`
+    ? `${over}, even at half resolution (${half(width)}×${half(height)})`
     : `${over}, and ${why}`;
 }
 

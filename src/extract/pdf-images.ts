@@ -11,7 +11,7 @@
 import { ExtractionFailedError } from "./errors.ts";
 import { InflateError, inflateInto } from "./inflate.ts";
 import { jpegRaster } from "./jpeg-decode.ts";
-import { type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
+import { halfRaster, type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
 import {
   applyFilter,
   type Dict,
@@ -462,30 +462,26 @@ export function pageImageRaster(
   const pixel = pdfPixel(space, bpc, decode, mask);
   // A final Flate's predictor is undone row by row here; any other filter's was undone with it.
   const predictorParams = streamed ? (params[last - 1] ?? null) : null;
-  return {
-    width: half ? Math.ceil(width / 2) : width,
-    height: half ? Math.ceil(height / 2) : height,
-    ...(half ? { from: { width, height } } : {}),
-    paint(target) {
-      const rows = new RowSink(
-        new RowPainter(target(), width, channels, bpc, pixel, half ? { height } : undefined),
-        width,
-        height,
-        channels,
-        bpc,
-        predictorParams,
-      );
-      if (streamed) {
-        try {
-          inflateInto([data], rows.cap, (chunk) => rows.push(chunk));
-        } catch (cause) {
-          // Data past the image is ignored, as pdf.js does; damaged data leaves the rest of the page white.
-          if (!(cause instanceof InflateError)) throw cause;
-        }
-      } else rows.push(data);
-      rows.finish();
-    },
+  const paint: OcrRaster["paint"] = (target) => {
+    const rows = new RowSink(
+      new RowPainter(target(), width, channels, bpc, pixel, half ? { height } : undefined),
+      width,
+      height,
+      channels,
+      bpc,
+      predictorParams,
+    );
+    if (streamed) {
+      try {
+        inflateInto([data], rows.cap, (chunk) => rows.push(chunk));
+      } catch (cause) {
+        // Data past the image is ignored, as pdf.js does; damaged data leaves the rest of the page white.
+        if (!(cause instanceof InflateError)) throw cause;
+      }
+    } else rows.push(data);
+    rows.finish();
   };
+  return half ? halfRaster(width, height, paint) : { width, height, paint };
 }
 
 /** Bytes → predictor undone → image rows, painted; rows that never arrive are left white. */

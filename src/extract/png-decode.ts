@@ -8,7 +8,7 @@
  */
 import { ExtractionFailedError } from "./errors.ts";
 import { InflateError, inflateInto } from "./inflate.ts";
-import { type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
+import { halfRaster, type OcrRaster, ocrScale, overPixelsMessage } from "./ocr.ts";
 import { overWhite, type PixelWriter, RowPainter, rowBytes, unfilter } from "./raster.ts";
 
 const be32 = (b: Uint8Array, o: number): number =>
@@ -230,12 +230,7 @@ export function pngRaster(bytes: Uint8Array, maxPixels: number): OcrRaster {
     return { width: h.width, height: h.height, paint: (target) => paint(bytes, h, target, false) };
   // Adam7's passes give rows out of order: halving them would need the whole picture first.
   if (h.interlaced) throw tooLarge("an interlaced PNG is not read at half resolution");
-  return {
-    width: Math.ceil(h.width / 2),
-    height: Math.ceil(h.height / 2),
-    from: { width: h.width, height: h.height },
-    paint: (target) => paint(bytes, h, target, true),
-  };
+  return halfRaster(h.width, h.height, (target) => paint(bytes, h, target, true));
 }
 
 function paint(bytes: Uint8Array, h: Header, target: () => Uint8Array, half: boolean): void {
