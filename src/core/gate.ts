@@ -150,13 +150,27 @@ export function cacheableStubTokens(input: GateInput): number | null {
     typeof input.model === "object" && input.model !== null
       ? input.model
       : resolveModel(input.model);
-  if (price === null || !(input.client_caches ?? input.cached_side)) return null;
+  if (price === null) return null;
   const T = Math.max(0, input.result_tokens);
   const S = Math.max(0, input.stub_tokens);
-  const min = price.min_cacheable_tokens;
-  if (input.context_tokens >= min || input.context_tokens - S + T < min) return null;
-  const stub = S + Math.ceil(min * (1 + CACHEABLE_MARGIN)) - input.context_tokens;
+  if (!uncachesPrompt(input, price, T, S)) return null;
+  const stub =
+    S + Math.ceil(price.min_cacheable_tokens * (1 + CACHEABLE_MARGIN)) - input.context_tokens;
   return stub <= T * CACHEABLE_STUB_MAX_SHARE ? stub : null;
+}
+
+/**
+ * Whether a stub of `S` tokens in place of a result of `T` brings a caching client's prompt below the
+ * model's minimum cacheable length (`context_tokens` is the prompt with the stub): cached with the result,
+ * not with the stub.
+ */
+function uncachesPrompt(input: GateInput, price: ModelPrice, T: number, S: number): boolean {
+  const min = price.min_cacheable_tokens;
+  return (
+    (input.client_caches ?? input.cached_side) &&
+    input.context_tokens - S + T >= min &&
+    input.context_tokens < min
+  );
 }
 
 /**
@@ -241,14 +255,9 @@ export function offloadGate(input: GateInput): GateResult {
       : usd((H + 1) * S, r)
     : usd(H * S, r);
   const caches = input.client_caches ?? input.cached_side;
-  // context_tokens is the prompt with the stub: with the result it was S smaller and T larger.
-  const withResult = input.context_tokens - S + T;
-  const belowMinimum =
-    caches &&
-    withResult >= price.min_cacheable_tokens &&
-    input.context_tokens < price.min_cacheable_tokens
-      ? uncachedFor(input, price.min_cacheable_tokens, H, rates, write)
-      : 0;
+  const belowMinimum = uncachesPrompt(input, price, T, S)
+    ? uncachedFor(input, price.min_cacheable_tokens, H, rates, write)
+    : 0;
   const invalidation =
     (input.cached_side && !written ? usd(toBreakpoint, write - rates.cache_read) : 0) +
     belowMinimum;
