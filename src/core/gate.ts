@@ -78,6 +78,11 @@ export interface GateInput {
 export const RECALL_TOKENS_DEFAULT = 2_000;
 export const RECALL_OUTPUT_TOKENS_DEFAULT = 100;
 
+/** The prices a gate input names: a price row as given, or a model's name looked up (null: unpriced). */
+export function gatePrice(model: GateInput["model"]): ModelPrice | null {
+  return typeof model === "object" && model !== null ? model : resolveModel(model);
+}
+
 /**
  * Why a model cannot be priced, and the config key that fixes it: said by the gate's reason, the anchor's and the
  * turn's report, so an unpriced model never just quietly leaves offload off.
@@ -146,10 +151,7 @@ export const CACHEABLE_STUB_MAX_SHARE = 0.5;
  * preview raised) and keep whichever of the two nets more.
  */
 export function cacheableStubTokens(input: GateInput): number | null {
-  const price =
-    typeof input.model === "object" && input.model !== null
-      ? input.model
-      : resolveModel(input.model);
+  const price = gatePrice(input.model);
   if (price === null) return null;
   const T = Math.max(0, input.result_tokens);
   const S = Math.max(0, input.stub_tokens);
@@ -186,10 +188,7 @@ function uncachesPrompt(input: GateInput, price: ModelPrice, T: number, S: numbe
  * if (verdict.fire) console.log(`saves ≈ $${verdict.net_usd}`);
  */
 export function offloadGate(input: GateInput): GateResult {
-  const price =
-    typeof input.model === "object" && input.model !== null
-      ? input.model
-      : resolveModel(input.model);
+  const price = gatePrice(input.model);
   const T = Math.max(0, input.result_tokens);
   const S = Math.max(0, input.stub_tokens);
   const H = Math.max(0, input.horizon);

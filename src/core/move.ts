@@ -22,8 +22,8 @@
  * whose write is cheaper than input, is not moved: with OpenAI's models before GPT-5.6 a write costs input).
  * Pure, like the gate: the same input gives the same answer, with its breakdown in dollars.
  */
-import { type GateInput, offloadGate } from "./gate.ts";
-import { ratesFor, resolveModel, usd } from "./pricing.ts";
+import { type GateInput, gatePrice, offloadGate } from "./gate.ts";
+import { ratesFor, usd } from "./pricing.ts";
 import type { GateResult } from "./types.ts";
 
 export interface MoveInput {
@@ -73,10 +73,7 @@ export function moveGate(input: MoveInput): MoveResult {
     first_delivery: false,
     cache_cold: false,
   });
-  const price =
-    typeof input.gate.model === "object" && input.gate.model !== null
-      ? input.gate.model
-      : resolveModel(input.gate.model);
+  const price = gatePrice(input.gate.model);
   const q = Math.min(1, Math.max(0, input.hot_probability));
   if (price === null)
     return {
