@@ -8,7 +8,8 @@
  * `deps` exist for tests and embedders: `store` builds the request's store from the bindings (wrap
  * a binding to inject a fault), `maxBodyBytes` overrides OFFLOAD_MAX_BODY_BYTES, `log` receives
  * operator log lines, `extract` replaces the attachment extractor (a test's spy, or an extractor
- * with OCR plugged in). `fetch` makes the proxy routes' provider calls.
+ * with OCR plugged in). `fetch` makes the proxy routes' provider calls. `ocr` is where the OCR engine and
+ * trained data come from (the Worker's: its wasm module import and the LEDGER bucket; serve's: ocr-node.ts).
  */
 import { Hono } from "hono";
 import { z } from "zod";
@@ -17,7 +18,7 @@ import { OffloadError } from "./errors.ts";
 import { attachmentExtractor } from "./extract/attachment-extractor.ts";
 import { type Extractor, withCeilings } from "./extract/cache.ts";
 import { extractText } from "./extract/extract.ts";
-import { serviceOcr } from "./extract/ocr-service.ts";
+import { type OcrHost, serviceOcr, workerOcrHost } from "./extract/ocr-service.ts";
 import { authenticate, bearerKey } from "./http/auth.ts";
 import { type AppEnv, type ExtractorFor, type Settings, settingsOf } from "./http/context.ts";
 import { type Defer, deferOf } from "./http/defer.ts";
@@ -60,6 +61,8 @@ export interface AppDeps {
   extract?: Extractor;
   /** The proxy routes' provider calls (default: the runtime's fetch). */
   fetch?: typeof fetch;
+  /** Where OCR's engine and trained data come from (default: the Worker's, workerOcrHost). */
+  ocr?: OcrHost;
 }
 
 /**
@@ -95,14 +98,14 @@ export function defaultStore(
 
 /**
  * The attachment policy's extractor for a request: over `extract` under the deployment's extraction
- * ceilings (OFFLOAD_EXTRACT_LIMITS), with the deployment's OCR (OFFLOAD_OCR, its model in R2) when
- * the request's config asks for it (`attachment_ocr`).
+ * ceilings (OFFLOAD_EXTRACT_LIMITS), with the deployment's OCR (OFFLOAD_OCR; its engine and model from
+ * `ocr`) when the request's config asks for it (`attachment_ocr`).
  */
-function extractorsFor(extract: Extractor): ExtractorFor {
+function extractorsFor(extract: Extractor, ocr: OcrHost): ExtractorFor {
   return (env, config, ceilings) =>
     attachmentExtractor({
       extract: withCeilings(extract, ceilings),
-      ocr: config.attachment_ocr ? serviceOcr(env, { enabled: true }) : undefined,
+      ocr: config.attachment_ocr ? serviceOcr(env, { enabled: true }, ocr) : undefined,
     });
 }
 
@@ -110,7 +113,8 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
   const log = deps.log ?? ((line: string) => console.error(line));
   const makeStore = deps.store ?? defaultStore;
   const extract = deps.extract ?? extractText;
-  const extractor = extractorsFor(extract);
+  const ocr = deps.ocr ?? workerOcrHost;
+  const extractor = extractorsFor(extract, ocr);
   const app = new Hono<AppEnv>();
 
   app.onError((err) => errorResponse(toOffloadError(err, log)));
@@ -156,6 +160,7 @@ export function createApp(deps: AppDeps = {}): Hono<AppEnv> {
     c.set("store", makeStore(c.env, settings, log, deferOf(c)));
     c.set("extract", withCeilings(extract, settings.extractCeilings));
     c.set("extractor", extractor);
+    c.set("ocr", ocr);
     await next();
   });
 

@@ -219,8 +219,10 @@ Options:
   --help         this text
 
 The Worker's variables configure it: OFFLOAD_API_KEYS, OFFLOAD_SECRET, OFFLOAD_DEFAULT_CONFIG,
-ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OFFLOAD_RETENTION_SECONDS… (docs/stores.md). Without
-OFFLOAD_DEFAULT_CONFIG, sessions nobody configured run in shadow mode, as on the Worker.
+ANTHROPIC_BASE_URL, OPENAI_BASE_URL, OFFLOAD_RETENTION_SECONDS, OFFLOAD_OCR… (docs/stores.md). Without
+OFFLOAD_DEFAULT_CONFIG, sessions nobody configured run in shadow mode, as on the Worker. With
+OFFLOAD_OCR=on, OFFLOAD_OCR_MODEL_DIR names the directory of <language>.traineddata files (and the
+tesseract-wasm package reads them: docs/attachments.md).
 `;
 
 function portOf(text: string, where: string): number {

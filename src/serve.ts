@@ -2,12 +2,16 @@
  * `edge-offload serve`: the service's Hono app (routes, proxy, dashboard, OpenAPI: src/app.ts) on Node
  * through `@hono/node-server`, over a store named by a URL (store/open.ts) instead of the Worker's
  * bindings. Keys, secret, upstream base URLs and the deployment's config come from the same environment
- * variables as on Workers (src/env.ts); retention is the store's (OFFLOAD_RETENTION_SECONDS).
+ * variables as on Workers (src/env.ts); retention is the store's (OFFLOAD_RETENTION_SECONDS). OCR
+ * (OFFLOAD_OCR=on) reads the installed tesseract-wasm and the trained data in OFFLOAD_OCR_MODEL_DIR
+ * (extract/ocr-node.ts), the Worker having them as a wasm module import and in its bucket.
  */
 import { createApp } from "./app.ts";
 import { SHIPPED_DEPLOYMENT_CONFIG } from "./config.ts";
 import type { Env } from "./env.ts";
 import { OffloadError } from "./errors.ts";
+import { checkModelDir, nodeOcrHost, tesseractWasmInstalled } from "./extract/ocr-node.ts";
+import { type OcrHost, ocrDeployment } from "./extract/ocr-service.ts";
 import { settingsOf } from "./http/context.ts";
 import { type OpenedStore, openStore } from "./store/open.ts";
 
@@ -44,6 +48,8 @@ export interface ServeOptions {
   log?: (line: string) => void;
   /** The provider calls (default: the global fetch). */
   fetch?: typeof fetch;
+  /** OCR's compiled engine (default: the installed tesseract-wasm's, compiled on the first image). */
+  ocrWasm?: () => Promise<WebAssembly.Module>;
 }
 
 export interface Server {
@@ -53,6 +59,37 @@ export interface Server {
   store: string;
   /** Stops taking connections, waits for the store's background work, closes it. */
   close(): Promise<void>;
+}
+
+/**
+ * serve's OCR when OFFLOAD_OCR is on, checked at startup: without a readable model directory the server
+ * could never OCR, so it does not start (the Worker's variables have no such check to make: its data is
+ * in a bucket filled at any time). A language missing from the directory and a missing tesseract-wasm are
+ * said once; their images answer `extraction_dependency_missing`, as on a Worker without its model.
+ */
+async function ocrHostOf(
+  env: Env,
+  modelDir: string | undefined,
+  log: (line: string) => void,
+  wasm: (() => Promise<WebAssembly.Module>) | undefined,
+): Promise<OcrHost | undefined> {
+  const deployment = ocrDeployment(env);
+  if (!deployment.enabled) return undefined;
+  if (modelDir === undefined || modelDir.trim() === "")
+    throw new OffloadError(
+      "internal",
+      "service misconfigured: OFFLOAD_OCR is on but OFFLOAD_OCR_MODEL_DIR is not set (the directory of <language>.traineddata files: docs/attachments.md)",
+    );
+  const missing = await checkModelDir(modelDir, deployment.limits.languages);
+  if (missing.length > 0)
+    log(
+      `[edge-offload] OFFLOAD_OCR_MODEL_DIR has no ${missing.map((l) => `${l}.traineddata`).join(", ")}: OCR in ${missing.join(", ")} answers extraction_dependency_missing until it is there`,
+    );
+  if (wasm === undefined && !tesseractWasmInstalled())
+    log(
+      "[edge-offload] OFFLOAD_OCR is on but tesseract-wasm is not installed (npm install tesseract-wasm): images answer extraction_dependency_missing",
+    );
+  return await nodeOcrHost({ modelDir, ...(wasm === undefined ? {} : { wasm }) });
 }
 
 /** Starts the service; a bad variable or store URL fails here, before a port is taken. */
@@ -71,6 +108,8 @@ export async function serve(options: ServeOptions = {}): Promise<Server> {
   const env = vars as unknown as Env;
   // The same checks as a Worker's first request, at once: a misconfigured server does not start.
   const settings = settingsOf(env);
+
+  const ocr = await ocrHostOf(env, source.OFFLOAD_OCR_MODEL_DIR, log, options.ocrWasm);
 
   if (settings.secret === undefined)
     log("[edge-offload] OFFLOAD_SECRET is not set: compaction answers 500 until it is");
@@ -91,6 +130,7 @@ export async function serve(options: ServeOptions = {}): Promise<Server> {
   const app = createApp({
     store: () => opened.store,
     log,
+    ...(ocr === undefined ? {} : { ocr }),
     ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
   });
   const host = options.host ?? DEFAULT_SERVE_HOST;

@@ -59,6 +59,9 @@ export async function recognized(
   try {
     answer = ocrTextOf(await run());
   } catch (cause) {
+    // An engine that could not start knows no format: the error names the file's.
+    if (cause instanceof ExtractionDependencyMissingError && cause.format === "unknown")
+      throw new ExtractionDependencyMissingError(format, cause.dependency, cause.message, cause);
     if (cause instanceof AttachmentError) throw cause;
     throw new ExtractionFailedError(
       format,

@@ -10,6 +10,7 @@
  * the ledger's bucket at `ocr/<language>.traineddata` (gzipped or not) and is read once per isolate; without
  * it an image answers `extraction_dependency_missing` (`ocr_model`), so the caller sends it natively, as
  * before OCR existed. `npm run ocr:setup` uploads the English model; `npm start` seeds the local bucket.
+ * `edge-offload serve` has no bucket: it plugs in its own OcrHost (ocr-node.ts).
  */
 import { z } from "zod";
 import { OffloadError } from "../errors.ts";
@@ -140,14 +141,36 @@ export function ocrLimitsFor(
   };
 }
 
+/**
+ * Where a deployment's OCR engine and trained data come from. The Worker's (workerOcrHost): the engine's
+ * wasm imported as a precompiled module, the data in the ledger's bucket. `edge-offload serve` plugs in
+ * its own (ocr-node.ts: the installed tesseract-wasm, a local directory), having no bucket.
+ */
+export interface OcrHost {
+  /** The engine, created on first use (its wasm is loaded on the first image, not before). */
+  engine(): OcrEngine;
+  /** Where the trained data of this request's bindings is read. */
+  model(env: OcrEnv): OcrModelSource;
+}
+
 let engine: OcrEngine | undefined;
 const models = new WeakMap<object, OcrModelSource>();
 
-/** The isolate's engine: created on first use, its wasm module imported then. */
-function serviceEngine(): OcrEngine {
-  engine ??= tesseractEngine({ wasm: () => import("./ocr-wasm.ts").then((m) => m.default) });
-  return engine;
-}
+/** The Worker's OCR: one engine per isolate, its wasm module imported then; models read from LEDGER. */
+export const workerOcrHost: OcrHost = {
+  engine() {
+    engine ??= tesseractEngine({ wasm: () => import("./ocr-wasm.ts").then((m) => m.default) });
+    return engine;
+  },
+  model(env) {
+    let model = models.get(env.LEDGER);
+    if (model === undefined) {
+      model = bucketModelSource(env.LEDGER, ocrModelKey);
+      models.set(env.LEDGER, model);
+    }
+    return model;
+  },
+};
 
 /**
  * The OCR options of one request, or undefined when it does not ask for OCR. Asked for on a deployment that
@@ -156,20 +179,16 @@ function serviceEngine(): OcrEngine {
 export function serviceOcr(
   env: OcrEnv,
   request: OcrRequest & { enabled: boolean },
+  host: OcrHost = workerOcrHost,
 ): OcrOptions | undefined {
   if (!request.enabled) return undefined;
   const deployment = ocrDeployment(env);
   if (!deployment.enabled) return { enabled: true };
   const limits = ocrLimitsFor(deployment.limits, request);
-  let model = models.get(env.LEDGER);
-  if (model === undefined) {
-    model = bucketModelSource(env.LEDGER, ocrModelKey);
-    models.set(env.LEDGER, model);
-  }
   return {
     enabled: true,
-    engine: serviceEngine(),
-    model,
+    engine: host.engine(),
+    model: host.model(env),
     max_pixels: limits.max_pixels,
     max_pages: limits.max_pages,
     cpu_ms: limits.cpu_ms,
@@ -195,7 +214,11 @@ function flag(value: string | null): boolean {
 }
 
 /** OCR options from `?ocr=true&ocr_lang=eng&ocr_max_pixels=…` (the limits are ignored without `ocr=true`). */
-export function ocrFromQuery(params: URLSearchParams, env: OcrEnv): OcrOptions | undefined {
+export function ocrFromQuery(
+  params: URLSearchParams,
+  env: OcrEnv,
+  host: OcrHost = workerOcrHost,
+): OcrOptions | undefined {
   const enabled = flag(params.get("ocr"));
   const request: OcrRequest = {};
   const names: Partial<Record<keyof OcrRequest, string>> = {};
@@ -218,5 +241,5 @@ export function ocrFromQuery(params: URLSearchParams, env: OcrEnv): OcrOptions |
   if (!enabled) return undefined;
   const deployment = ocrDeployment(env);
   if (deployment.enabled) ocrLimitsFor(deployment.limits, request, names); // a 400 names the query parameter
-  return serviceOcr(env, { ...request, enabled });
+  return serviceOcr(env, { ...request, enabled }, host);
 }

@@ -23,7 +23,11 @@
  */
 /// <reference path="./tesseract-wasm.d.ts" />
 import type { OCREngine, TextItem } from "tesseract-wasm";
-import { ExtractionDependencyMissingError, ExtractionFailedError } from "./errors.ts";
+import {
+  AttachmentError,
+  ExtractionDependencyMissingError,
+  ExtractionFailedError,
+} from "./errors.ts";
 import {
   DEFAULT_OCR_MAX_HEAP_BYTES,
   halfNote,
@@ -93,6 +97,12 @@ class TolerantUrl extends URL {
   }
 }
 
+/** The engine cannot start, which is not the image's fault: the caller sends it natively. */
+function engineMissing(cause: unknown, message = "the OCR engine could not be started"): Error {
+  if (cause instanceof AttachmentError) return cause;
+  return new ExtractionDependencyMissingError("unknown", "ocr_engine", message, cause);
+}
+
 /**
  * Instantiate tesseract-wasm from a precompiled module. Three globals are swapped, each for as short as it can
  * be (see the file comment): `URL`, during the synchronous start of Emscripten's loader only, because it
@@ -102,7 +112,12 @@ class TolerantUrl extends URL {
  */
 async function instantiate(module: WebAssembly.Module): Promise<OCREngine> {
   // Imported here, not at the top: its code is evaluated on the first image, not when a Worker starts.
-  const { createOCREngine } = await import("tesseract-wasm");
+  let createOCREngine: typeof import("tesseract-wasm").createOCREngine;
+  try {
+    ({ createOCREngine } = await import("tesseract-wasm"));
+  } catch (cause) {
+    throw engineMissing(cause, "the OCR engine (tesseract-wasm) could not be loaded");
+  }
   const wasm = WebAssembly as unknown as {
     instantiate: (source: unknown, imports?: unknown) => Promise<unknown>;
   };
@@ -129,13 +144,7 @@ async function instantiate(module: WebAssembly.Module): Promise<OCREngine> {
   try {
     return await pending;
   } catch (cause) {
-    // Not the image's fault: the engine itself could not start.
-    throw new ExtractionDependencyMissingError(
-      "unknown",
-      "ocr_engine",
-      "the OCR engine could not be started",
-      cause,
-    );
+    throw engineMissing(cause);
   } finally {
     wasm.instantiate = original;
   }
@@ -219,7 +228,7 @@ export function tesseractEngine(options: TesseractEngineOptions): TesseractOcrEn
         ? Promise.resolve(options.wasm)
         : options.wasm().catch((e: unknown) => {
             module = undefined;
-            throw e;
+            throw engineMissing(e, "the OCR engine's wasm could not be loaded");
           });
     const pending = module
       .then(instantiate)

@@ -12,6 +12,7 @@ import type { AttachmentExtractor } from "../core/ports.ts";
 import type { Env } from "../env.ts";
 import { OffloadError } from "../errors.ts";
 import type { Extractor } from "../extract/cache.ts";
+import type { OcrHost } from "../extract/ocr-service.ts";
 import { beyondCeiling, type ExtractCeilings, parseExtractCeilings } from "../extract/options.ts";
 import type { ServiceStore } from "../store/ports.ts";
 import { parseRetention } from "../store/state.ts";
@@ -42,6 +43,8 @@ export type AppEnv = {
     extract: Extractor;
     /** The attachment policy's extractor over `extract` for a request's config, for compaction. */
     extractor: ExtractorFor;
+    /** Where `/v1/extract?ocr=true` finds the OCR engine and trained data. */
+    ocr: OcrHost;
   };
 };
 

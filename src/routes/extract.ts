@@ -121,10 +121,10 @@ export const extractRoutes = new Hono<AppEnv>().post("/", async (c) => {
         path: key,
       });
   }
-  const { store, settings, tenant, extract } = c.var;
+  const { store, settings, tenant, extract, ocr } = c.var;
   const options = {
     ...extractOptionsFromQuery(url.searchParams, settings.extractCeilings),
-    ocr: ocrFromQuery(url.searchParams, c.env),
+    ocr: ocrFromQuery(url.searchParams, c.env, ocr),
   };
   const onError = onErrorOf(c.req.query("on_error"));
   const contentType = c.req.header("content-type") ?? "";

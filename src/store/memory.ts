@@ -5,7 +5,7 @@
  * on the way in and out, as a serializing store would.
  */
 import { type Calibration, calibrate } from "../core/calibration.ts";
-import type { ToolStats, Turn, TurnAsk } from "../core/ports.ts";
+import type { ExtractionCache, ToolStats, Turn, TurnAsk } from "../core/ports.ts";
 import type { SessionRef, StoredBody } from "../core/types.ts";
 import type { CallOptions } from "./backend-calls.ts";
 import { ComposedStore } from "./composed.ts";
@@ -35,6 +35,8 @@ export interface MemoryStoreOptions {
   idleSeconds?: number;
   /** Bounds of each backend call (the twins answer at once; a wrapped port may not). */
   timeouts?: CallOptions["timeouts"];
+  /** The extraction cache (default: a MemoryExtractionCache, bounded in entries and bytes). */
+  extractions?: ExtractionCache | undefined;
 }
 
 /** The defaults of the bounds (docs/stores.md). */
@@ -102,7 +104,7 @@ export class MemoryStore extends ComposedStore {
       },
       index: new MemoryIndex(),
       tenants: new MemoryTenantLearning(),
-      extractions: new MemoryExtractionCache(),
+      extractions: options.extractions ?? new MemoryExtractionCache(),
       now,
       ...(options.log === undefined ? {} : { log: options.log }),
       ...(options.timeouts === undefined ? {} : { timeouts: options.timeouts }),

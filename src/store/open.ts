@@ -3,9 +3,16 @@
  * for one that lives as long as the process), `postgres://…` / `postgresql://…`, `redis://…` /
  * `rediss://…`, or `memory:`. Each engine's module is loaded only when named, so `pg` and `ioredis` are
  * needed only by those who use them.
+ *
+ * Attachment extractions are cached in the process (MemoryExtractionCache, bounded in entries and bytes)
+ * whatever the store: a file sent on every turn is read once. The SQL and Redis stores keep no
+ * extractions of their own; this cache is what a process saves, lost on restart like the pdf.js or OCR
+ * engine it spares.
  */
+import type { ExtractionCache } from "../core/ports.ts";
 import { OffloadError } from "../errors.ts";
 import type { CallOptions } from "./backend-calls.ts";
+import { MemoryExtractionCache } from "./memory-extractions.ts";
 import type { ServiceStore } from "./ports.ts";
 
 export interface OpenedStore {
@@ -17,6 +24,8 @@ export interface OpenedStore {
 
 export interface OpenOptions extends CallOptions {
   retentionSeconds?: number | undefined;
+  /** The extraction cache (default: a MemoryExtractionCache with its default bounds). */
+  extractions?: ExtractionCache | undefined;
 }
 
 /** The URL without its password. */
@@ -31,7 +40,8 @@ function redacted(url: string): string {
 }
 
 /** Opens the store a URL names (see above); a URL of no known kind is the caller's mistake. */
-export async function openStore(url: string, options: OpenOptions = {}): Promise<OpenedStore> {
+export async function openStore(url: string, opening: OpenOptions = {}): Promise<OpenedStore> {
+  const options = { ...opening, extractions: opening.extractions ?? new MemoryExtractionCache() };
   const scheme = /^([a-z]+):/.exec(url)?.[1];
   if (scheme === "sqlite") {
     const file = url.slice("sqlite:".length).replace(/^\/\/(?=\/|\.)/, "");

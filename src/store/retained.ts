@@ -5,6 +5,7 @@
  * sessions idle past the retention (state, bodies, index entries, as `deleteSession` does),
  * purges again those whose purge nobody confirmed, and deletes the bodies refused commits wrote.
  */
+import type { ExtractionCache } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import { type CallOptions, describeCause, withTimeout } from "./backend-calls.ts";
 import { ComposedStore, type StoreParts } from "./composed.ts";
@@ -35,6 +36,11 @@ export interface RetainedStoreOptions extends CallOptions {
   retentionSeconds?: number | undefined;
   /** How often the sweep runs (ms, default 60 s); 0: never by itself (call `sweep()`). */
   sweepEveryMs?: number | undefined;
+  /**
+   * Where attachment extractions are cached (default none: every turn extracts again); `serve` gives
+   * its stores a bounded one in memory (store/open.ts).
+   */
+  extractions?: ExtractionCache | undefined;
 }
 
 /** What one sweep did. */

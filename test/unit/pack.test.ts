@@ -12,6 +12,7 @@ import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, type TestContext } from "vitest";
+import { fixture, OCR_TEXT } from "../fixtures/build.ts";
 import { catalogTurn } from "../portable/catalog-turn.mjs";
 import { env, npm, type Packed, packAndInstall, pkg, root } from "../support/packed.ts";
 import { type RunningServer, type Started, startPostgres, startRedis } from "../support/servers.ts";
@@ -356,6 +357,7 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
         `ioredis@${pkg.devDependencies.ioredis}`,
         `hono@${pkg.devDependencies.hono}`,
         `@hono/node-server@${pkg.devDependencies["@hono/node-server"]}`,
+        `tesseract-wasm@${pkg.devDependencies["tesseract-wasm"]}`,
       ],
       app,
     );
@@ -387,7 +389,7 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
     }
   });
 
-  it("`edge-offload serve` restarted on the same SQLite file answers the recalls it had", async () => {
+  it("`edge-offload serve` restarted on the same SQLite file answers the recalls it had, then with OCR on reads an image", async () => {
     const bin = join(app, "node_modules", ".bin", "edge-offload");
     const key = "sk-consumer-serve-0001";
     const vars = {
@@ -397,12 +399,12 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
     };
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
     const session = `served-${Date.now().toString(36)}`;
-    const start = async () => {
+    const start = async (extra: Record<string, string> = {}) => {
       const { freePort } = await import("../support/servers.ts");
       const port = await freePort();
       const child = spawn(bin, ["serve", "--port", String(port), "--store", "sqlite:./served.db"], {
         cwd: app,
-        env: vars,
+        env: { ...vars, ...extra },
       });
       let out = "";
       child.stderr.on("data", (d: Buffer) => {
@@ -460,11 +462,26 @@ describe("a consumer project on shared stores (two processes, Postgres and Redis
     } finally {
       await server.stop();
     }
-    server = await start();
+    // Restarted with OCR on: the engine is the app's tesseract-wasm (an optional peer), the English model
+    // the directory @tesseract.js-data/eng ships it in (docs/attachments.md).
+    server = await start({
+      OFFLOAD_OCR: "on",
+      OFFLOAD_OCR_MODEL_DIR: join(root, "node_modules/@tesseract.js-data/eng/4.0.0_best_int"),
+    });
     try {
       const again = await recall(server.base, mem);
       expect(again.is_error).toBe(false);
       expect(again.content).toContain("item-1499");
+      const image = fixture("ocr-text.png");
+      const read = await fetch(`${server.base}/v1/extract?ocr=true`, {
+        method: "POST",
+        headers: { ...headers, "content-type": image.media_type },
+        body: image.build() as Uint8Array<ArrayBuffer>,
+      });
+      expect(read.status).toBe(200);
+      expect(((await read.json()) as { text: string }).text).toContain(
+        OCR_TEXT["ocr-text.png"]![3],
+      );
     } finally {
       await server.stop();
     }
