@@ -3,7 +3,8 @@
  * cached extractions in Postgres (bodies over a size optionally in an S3-compatible bucket, through
  * `BodyBucket`), for any number of processes: a writer locks its session's row (`FOR UPDATE`), so
  * concurrent turns of one session, from any process, commit one after the other and the second
- * renders the first's records; a body is durable in the database before a record names it, so any process recalls it.
+ * renders the first's records; a body is durable in the database before a record names it, so any
+ * process recalls it.
  *
  * The schema is the store's: `connect` creates and migrates it under an advisory lock (processes
  * starting at once wait for each other), recording its version in `<prefix>schema`.
