@@ -43,6 +43,8 @@ const benches: Record<string, () => Promise<unknown>> = {
   "in-process": () => benchInProcess(),
   toolkit: () => script("toolkit.ts"),
   extract: () => script("extract.ts"),
+  // A second serve process reading what the first extracted, from each store (docs/stores.md).
+  "extract-cache": () => script("extract-cache.ts"),
   attachments: () => script("attachments.ts"),
   hardening: () => script("hardening.ts"),
   ocr: () => script("ocr.ts"),

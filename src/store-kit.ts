@@ -44,6 +44,12 @@ export { DEFAULT_TIMEOUTS } from "./store/backend-calls.ts";
 export type { StoreParts } from "./store/composed.ts";
 export { ComposedStore } from "./store/composed.ts";
 export { DEFAULT_STORE_DEADLINE_MS, withDeadline } from "./store/deadline.ts";
+export type { StoredExtractionOptions } from "./store/extractions.ts";
+export {
+  EXTRACTION_TENANT_DEFAULTS,
+  EXTRACTION_VALUE_MAX_BYTES,
+  TieredExtractionCache,
+} from "./store/extractions.ts";
 export type { Lifecycle, Refusal, TurnLease } from "./store/lifecycle.ts";
 export type { MemoryStoreOptions } from "./store/memory.ts";
 export { MEMORY_DEFAULTS, MemoryStore, MemoryTenantLearning } from "./store/memory.ts";
@@ -74,7 +80,12 @@ export type {
 } from "./store/ports.ts";
 export { badCursor } from "./store/ports.ts";
 export type { LastTurn, LoggedTurn, SessionReportData, TurnTotals } from "./store/report.ts";
-export type { RetainedStoreOptions, SweepResult, SweptState } from "./store/retained.ts";
+export type {
+  OwnExtractions,
+  RetainedStoreOptions,
+  SweepResult,
+  SweptState,
+} from "./store/retained.ts";
 export { DEFAULT_SWEEP_MS, RetainedStore } from "./store/retained.ts";
 export type { LengthsAddition } from "./store/session-lengths.ts";
 export {
@@ -96,6 +107,8 @@ export type {
   SyncSqlite,
 } from "./store/sql.ts";
 export { durableSql, POSTGRES, SQLITE, SqlTables, syncSqliteSql } from "./store/sql.ts";
+export type { SqlExtractionOptions } from "./store/sql-extractions.ts";
+export { extractionSchema, SqlExtractionCache } from "./store/sql-extractions.ts";
 export { indexSchema, SqlIndex } from "./store/sql-index.ts";
 export type { BodyBucket, SqlLedgerOptions } from "./store/sql-ledger.ts";
 export { ledgerSchema, SqlLedger } from "./store/sql-ledger.ts";

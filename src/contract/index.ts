@@ -8,6 +8,7 @@
  * import { runStoreContract } from "edge-offload/contract";
  * runStoreContract("MyStore", () => new MyStore());
  */
+export type { StoredExtractionHooks } from "./extraction-cache.contract.ts";
 export { runExtractionCacheContract } from "./extraction-cache.contract.ts";
 export { runIndexContract } from "./index.contract.ts";
 export { runLedgerContract } from "./ledger.contract.ts";

@@ -1,7 +1,7 @@
 /**
- * The extraction cache in memory: the in-memory twin of the R2 extraction cache (values cloned in and
- * out, as a serializing store would), and the cache of `edge-offload serve`'s stores, which keep none of
- * their own (store/open.ts). Bounded, unlike a bucket: least recently used entries go first once the
+ * The extraction cache in memory: the in-memory twin of the stores' extraction caches (values cloned in
+ * and out, as a serializing store would), MemoryStore's, and the first level `edge-offload serve` puts in
+ * front of its store's (store/open.ts). Bounded, unlike a bucket: least recently used entries go first once the
  * count or the bytes pass their bounds, so a process that reads many files holds a bounded part of them.
  */
 import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";

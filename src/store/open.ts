@@ -4,10 +4,9 @@
  * `rediss://…`, or `memory:`. Each engine's module is loaded only when named, so `pg` and `ioredis` are
  * needed only by those who use them.
  *
- * Attachment extractions are cached in the process (MemoryExtractionCache, bounded in entries and bytes)
- * whatever the store: a file sent on every turn is read once. The SQL and Redis stores keep no
- * extractions of their own; this cache is what a process saves, lost on restart like the pdf.js or OCR
- * engine it spares.
+ * Attachment extractions are cached in the store (the SQL stores' table, Redis keys: shared by every
+ * process on it, kept across restarts), with a bounded cache in the process (MemoryExtractionCache)
+ * read first, so a file sent on every turn costs no round trip; `memory:` has only the latter.
  */
 import type { ExtractionCache } from "../core/ports.ts";
 import { OffloadError } from "../errors.ts";
@@ -24,7 +23,10 @@ export interface OpenedStore {
 
 export interface OpenOptions extends CallOptions {
   retentionSeconds?: number | undefined;
-  /** The extraction cache (default: a MemoryExtractionCache with its default bounds). */
+  /**
+   * The extraction cache instead of the store's own (default: the store's, behind a
+   * MemoryExtractionCache with its default bounds).
+   */
   extractions?: ExtractionCache | undefined;
 }
 
@@ -41,7 +43,7 @@ function redacted(url: string): string {
 
 /** Opens the store a URL names (see above); a URL of no known kind is the caller's mistake. */
 export async function openStore(url: string, opening: OpenOptions = {}): Promise<OpenedStore> {
-  const options = { ...opening, extractions: opening.extractions ?? new MemoryExtractionCache() };
+  const options = { ...opening, extractionsFront: new MemoryExtractionCache() };
   const scheme = /^([a-z]+):/.exec(url)?.[1];
   if (scheme === "sqlite") {
     const file = url.slice("sqlite:".length).replace(/^\/\/(?=\/|\.)/, "");
@@ -69,7 +71,8 @@ export async function openStore(url: string, opening: OpenOptions = {}): Promise
   }
   if (scheme === "memory") {
     const { MemoryStore } = await import("./memory.ts");
-    const store = new MemoryStore(options);
+    // Its own cache is already in memory (bounded): no second level in front.
+    const store = new MemoryStore(opening);
     return { store, describe: "memory:", close: async () => {} };
   }
   throw new OffloadError(

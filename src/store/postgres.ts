@@ -1,15 +1,17 @@
 /**
- * `PostgresStore` (`edge-offload/postgres`): session state, index, the tenant's learning and bodies
- * in Postgres (bodies over a size optionally in an S3-compatible bucket, through `BodyBucket`), for
- * any number of processes: a writer locks its session's row (`FOR UPDATE`), so concurrent turns of
- * one session, from any process, commit one after the other and the second renders the first's
- * records; a body is durable in the database before a record names it, so any process recalls it.
+ * `PostgresStore` (`edge-offload/postgres`): session state, index, the tenant's learning, bodies and
+ * cached extractions in Postgres (bodies over a size optionally in an S3-compatible bucket, through
+ * `BodyBucket`), for any number of processes: a writer locks its session's row (`FOR UPDATE`), so
+ * concurrent turns of one session, from any process, commit one after the other and the second
+ * renders the first's records; a body is durable in the database before a record names it, so any
+ * process recalls it.
  *
  * The schema is the store's: `connect` creates and migrates it under an advisory lock (processes
  * starting at once wait for each other), recording its version in `<prefix>schema`.
  */
 import { OffloadError } from "../errors.ts";
 import { POSTGRES, type SqlPort, type SqlTx, type SqlValue } from "./sql.ts";
+import { extractionSchema } from "./sql-extractions.ts";
 import { indexSchema } from "./sql-index.ts";
 import { ledgerSchema } from "./sql-ledger.ts";
 import { sessionSchema } from "./sql-session.ts";
@@ -103,7 +105,8 @@ export function postgresSql(pool: PgPool): SqlPort {
 
 /**
  * The schema's versions, in order: each step runs once, in the transaction that records it.
- * Version 1 is every class's tables, and the sweep's index of sessions by activity.
+ * Version 1 is every class's tables, and the sweep's index of sessions by activity; version 2 the
+ * extraction cache's table.
  */
 function migrations(prefix: string): string[][] {
   return [
@@ -115,6 +118,7 @@ function migrations(prefix: string): string[][] {
       `CREATE INDEX IF NOT EXISTS ${prefix}sessions_active ON ${prefix}sessions (last_active) WHERE created_at IS NOT NULL`,
       `CREATE INDEX IF NOT EXISTS ${prefix}orphans_due ON ${prefix}orphans (tenant, session)`,
     ],
+    extractionSchema(prefix),
   ];
 }
 

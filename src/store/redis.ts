@@ -1,7 +1,7 @@
 /**
- * `RedisStore` (`edge-offload/redis`): the session state (redis-state.ts), the bodies, the lookup index
- * and the tenant's learning in Redis, for any number of processes. A session's keys share its hash tag
- * and its time to live: every write sets them to expire `retentionSeconds` after it (bodies included),
+ * `RedisStore` (`edge-offload/redis`): the session state (redis-state.ts), the bodies, the lookup index,
+ * the tenant's learning and the extraction cache (redis-extractions.ts) in Redis, for any number of
+ * processes. A session's keys share its hash tag and its time to live: every write sets them to expire `retentionSeconds` after it (bodies included),
  * so Redis itself purges an idle session whole. Writes are version-checked (redis-port.ts): concurrent
  * turns of one session commit one after the other and render the same bytes. A standalone Redis (or a
  * primary with replicas); the sweep's two sets are keys of their own, so not Redis Cluster.
@@ -21,6 +21,7 @@ import {
   type TenantDelta,
   type TenantLearning,
 } from "./ports.ts";
+import { RedisExtractionCache } from "./redis-extractions.ts";
 import { hash, type RedisClient, sessionKeys, snapshot, values } from "./redis-port.ts";
 import { RedisSessionState } from "./redis-state.ts";
 import { RetainedStore, type RetainedStoreOptions } from "./retained.ts";
@@ -391,6 +392,7 @@ export class RedisStore extends RetainedStore {
         ),
       },
       state,
+      new RedisExtractionCache(redis, keys),
     );
     this.#client = redis;
     this.#owned = owned;
@@ -426,6 +428,8 @@ export class RedisStore extends RetainedStore {
   }
 }
 
+export type { RedisExtractionOptions } from "./redis-extractions.ts";
+export { RedisExtractionCache } from "./redis-extractions.ts";
 export type { RedisClient } from "./redis-port.ts";
 export type { RedisSessionOptions } from "./redis-state.ts";
 export { RedisSessionState } from "./redis-state.ts";

@@ -3,18 +3,22 @@
  * the upkeep a Durable Object's alarm does for one: a sweep, run in the background every `sweepEveryMs`,
  * counts the length of each session idle for an hour (the tenant's learned horizon), purges the
  * sessions idle past the retention (state, bodies, index entries, as `deleteSession` does),
- * purges again those whose purge nobody confirmed, and deletes the bodies refused commits wrote.
+ * purges again those whose purge nobody confirmed, deletes the bodies refused commits wrote, and the
+ * store's cached extractions past their lifetime.
  */
 import type { ExtractionCache } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import { type CallOptions, describeCause, withTimeout } from "./backend-calls.ts";
 import { ComposedStore, type StoreParts } from "./composed.ts";
+import { TieredExtractionCache } from "./extractions.ts";
 import { TenantCache } from "./tenant-cache.ts";
 
 /** How often the background sweep runs by default (ms). */
 export const DEFAULT_SWEEP_MS = 60_000;
 /** Sessions one sweep handles at most, of each kind (the next sweep goes on). */
 const SWEEP_LIMIT = 100;
+/** Expired extractions one sweep deletes at most (rows are small to find, and one statement). */
+const EXTRACTIONS_SWEEP_LIMIT = 1000;
 
 /** What the sweep asks of a session state that holds many sessions. */
 export interface SweptState {
@@ -37,10 +41,22 @@ export interface RetainedStoreOptions extends CallOptions {
   /** How often the sweep runs (ms, default 60 s); 0: never by itself (call `sweep()`). */
   sweepEveryMs?: number | undefined;
   /**
-   * Where attachment extractions are cached (default none: every turn extracts again); `serve` gives
-   * its stores a bounded one in memory (store/open.ts).
+   * Where attachment extractions are cached instead of the store's own (SqlStore: its
+   * `<prefix>extractions` table; RedisStore: keys with the retention as their TTL).
    */
   extractions?: ExtractionCache | undefined;
+  /**
+   * A cache in the process read before the store's own and written with it (`serve` gives a bounded
+   * MemoryExtractionCache: a file sent on every turn is then read without a round trip). Ignored when
+   * `extractions` is given.
+   */
+  extractionsFront?: ExtractionCache | undefined;
+}
+
+/** A store's own extraction cache; the sweep deletes its entries past their lifetime (SQL). */
+export interface OwnExtractions extends ExtractionCache {
+  /** Deletes up to `limit` expired entries; how many it deleted (absent: they expire by themselves). */
+  expire?(limit: number): Promise<number>;
 }
 
 /** What one sweep did. */
@@ -51,6 +67,8 @@ export interface SweepResult {
   purged: number;
   /** Bodies of refused commits deleted. */
   orphans: number;
+  /** Cached extractions past their lifetime deleted. */
+  extractions: number;
 }
 
 /** A composed store with retention's sweep (see above). */
@@ -63,8 +81,20 @@ export class RetainedStore extends ComposedStore {
   #timer: ReturnType<typeof setInterval> | null = null;
   #sweeping: Promise<SweepResult> | null = null;
 
-  constructor(parts: StoreParts & { sweepEveryMs?: number | undefined }, state: SweptState) {
-    super(parts);
+  /** The store's own extraction cache, when it has one (the sweep expires its entries). */
+  readonly #ownExtractions: OwnExtractions | undefined;
+
+  /**
+   * `own`: the store's own extraction cache, used (behind `extractionsFront`) unless the parts name
+   * another.
+   */
+  constructor(
+    parts: StoreParts & Pick<RetainedStoreOptions, "sweepEveryMs" | "extractionsFront">,
+    state: SweptState,
+    own?: OwnExtractions,
+  ) {
+    super({ ...parts, extractions: parts.extractions ?? inFront(parts.extractionsFront, own) });
+    this.#ownExtractions = own;
     this.#state = state;
     this.#parts = parts;
     this.tenantCache = parts.tenants instanceof TenantCache ? parts.tenants : null;
@@ -114,7 +144,8 @@ export class RetainedStore extends ComposedStore {
       await this.#state.orphansDeleted(ref, due);
       orphans += due.length;
     }
-    return { ended, purged, orphans };
+    const extractions = (await this.#ownExtractions?.expire?.(EXTRACTIONS_SWEEP_LIMIT)) ?? 0;
+    return { ended, purged, orphans, extractions };
   }
 
   /**
@@ -127,4 +158,12 @@ export class RetainedStore extends ComposedStore {
     const running = this.#sweeping;
     await withTimeout(() => Promise.allSettled([running, this.settled()]), 10_000).catch(() => {});
   }
+}
+
+function inFront(
+  front: ExtractionCache | undefined,
+  own: ExtractionCache | undefined,
+): ExtractionCache | undefined {
+  if (own === undefined) return front;
+  return front === undefined ? own : new TieredExtractionCache(front, own);
 }

@@ -1,10 +1,12 @@
 /**
- * `SqlStore`: the four SQL classes (session state, ledger, index, the tenant's learning) over one SQL
- * port, composed, with retention's sweep (retained.ts). `SqliteStore` and `PostgresStore` are this class
- * over their engine's port; a store of one's own over another SQL engine can be too.
+ * `SqlStore`: the SQL classes (session state, ledger, index, the tenant's learning, the extraction
+ * cache) over one SQL port, composed, with retention's sweep (retained.ts). `SqliteStore` and
+ * `PostgresStore` are this class over their engine's port; a store of one's own over another SQL
+ * engine can be too.
  */
 import { RetainedStore, type RetainedStoreOptions } from "./retained.ts";
 import { type Dialect, SQLITE, type SqlPort } from "./sql.ts";
+import { SqlExtractionCache } from "./sql-extractions.ts";
 import { SqlIndex } from "./sql-index.ts";
 import { type BodyBucket, SqlLedger } from "./sql-ledger.ts";
 import { SqlSessionState } from "./sql-session.ts";
@@ -36,11 +38,12 @@ export class SqlStore extends RetainedStore {
   constructor(sql: SqlPort, dialect: Dialect = SQLITE, options: SqlStoreOptions = {}) {
     const prefix = options.prefix ?? "eo_";
     const now = options.now ?? Date.now;
+    const retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
     const state = new SqlSessionState(sql, {
       prefix,
       dialect,
       now,
-      retentionSeconds: options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS,
+      retentionSeconds,
     });
     super(
       {
@@ -59,6 +62,7 @@ export class SqlStore extends RetainedStore {
           : new SqlTenantLearning(sql, { prefix, dialect }),
       },
       state,
+      new SqlExtractionCache(sql, { prefix, now, retentionSeconds }),
     );
     this.state = state;
   }

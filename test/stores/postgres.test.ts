@@ -5,11 +5,13 @@
  */
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runExtractionCacheContract } from "../../src/contract/extraction-cache.contract.ts";
 import { runIndexContract } from "../../src/contract/index.contract.ts";
 import { runLedgerContract } from "../../src/contract/ledger.contract.ts";
 import { runSessionStateContract } from "../../src/contract/session-state.contract.ts";
 import { runStoreContract } from "../../src/contract/store.contract.ts";
 import { runTenantLearningContract } from "../../src/contract/tenant-learning.contract.ts";
+import { EXTRACTION_VALUE_MAX_BYTES } from "../../src/store/extractions.ts";
 import {
   migratePostgres,
   POSTGRES_SCHEMA_VERSION,
@@ -17,6 +19,7 @@ import {
   postgresSql,
 } from "../../src/store/postgres.ts";
 import { POSTGRES } from "../../src/store/sql.ts";
+import { SqlExtractionCache } from "../../src/store/sql-extractions.ts";
 import { SqlIndex } from "../../src/store/sql-index.ts";
 import { SqlLedger } from "../../src/store/sql-ledger.ts";
 import { SqlSessionState } from "../../src/store/sql-session.ts";
@@ -81,7 +84,82 @@ describe.skipIf(server.url === undefined)("Postgres", () => {
     { settle: (refs) => settle(last!, refs) },
   );
 
+  let xprefix = "";
+  const xhooks = {
+    capBytes: EXTRACTION_VALUE_MAX_BYTES,
+    corrupt: async (tenant: string, key: string) => {
+      await pool.query(
+        `UPDATE ${xprefix}extractions SET value = $1 WHERE tenant = $2 AND key = $3`,
+        ["not json", tenant, key],
+      );
+    },
+  };
+  runExtractionCacheContract(
+    "SqlExtractionCache (Postgres)",
+    async () => {
+      const p = await port();
+      xprefix = p.prefix;
+      return new SqlExtractionCache(p.sql, p);
+    },
+    xhooks,
+  );
+  runExtractionCacheContract(
+    "PostgresStore (its own cache)",
+    () =>
+      PostgresStore.connect(pool, {
+        prefix: (xprefix = uniquePrefix("pg")),
+        log: () => {},
+        sweepEveryMs: 0,
+      }),
+    xhooks,
+  );
+
+  it("shares cached extractions between two stores, and its sweep deletes the expired ones", async () => {
+    let now = 1_000_000_000;
+    const prefix = uniquePrefix("pg");
+    const options = {
+      prefix,
+      log: () => {},
+      sweepEveryMs: 0,
+      retentionSeconds: 60,
+      now: () => now,
+    };
+    const [a, b] = [
+      await PostgresStore.connect(pool, options),
+      await PostgresStore.connect(pool, options),
+    ];
+    const value = {
+      ok: true as const,
+      result: { text: "shared", format: "pdf" as const, truncated: false },
+    };
+    await a.putExtraction("t", "k", value);
+    expect(await b.getExtraction("t", "k")).toEqual(value);
+    now += 61_000;
+    expect(await b.getExtraction("t", "k")).toBeNull();
+    expect(await b.sweep()).toMatchObject({ extractions: 1 });
+    const { rows } = await pool.query(`SELECT count(*)::int AS n FROM ${prefix}extractions`);
+    expect(rows[0].n).toBe(0);
+  });
+
   describe("schema", () => {
+    it("migrates a version-1 database: the extraction cache's table is added", async () => {
+      const prefix = uniquePrefix("pg");
+      await migratePostgres(postgresSql(pool), prefix);
+      await pool.query(`DROP TABLE ${prefix}extractions`);
+      await pool.query(`DELETE FROM ${prefix}schema WHERE version > 1`);
+      expect(await migratePostgres(postgresSql(pool), prefix)).toBe(1);
+      const { rows } = await pool.query(`SELECT max(version) AS v FROM ${prefix}schema`);
+      expect(Number(rows[0].v)).toBe(POSTGRES_SCHEMA_VERSION);
+      expect(POSTGRES_SCHEMA_VERSION).toBe(2);
+      const store = await PostgresStore.connect(pool, { prefix, log: () => {}, sweepEveryMs: 0 });
+      const value = {
+        ok: true as const,
+        result: { text: "x", format: "txt" as const, truncated: false },
+      };
+      await store.putExtraction("t", "k", value);
+      expect(await store.getExtraction("t", "k")).toEqual(value);
+    });
+
     it("is created once and migrated by whichever process comes first, others wait and find it done", async () => {
       const prefix = uniquePrefix("pg");
       const found = await Promise.all(
@@ -91,7 +169,10 @@ describe.skipIf(server.url === undefined)("Postgres", () => {
         [0, 1, 1, 1].map((v) => (v === 0 ? 0 : POSTGRES_SCHEMA_VERSION)),
       );
       const { rows } = await pool.query(`SELECT version FROM ${prefix}schema`);
-      expect(rows.map((r) => Number(r.version))).toEqual([POSTGRES_SCHEMA_VERSION]);
+      // One row per version step, each written once.
+      expect(rows.map((r) => Number(r.version)).sort()).toEqual(
+        Array.from({ length: POSTGRES_SCHEMA_VERSION }, (_, i) => i + 1),
+      );
     });
 
     it("refuses a schema newer than the build, and a prefix that is not a plain name", async () => {

@@ -1,12 +1,12 @@
 /**
  * `edge-offload serve` over each store (a SQLite file, Postgres, Redis): the service's HTTP flow (compact
  * twice, recall, the session, the report, the OpenAPI document, the dashboard, delete), `serve` restarted on
- * the same SQLite file still answering the recalls of the sessions it had, and its command line refusing a
- * store it cannot name in one line. (The official clients' proxy suites run against it in the `serve`
- * project.)
+ * the same SQLite file still answering the recalls of the sessions it had and reading the files it had
+ * extracted from its extraction cache, and its command line refusing a store it cannot name in one line.
+ * (The official clients' proxy suites run against it in the `serve` project.)
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -51,6 +51,20 @@ async function offload(base: string, session: string): Promise<string> {
   return /trm_[0-9a-f]{24}/.exec(await res.text())![0];
 }
 
+/** A PDF through /v1/extract: whether it came from the cache, and its text. */
+async function extractPdf(base: string): Promise<{ cache: string | null; text: string }> {
+  const res = await fetch(`${base}/v1/extract`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${KEY}`, "content-type": "application/pdf" },
+    body: readFileSync(new URL("../fixtures/files/multipage.pdf", import.meta.url)),
+  });
+  expect(res.status).toBe(200);
+  return {
+    cache: res.headers.get("x-extract-cache"),
+    text: ((await res.json()) as { text: string }).text,
+  };
+}
+
 async function recall(base: string, session: string, mem: string) {
   const res = await fetch(`${base}/v1/sessions/${session}/recall`, {
     method: "POST",
@@ -67,12 +81,15 @@ describe("edge-offload serve", () => {
     const session = `serve-${Date.now().toString(36)}`;
     let server = await startServe({ store, vars: VARS });
     let mem: string;
+    let extracted: { cache: string | null; text: string };
     try {
       const { base } = server;
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
       mem = await offload(base, session);
       expect(await offload(base, session)).toBe(mem); // the decision is sticky
       expect((await recall(base, session, mem)).content).toContain("item-1499");
+      extracted = await extractPdf(base);
+      expect(extracted.cache).toBe("miss");
       const doc = (await (await fetch(`${base}/openapi.json`)).json()) as { paths: object };
       expect(Object.keys(doc.paths)).toContain("/v1/sessions/{session_id}/recall");
       expect(await (await fetch(`${base}/`)).text()).toContain("<html");
@@ -87,6 +104,8 @@ describe("edge-offload serve", () => {
       const again = await recall(base, session, mem);
       expect(again.is_error).toBe(false);
       expect(again.content).toContain("item-1499");
+      // Extracted before the restart: read from the file's extraction cache, not parsed again.
+      expect(await extractPdf(base)).toEqual({ cache: "hit", text: extracted.text });
       const view = (await (
         await fetch(`${base}/v1/sessions/${session}`, { headers: HEADERS })
       ).json()) as { totals: { calls: number; recalls: number } };

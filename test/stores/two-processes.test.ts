@@ -1,7 +1,8 @@
 /**
  * Two processes on one shared store (Postgres, Redis, a SQLite file): a body one offloads, the other
  * recalls; concurrent turns of one session, one process offloading and the other keeping results full,
- * render identical bytes (the first decision to land stands, and the other process renders it).
+ * render identical bytes (the first decision to land stands, and the other process renders it); a file
+ * one process extracted, the other reads from the store's extraction cache.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -95,6 +96,30 @@ function suite(name: string, url: () => Promise<string> | string, skip: boolean)
           const r = await b.send({ op: "recall", session, mem_id: id, json_path: "$..v" });
           expect(r.is_error, id).toBe(false);
         }
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    });
+
+    it("a file one process extracted, the other reads from the store's cache", async () => {
+      const store = await url();
+      const a: Peer = startPeer(store);
+      const b: Peer = startPeer(store);
+      try {
+        const pdf = { op: "extract", file: "multipage.pdf", media_type: "application/pdf" };
+        const first = await a.send(pdf);
+        expect(first).toMatchObject({ cached: false, outcome: { ok: true }, cache_error: null });
+        const second = await b.send(pdf);
+        expect(second).toMatchObject({ cached: true, cache_error: null });
+        expect(second.outcome).toEqual(first.outcome);
+        // Extracted again in b (a miss there), for the ratio: what the cache saves a second process.
+        const other = await b.send({ ...pdf, file: "text.pdf" });
+        expect(other.cached).toBe(false);
+        console.log(
+          `[two processes on one ${name}] a PDF's extraction: the second process's hit ${second.ms.toFixed(1)} ms, ` +
+            `the first's miss ${first.ms.toFixed(1)} ms (${(second.ms / first.ms).toFixed(3)}×); ` +
+            `another PDF's miss in the second ${other.ms.toFixed(1)} ms`,
+        );
       } finally {
         await Promise.all([a.close(), b.close()]);
       }
