@@ -86,6 +86,8 @@ Options:
                      arrives (sessions that stop soon after a stub lands; default: as recorded)
   --hops H           kept (a recall's call and answer stay in later prompts, as with an agent that runs
                      the recall tool itself; default) or dropped (gone, as with the proxy's hops)
+  --usage            tell edge-offload each call's simulated usage, as a deployment does, so it calibrates
+                     its token estimates (off by default: the published figures are without it)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -117,6 +119,7 @@ function parseReplayArgs(args: string[]) {
       gap: { type: "string" },
       endings: { type: "string" },
       hops: { type: "string" },
+      usage: { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -198,6 +201,7 @@ async function replayCommand(rest: string[]): Promise<number> {
     policies,
     ...(gap === undefined ? {} : { gap }),
     ...(hops === undefined ? {} : { hops }),
+    ...(args.values.usage ? { usage: true } : {}),
     ...(progress === null ? {} : { onProgress: progress.update }),
   });
   progress?.end();

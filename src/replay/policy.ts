@@ -5,7 +5,7 @@
  * when the policy has no way back (a lost reference).
  */
 import type { ToolRuleCount } from "../core/turn/tool-rules.ts";
-import type { Block, Client, Request } from "./types.ts";
+import type { Block, CallCost, Client, Request } from "./types.ts";
 
 export interface PolicyContext {
   model: string;
@@ -26,6 +26,11 @@ export interface PolicyRun {
    */
   send(request: Request, at?: number, call?: number): Promise<Request>;
   recover(sourceToolUseId: string, quote: string): Promise<Recovery | null>;
+  /**
+   * What the request just sent was billed (the replay's cache simulation as the provider's usage), with
+   * `--usage`: the policy hears it as a deployment does from the answers or the usage route.
+   */
+  billed?(cost: CallCost): Promise<void>;
 }
 
 export interface Policy {

@@ -48,6 +48,13 @@ export interface ReplayOptions {
    * next turn holds"; a mixed turn's exchange, which the proxy splices back, is not modelled).
    */
   hops?: HopExchange;
+  /**
+   * Each call's simulated usage told back to the policy that sent it (`PolicyRun.billed`), as a deployment
+   * reports it (the proxy reads it from the answers; a compact client posts it): edge-offload then
+   * calibrates its token estimates on it, as it does live. Off by default, so the published figures stay
+   * reproducible; docs/measure.md says what it changes.
+   */
+  usage?: boolean;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
   /** Called for every call charged (a recall hop's two calls each), to explain a session's cost. */
@@ -179,8 +186,9 @@ async function replaySession(
   const recalledFrom = new Map<string, string>();
   let at: number | undefined;
   let call = 0;
-  const charge = (request: Request, output: number, hop: 0 | 1 = 0) => {
+  const charge = async (request: Request, output: number, hop: 0 | 1 = 0) => {
     const c = sim.call(blocks.blocksOf(request), output, at);
+    if (opts.usage === true) await run.billed?.(c);
     opts.onCall?.({ session: session.id, policy: policy.name, call, hop, cost: c });
     result.calls++;
     result.usd += c.usd;
@@ -217,12 +225,12 @@ async function replaySession(
       recoveries.push({ call: { ...rec.call, id }, result: { ...rec.result, tool_use_id: id } });
     }
     if (recoveries.length === 0) {
-      charge(sent, outputTokens);
+      await charge(sent, outputTokens);
       continue;
     }
     // The hop: the model first asks for the slices (parallel tool calls), then answers with them in view.
     result.recall_hops++;
-    charge(sent, RECALL_CALL_OUTPUT_TOKENS * recoveries.length);
+    await charge(sent, RECALL_CALL_OUTPUT_TOKENS * recoveries.length);
     const exchange: RecallExchange = {
       at: n,
       messages: [
@@ -232,14 +240,18 @@ async function replaySession(
     };
     if (!keep) {
       // The proxy's hop: its second call is the prompt as sent with the exchange appended.
-      charge({ ...sent, messages: [...sent.messages, ...exchange.messages] }, outputTokens, 1);
+      await charge(
+        { ...sent, messages: [...sent.messages, ...exchange.messages] },
+        outputTokens,
+        1,
+      );
       continue;
     }
     // The agent ran the recall itself: its next request is its own, the exchange in its history, through
     // the policy like any other (the client's breakpoint, if it sets one, now on the recall's answer).
     exchanges.push(exchange);
     const next = requestFor(session, n, opts.model, opts.client, exchanges);
-    charge(await run.send(next, at, i), outputTokens, 1);
+    await charge(await run.send(next, at, i), outputTokens, 1);
   }
   return result;
 }

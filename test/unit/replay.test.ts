@@ -336,6 +336,59 @@ describe("replay runner", () => {
     expect(seen.some((s) => s.decisions > 0)).toBe(true);
   }, 60_000);
 
+  it("with usage, tells each policy every call's simulated bill, and edge-offload calibrates on it", async () => {
+    // What a policy hears: with `usage`, every charged call's cost, in order; without it, nothing.
+    const heard = (usage: boolean) => async () => {
+      const costs: CallEvent["cost"][] = [];
+      const listener: Policy = {
+        name: "listener",
+        description: "",
+        start: () => ({
+          send: async (r) => r,
+          recover: async () => null,
+          billed: async (c) => {
+            costs.push(c);
+          },
+        }),
+      };
+      const events: CallEvent[] = [];
+      await replay(sessions.slice(0, 2), {
+        model: "claude-sonnet-4-6",
+        client: "cached",
+        policies: [listener],
+        usage,
+        onCall: (e) => events.push(e),
+      });
+      return { costs, events };
+    };
+    const on = await heard(true)();
+    expect(on.costs.length).toBeGreaterThan(0);
+    expect(on.costs).toEqual(on.events.map((e) => e.cost));
+    expect((await heard(false)()).costs).toEqual([]);
+
+    // edge-offload: told its usage, it learns how many tokens its estimates miss by (calibration), and a
+    // later gate prices the prompt with it: the context a hop would re-read differs from the estimate's.
+    const contexts = async (usage: boolean) => {
+      const seen: number[] = [];
+      const ours = edgeOffload("edge-offload", ON_ALL, "", {
+        observe: (_session, _call, out) => {
+          for (const d of out.decisions)
+            if (d.gate !== undefined && d.gate !== null) seen.push(d.gate.inputs.context_tokens);
+        },
+      });
+      await replay(sessions, {
+        model: "claude-sonnet-4-6",
+        client: "cached",
+        policies: [ours],
+        usage,
+      });
+      return seen;
+    };
+    const [estimated, calibrated] = [await contexts(false), await contexts(true)];
+    expect(estimated.length).toBeGreaterThan(0);
+    expect(calibrated).not.toEqual(estimated);
+  }, 60_000);
+
   it("keeps a hop's exchange in the conversation: later prompts pay for it, a quote in it needs no new hop", async () => {
     const quote = "RECALLED_fragment_0042_of_the_body";
     const body = `${"filler line of a large tool output\n".repeat(200)}${quote}\n${"more output\n".repeat(100)}`;
@@ -585,6 +638,7 @@ describe("CLI", () => {
     const gap = cli("replay", SAMPLE, "--gap", "soon");
     expect(gap.status).toBe(2);
     expect(gap.stderr).toContain("--gap must be BASE or BASE,LONG@P");
+    expect(cli("replay", SAMPLE, "--usage=yes").status).toBe(2);
     expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
       "--endings must be early or recorded",
     );

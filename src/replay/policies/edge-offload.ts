@@ -1,4 +1,5 @@
 import { resolveConfig, type ToolRule } from "../../config.ts";
+import { turnUsage } from "../../core/billing.ts";
 import { type CompactOutput, compact } from "../../core/compact.ts";
 import { SessionLengthLog, type SessionLengths } from "../../core/horizon.ts";
 import type { OffloadStore } from "../../core/ports.ts";
@@ -61,17 +62,40 @@ export function edgeOffload(
       };
       const memIds = new Map<string, string>();
       let recallDeclared = false;
+      // The turn the last request sent belongs to, until its usage is told (a proxy hop's second call is
+      // not a send: its usage is not the turn's own request, which is what calibrates).
+      let unbilled: number | null = null;
       return {
         send: async (request, at, call) => {
           if (at !== undefined) clock = at;
           calls++;
           const out = await compact({ request: JSON.stringify(request), session, store, config });
           options.observe?.(ctx.session, call ?? calls - 1, out);
+          unbilled = out.report.turn;
           rules.note(out.decisions);
           for (const d of out.decisions)
             if (d.mem_id !== null && d.action !== "kept") memIds.set(d.tool_use_id, d.mem_id);
           recallDeclared ||= out.report.recall_tool !== "none";
           return out.changed ? (JSON.parse(out.request as string) as Request) : request;
+        },
+        billed: async (cost) => {
+          if (unbilled === null) return;
+          const turn = unbilled;
+          unbilled = null;
+          const usage = turnUsage(
+            "anthropic",
+            [
+              {
+                input_tokens: cost.input_tokens,
+                cache_read_input_tokens: cost.read_tokens,
+                cache_creation_input_tokens: cost.write_tokens,
+                output_tokens: cost.output_tokens,
+              },
+            ],
+            ctx.model,
+            "client",
+          );
+          if (usage !== null) await memory.recordUsage(session, { turn }, usage);
         },
         recover: async (id, quote) => {
           const memId = memIds.get(id);
