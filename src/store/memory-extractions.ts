@@ -1,8 +1,9 @@
 /**
- * The extraction cache in memory: the in-memory twin of the stores' extraction caches (values cloned in
- * and out, as a serializing store would), MemoryStore's, and the first level `edge-offload serve` puts in
- * front of its store's (store/open.ts). Bounded, unlike a bucket: least recently used entries go first once the
- * count or the bytes pass their bounds, so a process that reads many files holds a bounded part of them.
+ * The extraction cache in memory: the in-memory twin of the stores' extraction caches (values cloned
+ * in and out, as a serializing store would), MemoryStore's, and the first level `edge-offload serve`
+ * puts in front of its store's (store/open.ts). Bounded, unlike a bucket: least recently used entries
+ * go first once the count or the bytes pass their bounds, so a process that reads many files holds a
+ * bounded part of them.
  */
 import type { CachedExtraction, ExtractionCache } from "../core/ports.ts";
 import { extractionKey } from "./keys.ts";

@@ -1,8 +1,8 @@
 /**
  * `RedisStore` (`edge-offload/redis`): the session state (redis-state.ts), the bodies, the lookup index,
  * the tenant's learning and the extraction cache (redis-extractions.ts) in Redis, for any number of
- * processes. A session's keys share its hash tag and its time to live: every write sets them to expire `retentionSeconds` after it (bodies included),
- * so Redis itself purges an idle session whole. Writes are version-checked (redis-port.ts): concurrent
+ * processes. A session's keys share its hash tag and its time to live: every write sets them to expire
+ * `retentionSeconds` after it (bodies included), so Redis itself purges an idle session whole. Writes are version-checked (redis-port.ts): concurrent
  * turns of one session commit one after the other and render the same bytes. A standalone Redis (or a
  * primary with replicas); the sweep's two sets are keys of their own, so not Redis Cluster.
  */
