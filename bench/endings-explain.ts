@@ -6,7 +6,7 @@
  * (src/replay/endings.ts) by default. Run:
  *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
  *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached,automatic] [--endings=early|recorded]
- *     [--hops=kept|dropped]
+ *     [--hops=kept|dropped] [--no-usage]
  * (by default, cached with Anthropic's prices and automatic, OpenAI's caching, with OpenAI's; uncached
  * with both: for OpenAI a bound, no client of it is never cached)
  * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
@@ -45,6 +45,8 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   const clientsAsked = argv.some((a) => a.startsWith("--clients="));
   const early = flag(argv, "endings", "early") === "early";
   const hops = flag(argv, "hops", "kept") as HopExchange;
+  // as the replay bench: the gate hears its calls' usage and calibrates, unless told not to
+  const usage = !argv.includes("--no-usage");
   const config = {
     tool_result_compaction_enabled: true,
     tool_result_offload_enabled: true,
@@ -93,6 +95,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
           client,
           policies: [nonePolicy, policy],
           hops,
+          usage,
           onCall: (e) => events.push(e),
         });
         const [none, eo] = report.policies;

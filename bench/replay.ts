@@ -3,7 +3,8 @@
  * prices), both client models, every policy. Prints one table per run and, with --markdown, the README
  * tables: the main one, what each default switch is worth (the defaults with one switch off), the
  * cold-cache runs (--gap), and realistic endings (sessions that stop soon after a stub lands) at Anthropic
- * and OpenAI prices. `--only main|switches|cold|endings` runs one part.
+ * and OpenAI prices. `--only main|switches|cold|endings` runs one part. Every run tells edge-offload its
+ * simulated usage, as a deployment's answers do (so its estimates calibrate); `--no-usage` leaves that out.
  */
 
 import { readFileSync } from "node:fs";
@@ -38,11 +39,14 @@ export async function benchReplay(
     files?: readonly string[];
     models?: string[];
     only?: ReplayPart;
+    /** Tell each policy its calls' simulated usage (default true, as `replay()`). */
+    usage?: boolean;
   } = {},
 ): Promise<ReplayReport[]> {
   const files = opts.files ?? FILES;
   const reports: (ReplayReport & { file: string })[] = [];
   const run = (part: ReplayPart) => opts.only === undefined || opts.only === part;
+  const usage = opts.usage !== false;
   if (run("main")) {
     const t0 = performance.now();
     for (const file of files) {
@@ -50,7 +54,7 @@ export async function benchReplay(
       for (const model of opts.models ?? MODELS) {
         for (const client of CLIENTS) {
           const policies = MAIN_POLICIES.map((n) => policyByName(n)!);
-          const report = await replay(sessions, { model, client, policies });
+          const report = await replay(sessions, { model, client, policies, usage });
           reports.push({ ...report, file });
           console.log(`\n${renderTable(report, `${file}-sessions: `)}`);
         }
@@ -61,9 +65,9 @@ export async function benchReplay(
     );
     if (opts.markdown) console.log(`\n${markdown(reports)}\n\n${worstSessions(reports)}`);
   }
-  if (opts.markdown && run("switches")) await switches(files);
-  if (opts.markdown && run("cold")) await coldCache(files);
-  if (opts.markdown && run("endings")) await endings(files);
+  if (opts.markdown && run("switches")) await switches(files, usage);
+  if (opts.markdown && run("cold")) await coldCache(files, usage);
+  if (opts.markdown && run("endings")) await endings(files, usage);
   return reports;
 }
 
@@ -105,6 +109,7 @@ async function table(
   files: readonly string[],
   runs: { model: string; client: Client; gap?: string; label?: string }[],
   policies: string[],
+  usage: boolean,
   prepare: (sessions: ReplaySession[]) => ReplaySession[] = (s) => s,
 ): Promise<void> {
   const t0 = performance.now();
@@ -116,6 +121,7 @@ async function table(
         model: r.model,
         client: r.client,
         policies: policies.map((n) => policyByName(n)!),
+        usage,
         ...(r.gap === undefined ? {} : { gap: parseGapModel(r.gap) }),
       });
       console.log(`\n${renderTable(report, `${file}-sessions (${title}): `)}`);
@@ -139,7 +145,7 @@ async function table(
 }
 
 /** What each default switch is worth: the defaults with one switch off (Sonnet 4.6, both clients). */
-async function switches(files: readonly string[]): Promise<void> {
+async function switches(files: readonly string[], usage: boolean): Promise<void> {
   await table(
     "the defaults, one switch off",
     files,
@@ -154,6 +160,7 @@ async function switches(files: readonly string[]): Promise<void> {
       "edge-offload/full-delivery",
       "edge-offload/full-delivery/no-move",
     ],
+    usage,
   );
 }
 
@@ -161,7 +168,7 @@ async function switches(files: readonly string[]): Promise<void> {
 export const COLD_GAP = "20,900@0.1";
 
 /** The cold-cache moment: the same rows with and without it, under a gap model that lets caches lapse. */
-async function coldCache(files: readonly string[]): Promise<void> {
+async function coldCache(files: readonly string[], usage: boolean): Promise<void> {
   await table(
     `--gap ${COLD_GAP}`,
     files,
@@ -174,6 +181,7 @@ async function coldCache(files: readonly string[]): Promise<void> {
       "edge-offload+all/no-cold",
       "evict-20k",
     ],
+    usage,
   );
 }
 
@@ -185,7 +193,7 @@ export const OPENAI_MODEL = "gpt-5.4";
  * At OpenAI's the client is the automatic one (OpenAI caches every prompt on its own, cache.ts); the
  * never-cached row is kept as a bound, labelled so: no OpenAI client gets it.
  */
-async function endings(files: readonly string[]): Promise<void> {
+async function endings(files: readonly string[], usage: boolean): Promise<void> {
   await table(
     "--endings early",
     files,
@@ -197,6 +205,7 @@ async function endings(files: readonly string[]): Promise<void> {
     // /no-anchor: the bound's row without the anchor (the replay's requests are Anthropic's format, where
     // the anchor goes in for a client without breakpoints; an OpenAI client gets none)
     ["none", "edge-offload", "edge-offload/fixed-horizon", "edge-offload/no-anchor"],
+    usage,
     earlyEndings,
   );
 }

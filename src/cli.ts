@@ -86,8 +86,8 @@ Options:
                      arrives (sessions that stop soon after a stub lands; default: as recorded)
   --hops H           kept (a recall's call and answer stay in later prompts, as with an agent that runs
                      the recall tool itself; default) or dropped (gone, as with the proxy's hops)
-  --usage            tell edge-offload each call's simulated usage, as a deployment does, so it calibrates
-                     its token estimates (off by default: the published figures are without it)
+  --no-usage         do not tell edge-offload each call's simulated usage (by default it is told, as a
+                     deployment is, so it calibrates its token estimates; --usage is the default)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
   --version          the package version
   --help             this text
@@ -119,7 +119,8 @@ function parseReplayArgs(args: string[]) {
       gap: { type: "string" },
       endings: { type: "string" },
       hops: { type: "string" },
-      usage: { type: "boolean", default: false },
+      usage: { type: "boolean", default: true },
+      "no-usage": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false },
     },
@@ -201,7 +202,7 @@ async function replayCommand(rest: string[]): Promise<number> {
     policies,
     ...(gap === undefined ? {} : { gap }),
     ...(hops === undefined ? {} : { hops }),
-    ...(args.values.usage ? { usage: true } : {}),
+    usage: !args.values["no-usage"],
     ...(progress === null ? {} : { onProgress: progress.update }),
   });
   progress?.end();

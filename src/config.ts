@@ -196,7 +196,7 @@ const fields = {
     .max(10)
     .default(1)
     .describe(
-      "Recall hops a first delivery must pay for beyond the expected ones: a result the model has not seen may be recalled many times (a file it is editing), and one such result must not make its session dearer.",
+      "Recall hops a first delivery (or a breakpoint move, which binds its stub on arrival too) must pay for beyond the expected ones: a result the model has not seen may be recalled many times (a file it is editing), and one such result must not make its session dearer.",
     ),
   tool_result_count_unsent: z
     .boolean()

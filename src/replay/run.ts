@@ -51,8 +51,8 @@ export interface ReplayOptions {
   /**
    * Each call's simulated usage told back to the policy that sent it (`PolicyRun.billed`), as a deployment
    * reports it (the proxy reads it from the answers; a compact client posts it): edge-offload then
-   * calibrates its token estimates on it, as it does live. Off by default, so the published figures stay
-   * reproducible; docs/measure.md says what it changes.
+   * calibrates its token estimates on it, as it does live (on by default since the calibration is; `false`
+   * prices the raw estimates throughout, as the replay did before: docs/measure.md says what it changes).
    */
   usage?: boolean;
   /** Called after each session and policy (progress). */
@@ -188,7 +188,7 @@ async function replaySession(
   let call = 0;
   const charge = async (request: Request, output: number, hop: 0 | 1 = 0) => {
     const c = sim.call(blocks.blocksOf(request), output, at);
-    if (opts.usage === true) await run.billed?.(c);
+    if (opts.usage !== false) await run.billed?.(c);
     opts.onCall?.({ session: session.id, policy: policy.name, call, hop, cost: c });
     result.calls++;
     result.usd += c.usd;

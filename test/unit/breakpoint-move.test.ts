@@ -148,14 +148,16 @@ describe("the move on the arrival call", () => {
 });
 
 describe("the move against first delivery (both on, the defaults)", () => {
-  it("stubs on arrival where that saves more, moves the breakpoint where only the move pays", async () => {
+  it("stubs on arrival where that saves more; prices the move's stub as an unseen result's", async () => {
     // A large result: stubbed on arrival saves its whole write and every later read.
     const large = await run(cached([...history, big()]), ON);
     expect(large.out.decisions.find((x) => x.tool_use_id === "big")).toMatchObject({
       action: "offloaded",
     });
     // A medium one the model has not seen, in a longer session (the recall tool already declared): too
-    // likely recalled to stub unseen (the margin's hop), but read once in full, then stubbed, it pays.
+    // likely recalled to stub unseen (the margin's hop). The move would bind the same stub on arrival,
+    // before the model has used the result, so it is priced at the same recall chance and declines too:
+    // the client's breakpoint stays on the result (priced at the settled chance, it used to move).
     const longer = Array.from({ length: 12 }, (_, i) => ({
       id: `h${i}`,
       result: textBody(7000, `h${i}`),
@@ -165,12 +167,12 @@ describe("the move against first delivery (both on, the defaults)", () => {
     const m = await run(medium, EAGER);
     const d = m.out.decisions.find((x) => x.tool_use_id === "big")!;
     expect(d.action).toBe("kept");
-    expect(d.reason).toMatch(/^kept on arrival: the cache breakpoint moved before it/);
-    expect(m.req.messages.at(-1).content[0].cache_control).toBeUndefined();
-    const unseen = await run(medium, { ...EAGER, tool_result_breakpoint_move: false });
-    expect(unseen.out.decisions.find((x) => x.tool_use_id === "big")!.reason).toMatch(
-      /^first delivery declined/,
-    );
+    expect(d.reason).toMatch(/^first delivery declined/);
+    expect(m.req.messages.at(-1).content[0].cache_control).toEqual(EPH);
+    // The move alone (every result read in full once) prices it the same way: not moved either.
+    const alone = await run(medium, { ...MOVE, tool_result_recall_tool_declaration: "eager" });
+    expect(alone.req.messages.at(-1).content[0].cache_control).toEqual(EPH);
+    expect(alone.out.decisions.find((x) => x.tool_use_id === "big")!.reason).not.toMatch(/moved/);
   });
 });
 

@@ -639,10 +639,12 @@ describe("CLI", () => {
     expect(gap.status).toBe(2);
     expect(gap.stderr).toContain("--gap must be BASE or BASE,LONG@P");
     expect(cli("replay", SAMPLE, "--usage=yes").status).toBe(2);
+    // usage is told by default; --no-usage prices the raw estimates
+    expect(cli("replay", SAMPLE, "--no-usage").status).toBe(0);
     expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
       "--endings must be early or recorded",
     );
-    // Nine Node processes, one after the other: room for a machine shared with other test runs.
+    // A dozen Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
 
   it("prints the documented JSON", () => {

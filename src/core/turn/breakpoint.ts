@@ -55,7 +55,13 @@ export function movePoint(ctx: TurnContext, site: ToolResultSite): MovePoint | n
   return { slot, after, covered };
 }
 
-/** The move priced for `site`: the stub once settled, the move, the hot-window risk (move.ts). */
+/**
+ * The move priced for `site`: the stub once settled, the move, the hot-window risk (move.ts). The move binds
+ * the stub on the call the result arrives, before the model has used it, so the stub is priced with the
+ * recall chance first delivery uses for a result not yet seen (the unseen prior plus the margin), not the
+ * settled one: a source file the model goes on to edit is recalled many times, and nothing declines the
+ * stub later.
+ */
 export function priceMove(
   ctx: TurnContext,
   site: ToolResultSite,
@@ -63,7 +69,7 @@ export function priceMove(
   resultTokens: number,
   stubTokens: number,
 ): MoveResult {
-  const gate = priceOffload(ctx, site, resultTokens, stubTokens, false);
+  const gate = priceOffload(ctx, site, resultTokens, stubTokens, true);
   const last = point.after[point.after.length - 1]!;
   const restChars = Math.max(
     0,
