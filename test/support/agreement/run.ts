@@ -165,6 +165,8 @@ export async function runAgreement(o: AgreementOptions): Promise<AgreementRow[]>
           client: r.client,
           // the proxy runs hops out of the client's sight: later prompts do not carry the exchange
           hops: "dropped",
+          // the proxy's gate runs with calibration off (the bytes must match), so the prediction too
+          usage: false,
           policies: o.policies.map((p) =>
             p === "none" ? policyByName(p)! : edgeOffload(p, configOf(p), p),
           ),
