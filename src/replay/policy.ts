@@ -27,8 +27,9 @@ export interface PolicyRun {
   send(request: Request, at?: number, call?: number): Promise<Request>;
   recover(sourceToolUseId: string, quote: string): Promise<Recovery | null>;
   /**
-   * What the request just sent was billed (the replay's cache simulation as the provider's usage), with
-   * `--usage`: the policy hears it as a deployment does from the answers or the usage route.
+   * What the request just sent was billed (the replay's cache simulation as the provider's usage), unless
+   * the replay runs with `usage: false` (`--no-usage`): the policy hears it as a deployment does from the
+   * answers or the usage route.
    */
   billed?(cost: CallCost): Promise<void>;
 }
