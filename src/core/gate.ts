@@ -132,7 +132,8 @@ function uncachedFor(
  * Headroom over the model's minimum cacheable length for a stub sized to keep the prompt cacheable: the
  * prompt's tokens are an estimate (chars per token, calibrated once measured), and a prompt one token
  * short of the minimum is not cached at all, so a padding sized exactly would be lost to any estimate
- * that runs high; 5% covers the spread of the estimate against the provider's count.
+ * that runs high; 5% covers the spread of the estimate against the provider's count (either way: a
+ * prompt with the result estimated up to 5% under the minimum is taken to be cached, `uncachesPrompt`).
  */
 export const CACHEABLE_MARGIN = 0.05;
 
@@ -164,13 +165,16 @@ export function cacheableStubTokens(input: GateInput): number | null {
 /**
  * Whether a stub of `S` tokens in place of a result of `T` brings a caching client's prompt below the
  * model's minimum cacheable length (`context_tokens` is the prompt with the stub): cached with the result,
- * not with the stub.
+ * not with the stub. The prompt with the result counts as cached from CACHEABLE_MARGIN under the minimum:
+ * its tokens are an estimate, and one that runs a few percent low would otherwise call a cached prompt
+ * uncacheable and price the stub as costing nothing there, when it uncaches the prompt for every call
+ * until it has grown past the minimum again (the safe side: the loss is priced, the gate may still fire).
  */
 function uncachesPrompt(input: GateInput, price: ModelPrice, T: number, S: number): boolean {
   const min = price.min_cacheable_tokens;
   return (
     (input.client_caches ?? input.cached_side) &&
-    input.context_tokens - S + T >= min &&
+    input.context_tokens - S + T >= min * (1 - CACHEABLE_MARGIN) &&
     input.context_tokens < min
   );
 }

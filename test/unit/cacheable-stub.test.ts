@@ -50,6 +50,22 @@ describe("cacheableStubTokens", () => {
     ).toBeNull();
   });
 
+  it("takes a prompt estimated just under the minimum with the result as cached (the estimate's margin)", () => {
+    // What the stub costs the cache when the prompt it leaves stays cacheable: only the suffix it rewrites.
+    const rewriteOnly = (i: GateInput) =>
+      offloadGate({ ...i, context_tokens: 4_200 }).invalidation_cost_usd;
+    // 4,048 tokens with the result: 1% under Opus's 4,096 by the estimate, which can run 5% low, so the
+    // prompt may well be cached with the result; the plain stub (3,000) is priced as uncaching it.
+    const edge = { ...near, result_tokens: 1_348 };
+    expect(3_000 - 300 + 1_348).toBeLessThan(4096);
+    expect(offloadGate(edge).invalidation_cost_usd).toBeGreaterThan(rewriteOnly(edge));
+    // 6% under: outside the margin, uncacheable with the result too, so the stub uncaches nothing
+    const under = { ...near, result_tokens: 1_150 };
+    expect(3_000 - 300 + 1_150).toBeLessThan(4096 * (1 - CACHEABLE_MARGIN));
+    expect(offloadGate(under).invalidation_cost_usd).toBe(rewriteOnly(under));
+    expect(cacheableStubTokens(under)).toBeNull();
+  });
+
   it("is null for a client that does not cache, or an unpriced model", () => {
     expect(cacheableStubTokens({ ...near, client_caches: false, cached_side: false })).toBeNull();
     expect(cacheableStubTokens({ ...near, model: "no-such-model" })).toBeNull();
