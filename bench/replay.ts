@@ -3,7 +3,7 @@
  * prices), both client models, every policy. Prints one table per run and, with --markdown, the README
  * tables: the main one, what each default switch is worth (the defaults with one switch off), the
  * cold-cache runs (--gap), and realistic endings (sessions that stop soon after a stub lands) at Anthropic
- * and OpenAI prices. `--only main|switches|cold|endings` runs one part. Every run tells edge-offload its
+ * and OpenAI prices, and each file's halves. `--only main|switches|cold|endings|halves` runs one part. Every run tells edge-offload its
  * simulated usage, as a deployment's answers do (so its estimates calibrate); `--no-usage` leaves that out.
  */
 
@@ -24,7 +24,7 @@ const CLIENTS: Client[] = ["cached", "uncached"];
 /** The defaults before issue 28 (first delivery off, no move, the fixed horizon, no anchor). */
 export const PREVIOUS_DEFAULTS = "edge-offload/full-delivery/no-move/fixed-horizon/no-anchor";
 const MAIN_POLICIES = ["none", PREVIOUS_DEFAULTS, ...DEFAULT_POLICIES.filter((p) => p !== "none")];
-export type ReplayPart = "main" | "switches" | "cold" | "endings";
+export type ReplayPart = "main" | "switches" | "cold" | "endings" | "halves";
 
 function sessionsOf(file: string): ReplaySession[] {
   return parseSessions(
@@ -68,6 +68,7 @@ export async function benchReplay(
   if (opts.markdown && run("switches")) await switches(files, usage);
   if (opts.markdown && run("cold")) await coldCache(files, usage);
   if (opts.markdown && run("endings")) await endings(files, usage);
+  if (opts.markdown && run("halves")) await halves(files, usage);
   return reports;
 }
 
@@ -208,6 +209,37 @@ async function endings(files: readonly string[], usage: boolean): Promise<void> 
     usage,
     earlyEndings,
   );
+}
+
+/**
+ * Each file's halves: every other session, from the first (a) and from the second (b), replayed on their own
+ * (the learned horizon then sees only the half's sessions before). A change tuned to a file's whole tends to
+ * show on one half and not the other; the defaults at both Anthropic price tables, and Opus's realistic
+ * endings, where the cache minimum (4,096 tokens) makes the worst sessions.
+ */
+async function halves(files: readonly string[], usage: boolean): Promise<void> {
+  for (const [name, first] of [
+    ["a", 0],
+    ["b", 1],
+  ] as const) {
+    const half = (sessions: ReplaySession[]) => sessions.filter((_, i) => i % 2 === first);
+    await table(
+      `half ${name}`,
+      files,
+      MODELS.map((model) => ({ model, client: "cached" as const })),
+      ["none", "edge-offload"],
+      usage,
+      half,
+    );
+    await table(
+      `half ${name}, --endings early`,
+      files,
+      [{ model: MODELS[1]!, client: "cached" as const }],
+      ["none", "edge-offload"],
+      usage,
+      (sessions) => earlyEndings(half(sessions)),
+    );
+  }
 }
 
 /** A table cell: ratio to none, references lost, recall hops paid. */

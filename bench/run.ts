@@ -50,7 +50,7 @@ const benches: Record<string, () => Promise<unknown>> = {
   ocr: () => script("ocr.ts"),
   // OCR's hostile inputs in a 128 MB Node child and under wrangler dev (issue 24's table).
   "ocr-hostile": () => script("ocr-hostile.ts"),
-  // `--only=main|switches|cold|endings`: one part of it; `--no-usage`: the gate never calibrated.
+  // `--only=main|switches|cold|endings|halves`: one part of it; `--no-usage`: the gate never calibrated.
   replay: () => {
     const only = process.argv.find((a) => a.startsWith("--only="))?.slice("--only=".length);
     return benchReplay({
