@@ -14,7 +14,7 @@ import {
   extractionLifetime,
   type StoredExtractionOptions,
 } from "./extractions.ts";
-import type { RedisClient } from "./redis-port.ts";
+import { DEFAULT_KEY_PREFIX, type RedisClient, tenantKeyBase } from "./redis-port.ts";
 
 export interface RedisExtractionOptions extends Omit<StoredExtractionOptions, "now"> {
   /** Every key starts with it (default `eo:`). */
@@ -30,14 +30,14 @@ export class RedisExtractionCache implements ExtractionCache {
 
   constructor(redis: RedisClient, options: RedisExtractionOptions = {}) {
     this.#redis = redis;
-    this.#prefix = options.prefix ?? "eo:";
+    this.#prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     this.#ttl = extractionLifetime(options.retentionSeconds);
     this.#maxValue = options.maxValueBytes ?? EXTRACTION_VALUE_MAX_BYTES;
   }
 
   /** Where an entry lives (the tenant's hash tag, as its learning's keys). */
   key(tenant: string, key: string): string {
-    return `${this.#prefix}tenant:{${tenant}}:x:${key}`;
+    return `${tenantKeyBase(this.#prefix, tenant)}x:${key}`;
   }
 
   async getExtraction(tenant: string, key: string): Promise<CachedExtraction | null> {

@@ -21,6 +21,17 @@ export interface RedisClient {
   };
 }
 
+/** Every key starts with it unless the store is given another prefix. */
+export const DEFAULT_KEY_PREFIX = "eo:";
+
+/**
+ * Where a tenant's own keys begin (its learning, its sessions' index, its cached extractions): the
+ * tenant's hash tag, so they live in one slot.
+ */
+export function tenantKeyBase(prefix: string, tenant: string): string {
+  return `${prefix}tenant:{${tenant}}:`;
+}
+
 /** A session's keys, by what they hold. */
 export function sessionKeys(prefix: string, ref: SessionRef) {
   const base = `${prefix}{${ref.tenant}/${ref.session}}:`;

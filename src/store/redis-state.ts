@@ -36,6 +36,7 @@ import type {
 } from "./ports.ts";
 import {
   casWrite,
+  DEFAULT_KEY_PREFIX,
   hash,
   hmget,
   type Op,
@@ -197,7 +198,7 @@ export class RedisSessionState implements SessionState {
 
   constructor(redis: RedisClient, options: RedisSessionOptions = {}) {
     this.#redis = redis;
-    this.#prefix = options.prefix ?? "eo:";
+    this.#prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     this.#now = options.now ?? Date.now;
     this.retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
   }

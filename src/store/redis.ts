@@ -22,7 +22,15 @@ import {
   type TenantLearning,
 } from "./ports.ts";
 import { RedisExtractionCache } from "./redis-extractions.ts";
-import { hash, type RedisClient, sessionKeys, snapshot, values } from "./redis-port.ts";
+import {
+  DEFAULT_KEY_PREFIX,
+  hash,
+  type RedisClient,
+  sessionKeys,
+  snapshot,
+  tenantKeyBase,
+  values,
+} from "./redis-port.ts";
 import { RedisSessionState } from "./redis-state.ts";
 import { RetainedStore, type RetainedStoreOptions } from "./retained.ts";
 import { endedBuckets, FORGOTTEN_WEIGHT, lengthsAddition, lengthsOf } from "./session-lengths.ts";
@@ -44,7 +52,7 @@ export class RedisLedger implements BodyLedgerPort {
 
   constructor(redis: RedisClient, options: KeyOptions = {}) {
     this.#redis = redis;
-    this.#prefix = options.prefix ?? "eo:";
+    this.#prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     this.#ttl = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
   }
 
@@ -102,15 +110,15 @@ export class RedisIndex implements IndexPort {
 
   constructor(redis: RedisClient, options: KeyOptions & { now?: () => number } = {}) {
     this.#redis = redis;
-    this.#prefix = options.prefix ?? "eo:";
+    this.#prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     this.#ttl = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
     this.#now = options.now ?? Date.now;
   }
 
   #tenant(tenant: string) {
     return {
-      sessions: `${this.#prefix}tenant:{${tenant}}:sessions`,
-      created: `${this.#prefix}tenant:{${tenant}}:created`,
+      sessions: `${tenantKeyBase(this.#prefix, tenant)}sessions`,
+      created: `${tenantKeyBase(this.#prefix, tenant)}created`,
     };
   }
 
@@ -225,11 +233,11 @@ export class RedisTenantLearning implements TenantLearning {
 
   constructor(redis: RedisClient, options: { prefix?: string } = {}) {
     this.#redis = redis;
-    this.#prefix = options.prefix ?? "eo:";
+    this.#prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
   }
 
   #keys(tenant: string) {
-    const base = `${this.#prefix}tenant:{${tenant}}:`;
+    const base = tenantKeyBase(this.#prefix, tenant);
     return {
       offloaded: `${base}offloaded`,
       recalls: `${base}recalls`,
@@ -372,7 +380,7 @@ export class RedisStore extends RetainedStore {
 
   /** Over a client of the app's (an ioredis `Redis`). */
   constructor(redis: RedisClient, options: RedisStoreOptions = {}, owned = false) {
-    const prefix = options.prefix ?? "eo:";
+    const prefix = options.prefix ?? DEFAULT_KEY_PREFIX;
     const retentionSeconds = options.retentionSeconds ?? DEFAULT_RETENTION_SECONDS;
     const keys = { prefix, retentionSeconds };
     const state = new RedisSessionState(redis, {
