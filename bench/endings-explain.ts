@@ -6,9 +6,10 @@
  * (src/replay/endings.ts) by default. Run:
  *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
  *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached,automatic] [--endings=early|recorded]
- *     [--hops=kept|dropped] [--no-usage]
+ *     [--hops=kept|dropped] [--no-usage] [--sessions=id,id]
  * (by default, cached with Anthropic's prices and automatic, OpenAI's caching, with OpenAI's; uncached
  * with both: for OpenAI a bound, no client of it is never cached)
+ * `--sessions` explains the sessions named, dearer or not (to see why a change moved one).
  * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
  */
 
@@ -47,6 +48,8 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   const hops = flag(argv, "hops", "kept") as HopExchange;
   // as the replay bench: the gate hears its calls' usage and calibrates, unless told not to
   const usage = !argv.includes("--no-usage");
+  const named = flag(argv, "sessions", "");
+  const chosen = named === "" ? null : new Set(named.split(","));
   const config = {
     tool_result_compaction_enabled: true,
     tool_result_offload_enabled: true,
@@ -101,7 +104,9 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
         const [none, eo] = report.policies;
         const dearer = eo!.sessions
           .map((r, i) => ({ r, base: none!.sessions[i]! }))
-          .filter(({ r, base }) => r.usd > base.usd * (1 + DEARER_EPSILON));
+          .filter(({ r, base }) =>
+            chosen === null ? r.usd > base.usd * (1 + DEARER_EPSILON) : chosen.has(r.session),
+          );
         console.log(
           `\n## ${file} ${model} ${client}: ratio ${eo!.ratio_to_none!.toFixed(3)}, worst ${eo!.worst_session_ratio!.toFixed(3)}, ${dearer.length} dearer of ${report.sessions}`,
         );

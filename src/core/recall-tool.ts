@@ -2,12 +2,11 @@
  * The recall tool's declaration. It heads the cache hierarchy (tools come first), so its bytes must
  * never change within a session: fixed key order, no interpolated values but the mode.
  */
-import { RECALL_HARD_CAP_CHARS, type RecallMode } from "../config.ts";
+import type { RecallMode } from "../config.ts";
 import { appendTool } from "./formats/shape.ts";
 import type { Edit, FormatAdapter } from "./formats/types.ts";
 import type { JsonNode, JsonObject } from "./json/scan.ts";
-import { MAX_QUESTIONS, QUERY_ANSWER_CHARS } from "./recall-many.ts";
-import { formatInt } from "./text.ts";
+import { MAX_QUESTIONS } from "./recall-many.ts";
 
 export const RECALL_TOOL_NAME = "recall_tool_result";
 
@@ -47,43 +46,37 @@ export type RecallToolDefinitions = {
 };
 
 /**
- * The JSON Schema of recall_tool_result's arguments for a recall mode. Kept short on purpose: the
- * declaration rides in every request of the session, while each stub already explains how to call
- * it for that result.
+ * The JSON Schema of recall_tool_result's arguments for a recall mode: names and types only. The
+ * declaration rides in every request of the session once made (and making it rewrites the cached
+ * prompt after `tools`), so it says only what a call needs: each stub says how to call it for that
+ * result, and the bounds (MAX_QUESTIONS, the window's and max_chars' limits) are enforced where the
+ * call is answered, with a message that names them (a schema's bounds bind no provider's model anyway:
+ * tool schemas are not enforced unless strict, and these arguments are optional).
  */
 export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
   const properties: Record<string, unknown> = { mem_id: { type: "string" } };
+  const strings = { type: "array", items: { type: "string" } };
   if (mode !== "structural") {
-    properties.query = { type: "string", description: "exact substring; each match with context" };
-    properties.queries = {
-      type: "array",
-      items: { type: "string" },
-      maxItems: MAX_QUESTIONS,
-      description: "several queries in one call",
-    };
-    properties.window = { type: "integer", minimum: 0, maximum: 5000 };
+    properties.query = { type: "string" };
+    properties.queries = strings;
+    properties.window = { type: "integer" };
   }
   if (mode !== "window") {
-    properties.json_path = { type: "string", description: "e.g. $.items[3].price" };
-    properties.json_paths = {
-      type: "array",
-      items: { type: "string" },
-      maxItems: MAX_QUESTIONS,
-      description: "several paths in one call",
-    };
+    properties.json_path = { type: "string" };
+    properties.json_paths = strings;
   }
-  properties.offset = { type: "integer", minimum: 0 };
-  properties.max_chars = { type: "integer", minimum: 1, maximum: RECALL_HARD_CAP_CHARS };
+  properties.offset = { type: "integer" };
+  properties.max_chars = { type: "integer" };
   return { type: "object", properties, required: ["mem_id"], additionalProperties: false };
 }
 
 export function recallToolDescription(mode: RecallMode = "both"): string {
   const ways = [
-    ...(mode !== "structural" ? ["query (or queries)"] : []),
-    ...(mode !== "window" ? ["json_path (or json_paths)"] : []),
-    "offset+max_chars",
+    ...(mode !== "structural" ? ["query: exact substring, each match with ±window chars"] : []),
+    ...(mode !== "window" ? ["json_path: e.g. $.items[3]"] : []),
+    "offset+max_chars: a slice",
   ];
-  return `Read part of an offloaded tool result back: its mem_id (from the stub) and ${ways.join(", ")}, or nothing for the head. A query answers up to ${formatInt(QUERY_ANSWER_CHARS)} chars unless max_chars asks for more (max ${formatInt(RECALL_HARD_CAP_CHARS)}).`;
+  return `Read back part of an offloaded tool result by the mem_id in its stub. ${ways.join("; ")}; plural forms ask up to ${MAX_QUESTIONS} at once; none: the head.`;
 }
 
 /** The tool's definition in the given provider's request format. */

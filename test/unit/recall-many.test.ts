@@ -145,9 +145,32 @@ describe("queries in one call", () => {
 
 describe("the declaration offers them", () => {
   it("per mode", () => {
-    expect(recallInputSchema("both").properties).toHaveProperty("queries.maxItems", MAX_QUESTIONS);
+    expect(recallInputSchema("both").properties).toHaveProperty("queries.items.type", "string");
     expect(recallInputSchema("window").properties).not.toHaveProperty("json_paths");
     expect(recallInputSchema("structural").properties).not.toHaveProperty("queries");
-    expect(recallToolDefinition("anthropic").description).toContain("query (or queries)");
+    // the bound is said in the description, and enforced where the call is answered (above)
+    expect(recallToolDefinition("anthropic").description).toContain(
+      `plural forms ask up to ${MAX_QUESTIONS} at once`,
+    );
+  });
+
+  it("in few bytes: the declaration rides in every later request of the session", () => {
+    // What every argument means fits one sentence (each stub repeats how to call it for its result);
+    // 941 chars before issue 26's last round, whose replay measured the shorter one cheaper on every row.
+    for (const mode of ["both", "window", "structural"] as const)
+      for (const format of ["anthropic", "openai-chat", "openai-responses", "ai-sdk"] as const)
+        expect(JSON.stringify(recallToolDefinition(format, mode)).length).toBeLessThan(700);
+    const text = recallToolDefinition("anthropic", "both").description;
+    for (const said of [
+      "mem_id",
+      "query",
+      "exact substring",
+      "json_path",
+      "offset+max_chars",
+      "head",
+    ])
+      expect(text).toContain(said);
+    expect(recallToolDefinition("anthropic", "window").description).not.toContain("json_path");
+    expect(recallToolDefinition("anthropic", "structural").description).not.toContain("query");
   });
 });
