@@ -102,15 +102,19 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
           onCall: (e) => events.push(e),
         });
         const [none, eo] = report.policies;
-        const dearer = eo!.sessions
-          .map((r, i) => ({ r, base: none!.sessions[i]! }))
-          .filter(({ r, base }) =>
-            chosen === null ? r.usd > base.usd * (1 + DEARER_EPSILON) : chosen.has(r.session),
-          );
+        const paired = eo!.sessions.map((r, i) => ({ r, base: none!.sessions[i]! }));
+        const dearer = paired.filter(({ r, base }) => r.usd > base.usd * (1 + DEARER_EPSILON));
+        // Named sessions are replayed with the whole file all the same: what the gate learned from the
+        // sessions before them (horizon, calibration) is part of why they cost what they cost.
+        const shown = chosen === null ? dearer : paired.filter(({ r }) => chosen.has(r.session));
         console.log(
           `\n## ${file} ${model} ${client}: ratio ${eo!.ratio_to_none!.toFixed(3)}, worst ${eo!.worst_session_ratio!.toFixed(3)}, ${dearer.length} dearer of ${report.sessions}`,
         );
-        for (const { r, base } of dearer) {
+        if (chosen !== null)
+          for (const id of chosen)
+            if (!paired.some(({ r }) => r.session === id))
+              console.log(`(no session ${id} in ${file})`);
+        for (const { r, base } of shown) {
           console.log(
             `\n### ${r.session}${cutIds.has(r.session) ? " (cut)" : ""}: ${f(r.usd)} vs ${f(base.usd)} = ${(r.usd / base.usd).toFixed(4)}, ${r.calls} calls, ${r.recall_hops} hops`,
           );
