@@ -10,7 +10,8 @@
  * offloading took out is measured where it can be: a result sent in full on a turn that only
  * appended to the one before is the growth of the measured prompt between the two (less the rest
  * of what was new), a result stubbed on arrival is the provider's count of it (the proxy asks), and
- * the estimate calibrated only where neither exists.
+ * the estimate calibrated only where neither exists. A prefix of the client's request whose bytes went
+ * out before and were measured (an untouched turn's whole prompt, a read's end) is taken at those tokens.
  *
  * Pure: the session states and the report routes both run it over the logged turns.
  */
@@ -260,12 +261,21 @@ export function counterfactualTurns(
       hash: m.ha,
       ...(m.ba === undefined ? {} : { bp: m.ba }),
     }));
-    const client = marks.map((m, i) => ({
-      tokens: sent[i]!.tokens + (m.c - m.a) * rate,
-      blocks: m.b,
-      hash: m.hc,
-      ...(m.bc === undefined ? {} : { bp: m.bc }),
-    }));
+    // The client's prefix at a mark is the estimate moved by what offloading changed before it,
+    // unless those very bytes went out before and were measured (an untouched turn's whole prompt,
+    // or a read's end): then its tokens are known. A sliding window's shared head is such a prefix,
+    // and whether it reaches the provider's minimum decides whether the client's calls read at all.
+    let floor = 0;
+    const client = marks.map((m, i) => {
+      const measuredPrefix = o.mode === "billed" ? known.get(m.hc) : undefined;
+      floor = Math.max(floor, measuredPrefix ?? sent[i]!.tokens + (m.c - m.a) * rate);
+      return {
+        tokens: floor,
+        blocks: m.b,
+        hash: m.hc,
+        ...(m.bc === undefined ? {} : { bp: m.bc }),
+      };
+    });
     const billed = worlds.sent.bill(sent, rules, turn.at);
     // Where the provider read the request sent, the mark that prefix ends at is now known in
     // tokens (OpenAI reports reads in 128-token steps: the middle of the step).
