@@ -265,12 +265,13 @@ export function counterfactualTurns(
     // unless those very bytes went out before and were measured (an untouched turn's whole prompt,
     // or a read's end): then its tokens are known. A sliding window's shared head is such a prefix,
     // and whether it reaches the provider's minimum decides whether the client's calls read at all.
-    let floor = 0;
+    // A longer prefix never has fewer tokens: a measured mark may sit above the estimates after it.
+    let reached = 0;
     const client = marks.map((m, i) => {
       const measuredPrefix = o.mode === "billed" ? known.get(m.hc) : undefined;
-      floor = Math.max(floor, measuredPrefix ?? sent[i]!.tokens + (m.c - m.a) * rate);
+      reached = Math.max(reached, measuredPrefix ?? sent[i]!.tokens + (m.c - m.a) * rate);
       return {
-        tokens: floor,
+        tokens: reached,
         blocks: m.b,
         hash: m.hc,
         ...(m.bc === undefined ? {} : { bp: m.bc }),

@@ -49,21 +49,23 @@ export type RecallToolDefinitions = {
  * The JSON Schema of recall_tool_result's arguments for a recall mode: names and types only. The
  * declaration rides in every request of the session once made (and making it rewrites the cached
  * prompt after `tools`), so it says only what a call needs: each stub says how to call it for that
- * result, and the bounds (MAX_QUESTIONS, the window's and max_chars' limits) are enforced where the
- * call is answered, with a message that names them (a schema's bounds bind no provider's model anyway:
- * tool schemas are not enforced unless strict, and these arguments are optional).
+ * result, and the bounds hold where the call is answered: more than MAX_QUESTIONS is refused with a
+ * message that names the limit, and no answer passes its cap, whatever window or max_chars asks (a cut
+ * answer says where to continue). A schema's bounds bind no provider's model anyway: tool schemas are
+ * not enforced unless strict, and these arguments are optional.
  */
 export function recallInputSchema(mode: RecallMode = "both"): JsonSchema {
   const properties: Record<string, unknown> = { mem_id: { type: "string" } };
-  const strings = { type: "array", items: { type: "string" } };
+  // A fresh object each time: the schema is public (edge-offload/pricing), and a caller may edit it.
+  const strings = () => ({ type: "array", items: { type: "string" } });
   if (mode !== "structural") {
     properties.query = { type: "string" };
-    properties.queries = strings;
+    properties.queries = strings();
     properties.window = { type: "integer" };
   }
   if (mode !== "window") {
     properties.json_path = { type: "string" };
-    properties.json_paths = strings;
+    properties.json_paths = strings();
   }
   properties.offset = { type: "integer" };
   properties.max_chars = { type: "integer" };

@@ -2,9 +2,10 @@
  * `RedisStore` (`edge-offload/redis`): the session state (redis-state.ts), the bodies, the lookup index,
  * the tenant's learning and the extraction cache (redis-extractions.ts) in Redis, for any number of
  * processes. A session's keys share its hash tag and its time to live: every write sets them to expire
- * `retentionSeconds` after it (bodies included), so Redis itself purges an idle session whole. Writes are version-checked (redis-port.ts): concurrent
- * turns of one session commit one after the other and render the same bytes. A standalone Redis (or a
- * primary with replicas); the sweep's two sets are keys of their own, so not Redis Cluster.
+ * `retentionSeconds` after it (bodies included), so Redis itself purges an idle session whole. Writes are
+ * version-checked (redis-port.ts): concurrent turns of one session commit one after the other and render
+ * the same bytes. A standalone Redis (or a primary with replicas); the sweep's two sets are keys of their
+ * own, so not Redis Cluster.
  */
 import { type Calibration, calibrate } from "../core/calibration.ts";
 import type { ToolStats } from "../core/ports.ts";
@@ -116,10 +117,8 @@ export class RedisIndex implements IndexPort {
   }
 
   #tenant(tenant: string) {
-    return {
-      sessions: `${tenantKeyBase(this.#prefix, tenant)}sessions`,
-      created: `${tenantKeyBase(this.#prefix, tenant)}created`,
-    };
+    const base = tenantKeyBase(this.#prefix, tenant);
+    return { sessions: `${base}sessions`, created: `${base}created` };
   }
 
   async putBody(ref: SessionRef, entry: IndexedBody): Promise<void> {
