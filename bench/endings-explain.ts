@@ -6,10 +6,11 @@
  * (src/replay/endings.ts) by default. Run:
  *   npm run bench -- endings-explain [--config=JSON] [--files=swe,api,large]
  *     [--models=claude-sonnet-4-6,gpt-5.4] [--clients=cached,uncached,automatic] [--endings=early|recorded]
- *     [--hops=kept|dropped] [--no-usage] [--sessions=id,id]
+ *     [--hops=kept|dropped] [--no-usage] [--sessions=id,id] [--draw=N]
  * (by default, cached with Anthropic's prices and automatic, OpenAI's caching, with OpenAI's; uncached
  * with both: for OpenAI a bound, no client of it is never cached)
- * `--sessions` explains the sessions named, dearer or not (to see why a change moved one).
+ * `--sessions` explains the sessions named, dearer or not (to see why a change moved one); `--draw` another
+ * draw of the realistic endings (endings-draws.ts counts them over many).
  * e.g. `--config='{"tool_result_medium_tier":"off"}' --models=gpt-5.4 --clients=uncached`.
  */
 
@@ -23,15 +24,10 @@ import { nonePolicy } from "../src/replay/policies/none.ts";
 import { type CallEvent, DEARER_EPSILON, type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
+import { flag } from "./lib/args.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 const f = (x: number) => x.toFixed(4);
-
-/** `--name=value` from argv, else the default. */
-function flag(argv: readonly string[], name: string, fallback: string): string {
-  const a = argv.find((x) => x.startsWith(`--${name}=`));
-  return a === undefined ? fallback : a.slice(name.length + 3);
-}
 
 export async function benchEndingsExplain(argv: readonly string[]): Promise<void> {
   let extra: Record<string, unknown>;
@@ -45,6 +41,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];
   const clientsAsked = argv.some((a) => a.startsWith("--clients="));
   const early = flag(argv, "endings", "early") === "early";
+  const draw = Number(flag(argv, "draw", "0"));
   const hops = flag(argv, "hops", "kept") as HopExchange;
   // as the replay bench: the gate hears its calls' usage and calibrates, unless told not to
   const usage = !argv.includes("--no-usage");
@@ -60,7 +57,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   );
   for (const file of files) {
     const raw = parseSessions(gunzipSync(readFileSync(corpusFile(file))).toString("utf8"), file);
-    const sessions = early ? earlyEndings(raw) : raw;
+    const sessions = early ? earlyEndings(raw, draw) : raw;
     const cutIds = new Set(
       sessions.filter((s, i) => s.calls.length < raw[i]!.calls.length).map((s) => s.id),
     );

@@ -9,6 +9,7 @@ import {
   benchAgreement as benchAgreementReplay,
   optionsFrom as replayOptionsFrom,
 } from "./agreement-replay.ts";
+import { benchEndingsDraws } from "./endings-draws.ts";
 import { benchEndingsExplain } from "./endings-explain.ts";
 import { benchEval } from "./eval.ts";
 import { benchFormats } from "./formats.ts";
@@ -61,6 +62,8 @@ const benches: Record<string, () => Promise<unknown>> = {
   },
   // Why the sessions edge-offload makes dearer are dearer, call by call (realistic endings).
   "endings-explain": () => benchEndingsExplain(process.argv),
+  // The sessions the defaults make dearer as a share over many draws of the realistic endings.
+  "endings-draws": () => benchEndingsDraws(process.argv),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   "agreement-replay": () => benchAgreementReplay(replayOptionsFrom(process.argv)),
   agents: () => benchAgents(process.argv),

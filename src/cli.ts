@@ -84,6 +84,8 @@ Options:
                      probability P (e.g. 20,900@0.1); sets the cache TTLs going (default: none lapse)
   --endings early    cut half of the sessions holding a result over 8,000 chars 1-3 calls after it
                      arrives (sessions that stop soon after a stub lands; default: as recorded)
+  --endings-draw N   with --endings early: another draw of where sessions stop (default 0, the one
+                     the published tables use)
   --hops H           kept (a recall's call and answer stay in later prompts, as with an agent that runs
                      the recall tool itself; default) or dropped (gone, as with the proxy's hops)
   --no-usage         do not tell edge-offload each call's simulated usage (by default it is told, as a
@@ -118,6 +120,7 @@ function parseReplayArgs(args: string[]) {
       config: { type: "string" },
       gap: { type: "string" },
       endings: { type: "string" },
+      "endings-draw": { type: "string" },
       hops: { type: "string" },
       usage: { type: "boolean", default: true },
       "no-usage": { type: "boolean", default: false },
@@ -191,7 +194,13 @@ async function replayCommand(rest: string[]): Promise<number> {
   const endings = args.values.endings;
   if (endings !== undefined && endings !== "early" && endings !== "recorded")
     throw new UsageError("--endings must be early or recorded");
-  const sessions = endings === "early" ? r.earlyEndings(recorded) : recorded;
+  const drawArg = args.values["endings-draw"];
+  const drawN = drawArg === undefined ? 0 : Number(drawArg);
+  if (!Number.isInteger(drawN) || drawN < 0 || drawN > 1_000_000)
+    throw new UsageError("--endings-draw must be an integer from 0 to 1000000");
+  if (drawArg !== undefined && endings !== "early")
+    throw new UsageError("--endings-draw needs --endings early");
+  const sessions = endings === "early" ? r.earlyEndings(recorded, drawN) : recorded;
   const hops = args.values.hops;
   if (hops !== undefined && hops !== "kept" && hops !== "dropped")
     throw new UsageError("--hops must be kept or dropped");

@@ -6,7 +6,9 @@
  * sessions that hold a result over the size floor (the ones a stub can land on): one such result is drawn,
  * and the session stops one to three calls after the call it arrived on. The draws are hashes of the
  * session id, so every policy and every run sees the same sessions, and sessions keep their file order
- * (what the learned horizon sees first is what a tenant would have seen first).
+ * (what the learned horizon sees first is what a tenant would have seen first). One draw is one
+ * sample of where sessions stop: `draw` picks another (0, the default, is the one the published tables
+ * use), so a count of dearer sessions can be read as a share over many draws, not one draw's luck.
  */
 import { textOfResult } from "./blocks.ts";
 import { draw } from "./gaps.ts";
@@ -48,13 +50,19 @@ export function cutAfter(session: ReplaySession, last: number): ReplaySession {
   };
 }
 
-/** The sessions with realistic endings (see above); sessions not drawn are returned as they are. */
-export function earlyEndings(sessions: readonly ReplaySession[]): ReplaySession[] {
+/**
+ * The sessions with realistic endings (see above); sessions not drawn are returned as they are. `n` picks
+ * the draw (a non-negative integer; 0, the default, is the published one).
+ */
+export function earlyEndings(sessions: readonly ReplaySession[], n = 0): ReplaySession[] {
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`draw ${n}: a non-negative integer`);
+  // draw 0 keeps the keys the published figures were drawn with
+  const key = (s: ReplaySession, what: string) => `${s.id}#${what}${n === 0 ? "" : `#${n}`}`;
   return sessions.map((s) => {
     const at = arrivals(s);
-    if (at.length === 0 || draw(`${s.id}#cut`) >= ENDINGS_SHARE) return s;
-    const arrival = at[Math.floor(draw(`${s.id}#result`) * at.length)]!;
-    const after = 1 + Math.floor(draw(`${s.id}#after`) * ENDINGS_MAX_AFTER);
+    if (at.length === 0 || draw(key(s, "cut")) >= ENDINGS_SHARE) return s;
+    const arrival = at[Math.floor(draw(key(s, "result")) * at.length)]!;
+    const after = 1 + Math.floor(draw(key(s, "after")) * ENDINGS_MAX_AFTER);
     return cutAfter(s, arrival + after);
   });
 }

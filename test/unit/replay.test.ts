@@ -543,6 +543,17 @@ describe("realistic endings and the learned horizon", () => {
     expect(shorter).toBeLessThan(sessions.length);
   });
 
+  it("draws other endings on demand, each the same every time, draw 0 the published one", () => {
+    const ends = (n?: number) => earlyEndings(sessions, n).map((s) => s.calls.length);
+    expect(ends(0)).toEqual(ends());
+    const draws = [1, 2, 3, 4, 5].map((n) => ends(n));
+    for (const [i, d] of draws.entries()) expect(ends(i + 1)).toEqual(d);
+    // another draw cuts other sessions, or the same ones elsewhere
+    expect(draws.some((d) => JSON.stringify(d) !== JSON.stringify(ends()))).toBe(true);
+    expect(() => earlyEndings(sessions, -1)).toThrow(RangeError);
+    expect(() => earlyEndings(sessions, 1.5)).toThrow(RangeError);
+  });
+
   it("keeps a session whole when the cut would fall after its end, and drops the refs it cut off", () => {
     const s: ReplaySession = {
       id: "x",
@@ -643,6 +654,12 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--no-usage").status).toBe(0);
     expect(cli("replay", SAMPLE, "--endings", "never").stderr).toContain(
       "--endings must be early or recorded",
+    );
+    expect(cli("replay", SAMPLE, "--endings", "early", "--endings-draw=-1").stderr).toContain(
+      "--endings-draw must be an integer",
+    );
+    expect(cli("replay", SAMPLE, "--endings-draw", "2").stderr).toContain(
+      "--endings-draw needs --endings early",
     );
     // A dozen Node processes, one after the other: room for a machine shared with other test runs.
   }, 60_000);
