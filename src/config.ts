@@ -110,6 +110,14 @@ const fields = {
     .max(1)
     .default(0.5)
     .describe("Prior probability that the model re-reads an offloaded result."),
+  tool_result_offload_min_net_share: z
+    .number()
+    .min(0)
+    .max(1)
+    .default(0)
+    .describe(
+      "A robustness margin for the gate and the breakpoint move: offload only where the expected net saving is more than this share of the gross saving. A thin net pays only if the recall prior and the horizon hold; a session that ends a few calls after such a stub (or recalls it at once) is made dearer. At 0.2 the SWE sessions made dearer with realistic endings go from 2-3% to under 1%, for about a point of saving (docs/measure.md, 'Realistic endings over many draws'). 0: any positive net.",
+    ),
   tool_result_recall_mode: RecallModeSchema.default("both").describe(
     'Which arguments recall_tool_result offers: "window" (query/slice), "structural" (json_path/slice) or "both".',
   ),

@@ -68,6 +68,11 @@ export interface GateInput {
    * whole prompt anew, so rewriting earlier bytes costs nothing extra and this turn's write shrinks too.
    */
   cache_cold?: boolean;
+  /**
+   * A robustness margin: fire only where the net is more than this share of the gross saving (0 or absent:
+   * any positive net), so a decision that pays only if its priors hold exactly is not taken.
+   */
+  min_net_share?: number;
 }
 
 /**
@@ -273,7 +278,9 @@ export function offloadGate(input: GateInput): GateResult {
     usd(H * toolTokens, caches ? rates.cache_read : rates.input) +
     (caches && input.cache_cold !== true ? usd(toolPrefix, write - rates.cache_read) : 0);
   const net = saving - (carry + invalidation + recall + declaration);
-  const fire = net > 0;
+  // The robustness margin: a thin net pays only if the priors hold exactly.
+  const share = Math.max(0, input.min_net_share ?? 0);
+  const fire = net > 0 && net > share * saving;
 
   const costs = [
     ["the stub's own carry cost", carry],
@@ -286,7 +293,9 @@ export function offloadGate(input: GateInput): GateResult {
     ? `saves $${net.toFixed(4)} over ${written ? `this and ${round1(H)} more` : round1(H)} turns (${input.cached_side ? (cold ? "cold cache" : "cached") : "uncached"} side, p=${round2(p)})`
     : T <= S
       ? "the stub is not smaller than the result"
-      : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;
+      : net > 0
+        ? `declined: saves $${net.toFixed(4)}, not more than ${share} of the $${saving.toFixed(4)} re-prefill saving (tool_result_offload_min_net_share)`
+        : `declined: ${biggest[0]} outweighs the $${saving.toFixed(4)} re-prefill saving`;
   return {
     fire,
     net_usd: round(net),

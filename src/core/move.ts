@@ -98,12 +98,16 @@ export function moveGate(input: MoveInput): MoveResult {
     usd(rest + low, rates.input - rates.cache_read);
   const hot = q * usd(T + rest, rates.input - rates.cache_read);
   const net = (1 - q) * (gate.net_usd + move) - hot;
-  const fire = T > S && move > 0 && net > 0;
+  const margin =
+    Math.max(0, input.gate.min_net_share ?? 0) * (1 - q) * (gate.reprefill_saving_usd + move);
+  const fire = T > S && move > 0 && net > 0 && net > margin;
   const reason = fire
     ? `the cache breakpoint moved before it, offloaded once settled: saves $${net.toFixed(4)} (the move $${move.toFixed(4)}, the stub $${gate.net_usd.toFixed(4)})`
     : move <= 0
       ? "not moving the breakpoint: a cache write here costs no more than input"
-      : `not moving the breakpoint: $${net.toFixed(4)} expected (the stub $${gate.net_usd.toFixed(4)}, the move $${move.toFixed(4)}, a result still hot next call $${hot.toFixed(4)})`;
+      : net > 0 && T > S
+        ? `not moving the breakpoint: $${net.toFixed(4)} expected, not more than tool_result_offload_min_net_share of the $${((1 - q) * (gate.reprefill_saving_usd + move)).toFixed(4)} it saves`
+        : `not moving the breakpoint: $${net.toFixed(4)} expected (the stub $${gate.net_usd.toFixed(4)}, the move $${move.toFixed(4)}, a result still hot next call $${hot.toFixed(4)})`;
   return {
     fire,
     net_usd: round(net),

@@ -276,6 +276,27 @@ describe("move.ts: the price of the move", () => {
     expect(m.fire).toBe(true);
   });
 
+  it("holds the move to the gate's robustness margin, on the move's and the stub's gross together", () => {
+    const plain = moveGate({ gate, rest_tokens: 100, hot_probability: 0.2 });
+    expect(plain.fire).toBe(true);
+    const gross = 0.8 * (plain.gate.reprefill_saving_usd + plain.move_saving_usd);
+    const share = plain.net_usd / gross;
+    expect(
+      moveGate({
+        gate: { ...gate, min_net_share: share * 0.99 },
+        rest_tokens: 100,
+        hot_probability: 0.2,
+      }).fire,
+    ).toBe(true);
+    const over = moveGate({
+      gate: { ...gate, min_net_share: share * 1.01 },
+      rest_tokens: 100,
+      hot_probability: 0.2,
+    });
+    expect(over.fire).toBe(false);
+    expect(over.reason).toContain("tool_result_offload_min_net_share");
+  });
+
   it("saves more under a 1-hour TTL (a write costs 2× input)", () => {
     const short = moveGate({ gate, rest_tokens: 0, hot_probability: 0.2 });
     const long = moveGate({

@@ -136,6 +136,39 @@ describe("offloadGate", () => {
     expect(g(5, 0.5)).toBe(g(5, 0.5));
   });
 
+  it("with a robustness margin fires only where the net exceeds that share of the gross, and says so", () => {
+    const input = {
+      ...base,
+      model: "claude-haiku-4-5",
+      result_tokens: 30_000,
+      cached_side: false,
+      horizon: 5,
+      recall_probability: 0.5,
+    };
+    const plain = offloadGate(input);
+    expect(plain.fire).toBe(true);
+    const share = plain.net_usd / plain.reprefill_saving_usd;
+    // just under the net's own share of the gross: still fires, with the same prices
+    const under = offloadGate({ ...input, min_net_share: share * 0.99 });
+    expect(under.fire).toBe(true);
+    expect(under.net_usd).toBe(plain.net_usd);
+    const over = offloadGate({ ...input, min_net_share: Math.min(1, share * 1.01) });
+    expect(over.fire).toBe(false);
+    expect(over.net_usd).toBe(plain.net_usd);
+    expect(over.reason).toContain("tool_result_offload_min_net_share");
+    // 0 or absent: any positive net
+    expect(offloadGate({ ...input, min_net_share: 0 }).fire).toBe(true);
+    // a losing stub keeps its own reason
+    const losing = offloadGate({
+      ...input,
+      recall_probability: 1,
+      horizon: 0.2,
+      min_net_share: 0.5,
+    });
+    expect(losing.fire).toBe(false);
+    expect(losing.reason).not.toContain("min_net_share");
+  });
+
   it("declines when the stub is no smaller than the result", () => {
     const g = offloadGate({
       ...base,

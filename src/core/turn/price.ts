@@ -75,6 +75,7 @@ export function priceOffload(
     ...(declaration === undefined ? {} : { tool_declaration: declaration }),
     prompt_growth_tokens: scale(promptGrowth(ctx, site)),
     cache_cold: cacheCold(ctx.format, analysis.breakpoints, ctx.loaded.idle_seconds),
+    min_net_share: ctx.config.tool_result_offload_min_net_share,
   };
 }
 
