@@ -19,7 +19,7 @@ import type { Policy } from "../src/replay/policy.ts";
 import { type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
-import { flag } from "./lib/args.ts";
+import { configFlag, flag } from "./lib/args.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 /** The price tables and clients of point 7: both clients at Anthropic's, OpenAI's own caching at its. */
@@ -42,14 +42,7 @@ export async function benchEndingsDraws(argv: readonly string[]): Promise<void> 
   const draws = Number(flag(argv, "draws", "8"));
   if (!Number.isInteger(draws) || draws < 1 || draws > 1000)
     throw new Error("--draws must be an integer from 1 to 1000");
-  let extra: Record<string, unknown> | null = null;
-  const configArg = flag(argv, "config", "");
-  if (configArg !== "")
-    try {
-      extra = JSON.parse(configArg) as Record<string, unknown>;
-    } catch {
-      throw new Error("--config must be a JSON object of config fields");
-    }
+  const extra = configFlag(argv);
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const hops = flag(argv, "hops", "kept") as HopExchange;
   const usage = !argv.includes("--no-usage");

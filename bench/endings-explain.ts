@@ -24,18 +24,13 @@ import { nonePolicy } from "../src/replay/policies/none.ts";
 import { type CallEvent, DEARER_EPSILON, type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
-import { flag } from "./lib/args.ts";
+import { configFlag, flag } from "./lib/args.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 const f = (x: number) => x.toFixed(4);
 
 export async function benchEndingsExplain(argv: readonly string[]): Promise<void> {
-  let extra: Record<string, unknown>;
-  try {
-    extra = JSON.parse(flag(argv, "config", "{}")) as Record<string, unknown>;
-  } catch {
-    throw new Error("--config must be a JSON object of config fields");
-  }
+  const extra = configFlag(argv) ?? {};
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const models = flag(argv, "models", "claude-sonnet-4-6,gpt-5.4").split(",");
   const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];

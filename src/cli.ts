@@ -195,9 +195,10 @@ async function replayCommand(rest: string[]): Promise<number> {
   if (endings !== undefined && endings !== "early" && endings !== "recorded")
     throw new UsageError("--endings must be early or recorded");
   const drawArg = args.values["endings-draw"];
-  const drawN = drawArg === undefined ? 0 : Number(drawArg);
-  if (!Number.isInteger(drawN) || drawN < 0 || drawN > 1_000_000)
+  // digits only: Number() alone would also take "", "0x10" and "1e3"
+  if (drawArg !== undefined && (!/^\d{1,7}$/.test(drawArg) || Number(drawArg) > 1_000_000))
     throw new UsageError("--endings-draw must be an integer from 0 to 1000000");
+  const drawN = drawArg === undefined ? 0 : Number(drawArg);
   if (drawArg !== undefined && endings !== "early")
     throw new UsageError("--endings-draw needs --endings early");
   const sessions = endings === "early" ? r.earlyEndings(recorded, drawN) : recorded;

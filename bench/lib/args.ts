@@ -3,3 +3,18 @@ export function flag(argv: readonly string[], name: string, fallback: string): s
   const a = argv.find((x) => x.startsWith(`--${name}=`));
   return a === undefined ? fallback : a.slice(name.length + 3);
 }
+
+/** `--config=JSON`: the config keys a bench adds to the defaults' row, or null when not given. */
+export function configFlag(argv: readonly string[]): Record<string, unknown> | null {
+  const arg = flag(argv, "config", "");
+  if (arg === "") return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(arg);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed))
+    throw new Error("--config must be a JSON object of config fields");
+  return parsed as Record<string, unknown>;
+}

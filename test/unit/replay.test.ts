@@ -658,6 +658,9 @@ describe("CLI", () => {
     expect(cli("replay", SAMPLE, "--endings", "early", "--endings-draw=-1").stderr).toContain(
       "--endings-draw must be an integer",
     );
+    expect(cli("replay", SAMPLE, "--endings", "early", "--endings-draw=0x10").stderr).toContain(
+      "--endings-draw must be an integer",
+    );
     expect(cli("replay", SAMPLE, "--endings-draw", "2").stderr).toContain(
       "--endings-draw needs --endings early",
     );
