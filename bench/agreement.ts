@@ -324,8 +324,12 @@ export async function benchAgreement(o: AgreementOptions = {}): Promise<Scenario
     `\nagreement: ${results.length} scenarios × ${calls / Math.max(1, results.length) / 3} sessions × 3 runs (off, nothing changed, on) in ${((performance.now() - t0) / 1000).toFixed(0)} s; claims are the session reports' billed.saved_usd (claimed) and saved_usd (estimate)`,
   );
   console.log(`\n${textTable(HEAD, rows, 1)}`);
+  // The sessions offloading made dearer: on the fake's bills (on dearer than off), and as the reports count
+  // them (a billed saving below 0, the rule of GET /v1/report's totals.billed.dearer).
+  const dearerBill = each.filter((v) => v.truth < -1e-9);
+  const dearerReport = each.filter((v) => v.claimed < 0);
   console.log(
-    `\nsession by session (${each.length}): nothing changed ⇒ exactly 0 in ${each.filter((v) => v.same_claim === 0).length}; of ${significant.length} with a saving over 1% of their bill, ${significant.filter((v) => v.within5).length} within 5% (worst ${pct(worst)}), wrong sign in ${each.filter((v) => !v.sign_ok).length}`,
+    `\nsession by session (${each.length}): nothing changed ⇒ exactly 0 in ${each.filter((v) => v.same_claim === 0).length}; of ${significant.length} with a saving over 1% of their bill, ${significant.filter((v) => v.within5).length} within 5% (worst ${pct(worst)}), wrong sign in ${each.filter((v) => !v.sign_ok).length}; made dearer: ${dearerBill.length} on the bills, ${dearerReport.length} in the reports, ${dearerBill.filter((v) => v.claimed < 0).length} in both`,
   );
   for (const r of results) {
     const restarts = r.runs.on.flatMap((x) => (x.restart === undefined ? [] : [x.restart]));

@@ -231,6 +231,30 @@ export function pageTotals(rows: readonly SessionRow[]) {
   };
 }
 
+/**
+ * The sessions of a page that offloading made dearer on the bill: a billed saving below 0 (a measured
+ * session where nothing changed bills exactly 0, so below 0 is a loss, not rounding). Summed into the page's
+ * saving, a loss would be netted away by the other sessions' savings; counted here, with the worst, it is
+ * shown (issue 26: "a loss never shown as a saving"). `worst_share` is the largest loss as a share of that
+ * session's counterfactual (0.031: its bill 3.1% over what its own requests would have cost).
+ */
+export function dearerSessions(all: readonly BilledTotals[]): {
+  sessions: number;
+  of: number;
+  worst_share: number | null;
+} {
+  const measured = all.filter((b) => b.turns_measured > 0);
+  const dearer = measured.filter((b) => b.saved_usd < 0);
+  const shares = dearer
+    .filter((b) => b.counterfactual_usd > 0)
+    .map((b) => -b.saved_usd / b.counterfactual_usd);
+  return {
+    sessions: dearer.length,
+    of: measured.length,
+    worst_share: shares.length === 0 ? null : Math.round(Math.max(...shares) * 1e6) / 1e6,
+  };
+}
+
 /** Billed sums over a page of sessions (the shares recomputed from the sums). */
 function billedPageTotals(all: readonly BilledTotals[]) {
   const sum = (f: (b: BilledTotals) => number) => all.reduce((n, b) => n + f(b), 0);
@@ -258,6 +282,7 @@ function billedPageTotals(all: readonly BilledTotals[]) {
       results: sum((b) => b.removed.results),
       measured: sum((b) => b.removed.measured),
     },
+    dearer: dearerSessions(all),
     estimate_basis: all.every((b) => b.estimate_basis === "modelled")
       ? ("modelled" as const)
       : all.some((b) => b.estimate_basis === "modelled")

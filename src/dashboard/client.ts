@@ -129,7 +129,17 @@ export const CLIENT_SCRIPT = String.raw`
     var prompt = sum(rows, function (r) { return billed(r).prompt_tokens; });
     var read = sum(rows, function (r) { return billed(r).cache_read_tokens; });
     return card('billed_usd', 'Billed saving', usd(sum(rows, function (r) { return billed(r).saved_usd; })),
-      'bill ' + usd(sum(rows, function (r) { return billed(r).usd; })) + ', hops ' + usd(sum(rows, function (r) { return billed(r).hops_usd; })) + ', cache read ' + pct(prompt === 0 ? null : read / prompt) + ', ' + int(measured) + ' turns measured' + gaps(sum(rows, function (r) { return billed(r).turns_unmeasured || 0; })));
+      'bill ' + usd(sum(rows, function (r) { return billed(r).usd; })) + ', hops ' + usd(sum(rows, function (r) { return billed(r).hops_usd; })) + ', cache read ' + pct(prompt === 0 ? null : read / prompt) + ', ' + int(measured) + ' turns measured' + gaps(sum(rows, function (r) { return billed(r).turns_unmeasured || 0; })) + dearer(rows));
+  }
+
+  // The sessions offloading made dearer on the bill, counted rather than netted into the sum above
+  // (the same rule as the report's totals.billed.dearer: a billed saving below 0).
+  function dearer(rows) {
+    var measured = rows.filter(function (r) { return billed(r).turns_measured > 0; });
+    var losing = measured.filter(function (r) { return billed(r).saved_usd < 0; });
+    if (losing.length === 0) return '; no session dearer';
+    var worst = losing.reduce(function (w, r) { var b = billed(r); return b.counterfactual_usd > 0 ? Math.max(w, -b.saved_usd / b.counterfactual_usd) : w; }, 0);
+    return '; ' + int(losing.length) + ' of ' + int(measured.length) + ' sessions dearer (worst +' + (worst * 100).toFixed(worst < 0.01 ? 2 : 1) + '%)';
   }
 
   function renderSessions(list) {

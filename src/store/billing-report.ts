@@ -75,8 +75,9 @@ export interface BilledTotals {
   saved_usd: number;
   /**
    * What offloading took out of the measured turns' requests, in tokens: net of the stubs and the
-   * recall tool (`tokens`), the results taken out (`results`), and the part of those measured (a
-   * result sent in full once, measured by the growth of the prompt) rather than estimated.
+   * recall tool (`tokens`), the taken-out results' own tokens (`results`), and the part of those
+   * tokens measured (a result sent in full once, measured by the growth of the prompt) rather than
+   * estimated.
    */
   removed: { tokens: number; results: number; measured: number };
   /**

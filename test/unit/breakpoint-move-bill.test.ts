@@ -6,12 +6,10 @@
  * bill is lower by about a quarter of the result's input price.
  */
 import { describe, expect, it } from "vitest";
-import { resolveConfig } from "../../src/config.ts";
 import { resolveModel, usd } from "../../src/core/pricing.ts";
-import { anthropicDialect } from "../../src/proxy/anthropic.ts";
-import { type ProxyTurnInput, proxyTurn } from "../../src/proxy/turn.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { BillingFake, callTool } from "../support/billing-fake.ts";
+import { proxyAnthropicCall } from "../support/proxy-call.ts";
 import { conversation, jsonBody, ON, type Turn } from "../support/requests.ts";
 
 type Req = Record<string, any>;
@@ -48,28 +46,14 @@ async function session(move: boolean): Promise<{ fake: BillingFake; sent: Req[] 
   ];
   for (const c of calls) {
     fake.reply(callTool("bash", { cmd: "next" }));
-    const text = JSON.stringify(cached(c));
-    const input: ProxyTurnInput = {
-      dialect: anthropicDialect,
+    const status = await proxyAnthropicCall({
       fetch: fetcher,
-      url: "https://fake.test/v1/messages",
-      headers: new Headers({ "content-type": "application/json", "x-api-key": "sk-test" }),
-      body: { bytes: async () => new TextEncoder().encode(text), text: async () => text },
+      text: JSON.stringify(cached(c)),
       ref: { tenant: "acme", session: "bill" },
       store,
-      config: (layer) =>
-        resolveConfig(layer, {
-          ...ON,
-          tool_result_first_delivery: "full",
-          tool_result_breakpoint_move: move,
-        }),
-      secret: () => "a-bill-test-secret-0123456789",
-      maxHops: 3,
-      log: () => {},
-    };
-    const res = await proxyTurn(input);
-    expect(res.status).toBe(200);
-    await res.text();
+      config: { ...ON, tool_result_first_delivery: "full", tool_result_breakpoint_move: move },
+    });
+    expect(status).toBe(200);
     fake.clock.advance(20);
   }
   return { fake, sent };

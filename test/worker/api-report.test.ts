@@ -281,6 +281,12 @@ describe("GET /v1/report", () => {
       sum((r) => r.saved_usd),
       9,
     );
+    // The sessions offloading made dearer on the bill are counted from the same rows, not netted.
+    const measured = page.sessions.filter((r) => r.billed.turns_measured > 0);
+    expect(page.totals.billed.dearer).toMatchObject({
+      sessions: measured.filter((r) => r.billed.saved_usd < 0).length,
+      of: measured.length,
+    });
 
     const { rows } = await allPages();
     const mine = rows.filter((r) => r.session === live || r.session === shadow);

@@ -91,11 +91,11 @@ export const BilledTotalsSchema = z
     removed: z
       .object({
         tokens: z.int().describe("Net of the stubs and the recall tool."),
-        results: z.int().describe("The results taken out."),
+        results: z.int().describe("The taken-out results' own tokens (before their stubs)."),
         measured: z
           .int()
           .describe(
-            "Of those, measured (sent in full once: the growth of the measured prompt) rather than estimated.",
+            "Of those tokens, the ones measured (a result sent in full once: the growth of the measured prompt) rather than estimated.",
           ),
       })
       .optional()
@@ -271,7 +271,30 @@ export const TenantReportSchema = z.object({
     .array(TenantReportSessionSchema)
     .describe("This page's sessions, in the index's order."),
   totals: ReportTotalsSchema.omit({ calls: true })
-    .extend({ sessions: z.int(), calls: z.int() })
+    .extend({
+      sessions: z.int(),
+      calls: z.int(),
+      billed: BilledTotalsSchema.extend({
+        dearer: z
+          .object({
+            sessions: z
+              .int()
+              .describe(
+                "Sessions of this page whose billed saving is below 0: offloading cost them money.",
+              ),
+            of: z.int().describe("Sessions of this page with measured usage."),
+            worst_share: z
+              .number()
+              .nullable()
+              .describe(
+                "The largest of those losses as a share of that session's counterfactual (0.031: its bill 3.1% over what its own requests would have cost); null when none.",
+              ),
+          })
+          .describe(
+            "The sessions offloading made dearer, counted rather than netted into the page's saving.",
+          ),
+      }),
+    })
     .describe("Sums over this page's sessions (follow the cursor for the rest)."),
   missing: z
     .int()
