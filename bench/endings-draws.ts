@@ -19,7 +19,7 @@ import type { Policy } from "../src/replay/policy.ts";
 import { type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
-import { configFlag, flag } from "./lib/args.ts";
+import { configFlag, flag, intFlag } from "./lib/args.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 /** The price tables and clients of point 7: both clients at Anthropic's, OpenAI's own caching at its. */
@@ -39,26 +39,25 @@ interface Tally {
 }
 
 export async function benchEndingsDraws(argv: readonly string[]): Promise<void> {
-  const draws = Number(flag(argv, "draws", "8"));
-  if (!Number.isInteger(draws) || draws < 1 || draws > 1000)
-    throw new Error("--draws must be an integer from 1 to 1000");
+  const draws = intFlag(argv, "draws", 8, 1, 1000);
   const extra = configFlag(argv);
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const hops = flag(argv, "hops", "kept") as HopExchange;
   const usage = !argv.includes("--no-usage");
   const on = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
+  const variants = [
+    { name: "edge-offload", config: on, about: "the defaults" },
+    ...(extra === null
+      ? []
+      : [{ name: "edge-offload+config", config: { ...on, ...extra }, about: "custom config" }]),
+  ];
+  const names = variants.map((v) => v.name);
   // Fresh each replay: a policy keeps its store (ledger, sticky decisions, what it learned), and the
   // draws replay the same session ids.
   const fresh = (): Policy[] => [
     nonePolicy,
-    edgeOffload("edge-offload", on, "the defaults"),
-    ...(extra === null
-      ? []
-      : [edgeOffload("edge-offload+config", { ...on, ...extra }, "custom config")]),
+    ...variants.map((v) => edgeOffload(v.name, v.config, v.about)),
   ];
-  const names = fresh()
-    .slice(1)
-    .map((p) => p.name);
   const t0 = performance.now();
   const lines: string[] = [];
   for (const file of files) {

@@ -24,7 +24,7 @@ import { nonePolicy } from "../src/replay/policies/none.ts";
 import { type CallEvent, DEARER_EPSILON, type HopExchange, replay } from "../src/replay/run.ts";
 import { parseSessions } from "../src/replay/sessions.ts";
 import type { Client } from "../src/replay/types.ts";
-import { configFlag, flag } from "./lib/args.ts";
+import { configFlag, flag, intFlag } from "./lib/args.ts";
 import { corpusFile } from "./lib/corpus.ts";
 
 const f = (x: number) => x.toFixed(4);
@@ -36,7 +36,7 @@ export async function benchEndingsExplain(argv: readonly string[]): Promise<void
   const clients = flag(argv, "clients", "cached,uncached,automatic").split(",") as Client[];
   const clientsAsked = argv.some((a) => a.startsWith("--clients="));
   const early = flag(argv, "endings", "early") === "early";
-  const draw = Number(flag(argv, "draw", "0"));
+  const draw = intFlag(argv, "draw", 0, 0, 1_000_000);
   const hops = flag(argv, "hops", "kept") as HopExchange;
   // as the replay bench: the gate hears its calls' usage and calibrates, unless told not to
   const usage = !argv.includes("--no-usage");
