@@ -30,6 +30,11 @@ export interface ModelPrice extends Rates {
   context_window: number;
   /** Above this many prompt tokens the whole request is billed at `long_context` rates. */
   long_context?: { above_tokens: number } & Rates;
+  /**
+   * The model checks the prefix of every thinking block sent back (Anthropic's preserved thinking): a
+   * change to `system`, `tools` or an earlier message after a block was produced fails the request.
+   */
+  preserved_thinking?: true;
 }
 
 type Row = [
@@ -171,6 +176,24 @@ function contextWindowOf(id: string, provider: Provider): number {
   return DEFAULT_WINDOW[provider];
 }
 
+/**
+ * The models with preserved thinking, from the supported models of Anthropic's "Prefix checks on
+ * thinking blocks" page (platform.claude.com/docs/en/build-with-claude/preserved-thinking/prefix-checks,
+ * 2026-12): each thinking block sent back is checked against what was sent before it when it was
+ * produced, and a request whose history changed there is rejected with a 400 (the default for accounts
+ * created from 2026-08-31) or has those blocks dropped. The turn keeps everything before the latest
+ * thinking block as it was sent (core/turn/frozen.ts).
+ */
+const PRESERVED_THINKING: ReadonlySet<string> = new Set([
+  "claude-fable-5-2",
+  "claude-mythos-5-2",
+  "claude-fable-5-1",
+  "claude-mythos-5-1",
+  "claude-opus-5-5",
+  "claude-sonnet-5-5",
+  "claude-haiku-5-5",
+]);
+
 /** Aliases that do not follow from stripping a date. */
 const ALIASES: Record<string, string> = {
   "claude-opus-4-0": "claude-opus-4",
@@ -197,6 +220,7 @@ export const PRICE_TABLE: ReadonlyMap<string, ModelPrice> = new Map(
       output,
       min_cacheable_tokens: minCache,
       context_window: contextWindowOf(id, provider),
+      ...(PRESERVED_THINKING.has(id) ? { preserved_thinking: true as const } : {}),
     };
     const long = LONG_CONTEXT.find(([ids]) => ids.includes(id));
     if (long !== undefined) {

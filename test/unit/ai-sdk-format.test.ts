@@ -111,6 +111,22 @@ describe("the AI SDK prompt adapter", () => {
     expect(analyze(withOutput({ type: "text", value: "x" })).client_caches).toBe(false);
   });
 
+  it("reads reasoning parts as thinking blocks: a preserved-thinking model's earlier results stay as sent", async () => {
+    const req = withOutput({ type: "text", value: jsonBody(80_000) }, "claude-sonnet-5-5");
+    expect(analyze(req).last_thinking_position).toBeUndefined();
+    // the model reasoned after t1's result (prompt: user, call t1, result t1, call t2, result t2)
+    req.prompt[3].content.unshift({ type: "reasoning", text: "t1 shows the bug" });
+    const a = analyze(req);
+    expect(a.last_thinking_position).toBeGreaterThan(a.sites[0]!.position);
+    const out = await run(req);
+    expect(out.decisions[0]).toMatchObject({ tool_use_id: "t1", action: "kept" });
+    expect(out.decisions[0]!.reason).toMatch(/preserved thinking follows it/);
+    expect(outputOf(out.req, "t1")).toEqual(outputOf(req, "t1"));
+    // the same request to a model without the check has it offloaded
+    const older = await run({ ...req, model: "claude-sonnet-4-6" });
+    expect(older.decisions[0]).toMatchObject({ tool_use_id: "t1", action: "offloaded" });
+  });
+
   it("prices other providers' models with automatic prefix caching (OpenAI's model)", () => {
     const req = {
       ...withOutput({ type: "text", value: "y".repeat(8000) }, "gpt-4.1"),

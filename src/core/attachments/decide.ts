@@ -15,6 +15,7 @@ import { extractionProblem } from "../problems.ts";
 import { plural } from "../text.ts";
 import { detectKind, estimateTokens } from "../tokens.ts";
 import type { TurnContext } from "../turn/context.ts";
+import { FROZEN_REASON, isFrozen } from "../turn/frozen.ts";
 import { turnHorizon } from "../turn/price.ts";
 import type { AttachmentInfo } from "../types.ts";
 import { keep, nativeOutcome, rateAt, replace } from "./record.ts";
@@ -52,6 +53,12 @@ export async function firstDecision(
           ),
         )
       : native(`a ${site.source_type} source carries no bytes here: sent as it is`, null);
+  // Before the latest thinking block of a preserved-thinking model: as sent (turn/frozen.ts).
+  if (isFrozen(ctx, site.position)) {
+    if (site.kind !== "image") return native(FROZEN_REASON, null);
+    const head = site.source_type === "base64" ? imageHead(ctx, site) : null;
+    return native(FROZEN_REASON, imageTokens(head?.width, head?.height));
+  }
   if (site.kind === "document") {
     if (site.citations)
       return native("citations are enabled: it stays a document so the model can cite it", null);

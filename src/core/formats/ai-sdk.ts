@@ -118,6 +118,7 @@ export const aiSdkAdapter: FormatAdapter = {
     };
 
     let hasRecallTool = false;
+    let lastThinking: number | undefined;
     tools?.items.forEach((tool, i) => {
       const path: Path = ["tools", i];
       const obj = expectObject(tool, path, "a tool");
@@ -171,6 +172,7 @@ export const aiSdkAdapter: FormatAdapter = {
         const obj = expectObject(part, ppath, "a part");
         const type = stringMember(raw, obj, "type", ppath, true);
         mark(obj, base + part.end);
+        if (type === "reasoning" && role === "assistant") lastThinking = base + part.start;
         if (type === "tool-call" && role === "assistant") {
           const id = stringMember(raw, obj, "toolCallId", ppath, true)!;
           const name = stringMember(raw, obj, "toolName", ppath, true)!;
@@ -223,6 +225,7 @@ export const aiSdkAdapter: FormatAdapter = {
         has_recall_tool: hasRecallTool,
         auto_cache: false,
         last_message_position: last === undefined ? promptChars : base + last.start,
+        ...(lastThinking === undefined ? {} : { last_thinking_position: lastThinking }),
         anchor_slots: [],
         notes,
       };

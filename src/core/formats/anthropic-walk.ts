@@ -104,6 +104,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
   let assistantTurns = 0;
   const callEnds: number[] = [];
   let resultsBefore = false;
+  let lastThinking: number | undefined;
   const chain = { answered: 0, chained: 0 };
   const lastAssistant = lastAssistantIndex(raw, messages);
   // Server-held history (`thread: {type: "continue"}`): the request starts mid-conversation, so results
@@ -169,6 +170,8 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
             ...(removal === undefined ? {} : { removal }),
           });
         }
+        if (role === "assistant" && (type === "thinking" || type === "redacted_thinking"))
+          lastThinking = messagesBase + block.start;
         if (type === "tool_use" && role === "assistant") {
           calledTool = true;
           const id = stringMember(raw, obj, "id", bpath, true)!;
@@ -268,6 +271,7 @@ export function analyzeAnthropic(raw: string, rootNode: JsonNode): RequestAnalys
     client_caches: breakpoints.length > 0,
     has_recall_tool: hasRecallTool,
     auto_cache: auto !== undefined && auto.kind !== "null",
+    ...(lastThinking === undefined ? {} : { last_thinking_position: lastThinking }),
     last_message_position:
       lastMessage === undefined ? promptChars : messagesBase + lastMessage.start,
     tool_chain: chain,

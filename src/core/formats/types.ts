@@ -156,6 +156,12 @@ export interface RequestAnalysis {
    * (the breakpoint move prices that). Absent where the format does not count it.
    */
   tool_chain?: { answered: number; chained: number };
+  /**
+   * Where the latest thinking block the client sent back starts (prompt order; Anthropic `thinking` and
+   * `redacted_thinking` blocks, the AI SDK's `reasoning` parts). On a model with preserved thinking
+   * nothing before it may change (core/turn/frozen.ts). Absent when the request holds none.
+   */
+  last_thinking_position?: number;
   /** Where an anchor could go (formats with explicit breakpoints only); empty when none can. */
   anchor_slots: AnchorSlot[];
   /** Document and image blocks, in request order (formats with media blocks only). */

@@ -17,6 +17,7 @@ import {
   sentOffset,
   type TurnContext,
 } from "./context.ts";
+import { preservedThinking } from "./frozen.ts";
 import { priceOffload } from "./price.ts";
 import { neverOffloaded, staysHot } from "./tool-rules.ts";
 
@@ -41,6 +42,9 @@ export function movePoint(ctx: TurnContext, site: ToolResultSite): MovePoint | n
     return null;
   if (ctx.adapter.anchorEdit === undefined || ctx.price === null || a.auto_cache) return null;
   if (site.settled || isRecallResult(site)) return null;
+  // Its stub would come after the model has thought about the result: a preserved-thinking model would
+  // reject the change (frozen.ts).
+  if (preservedThinking(ctx)) return null;
   // One new result next call must push it out of the hot window; a rule's "never" is never moved for.
   if (staysHot(ctx, site) || neverOffloaded(ctx, site)) return null;
   const after = a.breakpoints.filter((b) => b.position > site.position);

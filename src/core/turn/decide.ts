@@ -39,6 +39,7 @@ import {
   warmId,
 } from "./context.ts";
 import type { Flight } from "./flight.ts";
+import { FROZEN_REASON, frozenBefore, isFrozen, UNDECLARABLE_REASON } from "./frozen.ts";
 import { priceOffload } from "./price.ts";
 import { configOf, isHot, neverOffloaded, neverReason, ruledReason } from "./tool-rules.ts";
 
@@ -141,7 +142,13 @@ export async function decide(
   // bounded whatever the request). A floor lowered later (or the rule dropped) lets the gate weigh
   // such a result then, priced like any other.
   if (neverOffloaded(ctx, site)) return { outcome: kept(neverReason(ctx, site)).outcome };
+  // Before the latest thinking block of a preserved-thinking model: as sent, derived again each turn like
+  // "never" (frozen.ts).
+  if (isFrozen(ctx, site.position)) return { outcome: kept(FROZEN_REASON).outcome };
   if (tier === "small" && !pressure) return { outcome: kept(SMALL).outcome };
+  // Nothing new is offloaded where the recall tool its stub points at could not be declared.
+  if (ctx.offload && !ctx.toolDeclared && frozenBefore(ctx) !== null && !isRecallResult(site))
+    return { outcome: kept(UNDECLARABLE_REASON).outcome };
   // Fresh and not offered on first delivery: only the breakpoint move can decide it now.
   const offered = !firstDelivery || firstDeliveryCandidate(ctx, site);
   const hot = isHot(ctx, site);

@@ -30,6 +30,7 @@ import {
 import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
 import { turnEstimate, turnSketch } from "./estimate.ts";
 import { Flight } from "./flight.ts";
+import { frozenBefore, frozenReason } from "./frozen.ts";
 import { contextWindow, relievePressure } from "./pressure.ts";
 import { replay, sameDecision } from "./replay.ts";
 import { type CompactReport, countTurn, emptyReport, otherTokensOf, turnLog } from "./report.ts";
@@ -104,12 +105,13 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
 
   const hot = (site: ToolResultSite) => isHot(ctx, site);
   // Once declared in a session the tool stays (stubs point at it); "eager" declares it with the
-  // first enabled turn.
+  // first enabled turn. Never newly under a preserved-thinking model's thinking (frozen.ts).
+  const declarable = ctx.offload && frozenBefore(ctx) === null;
   ctx.toolDeclared =
     loaded.recall_declared ||
     analysis.has_recall_tool ||
-    (ctx.offload && config.tool_result_recall_tool_declaration === "eager") ||
-    (ctx.offload && config.tool_result_recall_tool_declaration === "free" && declaresFree(ctx));
+    (declarable && config.tool_result_recall_tool_declaration === "eager") ||
+    (declarable && config.tool_result_recall_tool_declaration === "free" && declaresFree(ctx));
   const outcomes = new Map<ToolResultSite, Outcome>();
   // Fresh results whose breakpoint moves (breakpoint.ts): by a standing record, or one decided now.
   const settling = new Set<ToolResultSite>();
@@ -125,8 +127,14 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       first(site, decided);
       return;
     }
-    const kept = pending(ctx, site, hot(site));
     const declined = decided?.outcome.decision;
+    // Kept under a preserved-thinking model's thinking: that is the reason, not the hot window.
+    const kept = pending(
+      ctx,
+      site,
+      hot(site),
+      declined !== undefined && frozenReason(declined.reason) ? declined.reason : undefined,
+    );
     outcomes.set(
       site,
       declined?.gate === undefined
