@@ -6,7 +6,9 @@
  * to `none` (mean and range), the sessions made dearer in each draw, their share of all the sessions
  * replayed, how many draws keep it at or under 1%, and the worst session of any draw. Run:
  *   npm run bench -- endings-draws [--draws=8] [--files=swe,api,large] [--config=JSON] [--no-usage]
- *     [--hops=kept|dropped]
+ *     [--hops=kept|dropped] [--runs=model:client,...] [--thinking]
+ * --runs replaces the price tables and clients below (e.g. claude-opus-4-8:cached); --thinking opens every
+ * assistant message with a thinking block, as a model with preserved thinking answers.
  * With --config a second row per run gives the defaults with those keys, on the same draws.
  */
 
@@ -44,6 +46,8 @@ export async function benchEndingsDraws(argv: readonly string[]): Promise<void> 
   const files = flag(argv, "files", "swe,api,large").split(",") as ("swe" | "api" | "large")[];
   const hops = flag(argv, "hops", "kept") as HopExchange;
   const usage = !argv.includes("--no-usage");
+  const thinking = argv.includes("--thinking");
+  const runs = runsFlag(flag(argv, "runs", ""));
   const on = { tool_result_compaction_enabled: true, tool_result_offload_enabled: true };
   const variants = [
     { name: "edge-offload", config: on, about: "the defaults" },
@@ -62,7 +66,7 @@ export async function benchEndingsDraws(argv: readonly string[]): Promise<void> 
   const lines: string[] = [];
   for (const file of files) {
     const raw = parseSessions(gunzipSync(readFileSync(corpusFile(file))).toString("utf8"), file);
-    for (const { model, client } of RUNS) {
+    for (const { model, client } of runs) {
       const tallies = names.map((): Tally => ({ ratios: [], dearer: [], sessions: 0, worst: 0 }));
       for (let n = 0; n < draws; n++) {
         const report = await replay(earlyEndings(raw, n), {
@@ -71,6 +75,7 @@ export async function benchEndingsDraws(argv: readonly string[]): Promise<void> 
           policies: fresh(),
           hops,
           usage,
+          ...(thinking ? { thinking } : {}),
         });
         report.policies.slice(1).forEach((p, i) => {
           const t = tallies[i]!;
@@ -95,6 +100,21 @@ export async function benchEndingsDraws(argv: readonly string[]): Promise<void> 
   );
   console.log(`|${" --- |".repeat(9)}`);
   for (const l of lines) console.log(l);
+}
+
+/** `--runs=model:client,...`, or the runs of point 7 when absent. */
+function runsFlag(value: string): { model: string; client: Client }[] {
+  if (value === "") return RUNS;
+  return value.split(",").map((r) => {
+    const [model, client] = r.split(":");
+    if (
+      model === undefined ||
+      model === "" ||
+      !["cached", "uncached", "automatic"].includes(client ?? "")
+    )
+      throw new Error(`--runs: "${r}" is not model:cached|uncached|automatic`);
+    return { model, client: client as Client };
+  });
 }
 
 /** One table row: the ratio's mean and range, the counts, their share, and the worst session. */

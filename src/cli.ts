@@ -88,6 +88,8 @@ Options:
                      the published tables use)
   --hops H           kept (a recall's call and answer stay in later prompts, as with an agent that runs
                      the recall tool itself; default) or dropped (gone, as with the proxy's hops)
+  --thinking         each assistant message opens with a thinking block (a model with preserved
+                     thinking, e.g. --model claude-opus-5-5: what precedes the latest one is kept)
   --no-usage         do not tell edge-offload each call's simulated usage (by default it is told, as a
                      deployment is, so it calibrates its token estimates; --usage is the default)
   --json             print {"model","client","sessions","policies":[…]} instead of a table
@@ -122,6 +124,7 @@ function parseReplayArgs(args: string[]) {
       endings: { type: "string" },
       "endings-draw": { type: "string" },
       hops: { type: "string" },
+      thinking: { type: "boolean" },
       usage: { type: "boolean", default: true },
       "no-usage": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
@@ -212,6 +215,7 @@ async function replayCommand(rest: string[]): Promise<number> {
     policies,
     ...(gap === undefined ? {} : { gap }),
     ...(hops === undefined ? {} : { hops }),
+    ...(args.values.thinking ? { thinking: true } : {}),
     usage: !args.values["no-usage"],
     ...(progress === null ? {} : { onProgress: progress.update }),
   });

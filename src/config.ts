@@ -151,6 +151,12 @@ const fields = {
     .describe(
       'When the recall tool is added to `tools`: "lazy" on the first offload (the gate prices rewriting the prompt head), "eager" from the first enabled turn, "free" on the first turn of a session or a turn whose cache has lapsed (where it rewrites nothing cached), else lazily.',
     ),
+  tool_result_recall_tool_inline: z
+    .boolean()
+    .default(true)
+    .describe(
+      'Where the model takes tools defined mid-conversation (Anthropic, beta "inline-tools-2026-09-15": Opus 4.8 and later, the 5.5 models, Fable and Mythos), declare the recall tool in a system message right after the first stub instead of in `tools`: nothing cached before it is rewritten, and a model with preserved thinking keeps its history. The request then needs that beta (the proxy adds the header; a compact() caller reads report.anthropic_beta). false: always in `tools`.',
+    ),
   tool_result_medium_tier: z
     .enum(["off", "cache_anchor"])
     .default("cache_anchor")

@@ -61,6 +61,13 @@ export interface CompactInput<
    * again.
    */
   prepared?: PreparedRequest | undefined;
+  /**
+   * The caller answers the model's recall calls itself, in extra provider calls whose exchange the
+   * client's history does not keep (the proxy, the fetch wrapper, the AI SDK middleware). A model with
+   * preserved thinking would reject the next request (its thinking after the exchange no longer
+   * follows what it was produced after), so on such a model nothing new is offloaded.
+   */
+  hops?: boolean;
 }
 
 export interface CompactOutput<R extends string | object> {
@@ -180,6 +187,7 @@ export async function compact<
     problems,
     loaded: turn,
     toolDeclared: false,
+    hops: input.hops === true,
   });
   // A turn begun here ends here (its log line is written now, when the commit left it to here).
   if (input.turn === undefined)

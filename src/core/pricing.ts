@@ -35,6 +35,12 @@ export interface ModelPrice extends Rates {
    * change to `system`, `tools` or an earlier message after a block was produced fails the request.
    */
   preserved_thinking?: true;
+  /**
+   * The model takes a tool defined mid-conversation (Anthropic's `tool_addition` block in a `role:
+   * "system"` message, beta `inline-tools-2026-09-15`): the recall tool can be declared without
+   * touching `tools`.
+   */
+  inline_tools?: true;
 }
 
 type Row = [
@@ -194,6 +200,25 @@ const PRESERVED_THINKING: ReadonlySet<string> = new Set([
   "claude-haiku-5-5",
 ]);
 
+/**
+ * The models that take tool changes mid-conversation (the model profiles Anthropic's SDKs and LangChain
+ * publish, 2026-10: Opus 4.8, 5 and 5.5, Sonnet and Haiku 5.5, Fable and Mythos 5 and 5.1; the 5.2 models
+ * from the preserved-thinking guide, which has tools added "in a system message").
+ */
+const INLINE_TOOLS: ReadonlySet<string> = new Set([
+  "claude-opus-4-8",
+  "claude-opus-5",
+  "claude-opus-5-5",
+  "claude-sonnet-5-5",
+  "claude-haiku-5-5",
+  "claude-fable-5",
+  "claude-fable-5-1",
+  "claude-fable-5-2",
+  "claude-mythos-5",
+  "claude-mythos-5-1",
+  "claude-mythos-5-2",
+]);
+
 /** Aliases that do not follow from stripping a date. */
 const ALIASES: Record<string, string> = {
   "claude-opus-4-0": "claude-opus-4",
@@ -221,6 +246,7 @@ export const PRICE_TABLE: ReadonlyMap<string, ModelPrice> = new Map(
       min_cacheable_tokens: minCache,
       context_window: contextWindowOf(id, provider),
       ...(PRESERVED_THINKING.has(id) ? { preserved_thinking: true as const } : {}),
+      ...(INLINE_TOOLS.has(id) ? { inline_tools: true as const } : {}),
     };
     const long = LONG_CONTEXT.find(([ids]) => ids.includes(id));
     if (long !== undefined) {

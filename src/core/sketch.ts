@@ -65,8 +65,11 @@ export interface SketchInput {
   sites: readonly SketchSite[];
   /** The edits applied to the request, the recall tool's declaration apart (none in shadow). */
   edits: readonly TextEdit[];
-  /** The recall tool declared this turn: its text and estimated tokens, at the end of `tools`. */
-  declaration: { text: string; tokens: number } | null;
+  /**
+   * The recall tool declared this turn: its text and estimated tokens, at the end of `tools`, or at raw
+   * offset `at` in `messages` (declared inline).
+   */
+  declaration: { text: string; tokens: number; at?: number } | null;
   /** The anchor's breakpoint (the raw offset of its insertion), when one was placed. */
   anchor: { at: number; ttl: Breakpoint["ttl"] } | null;
 }
@@ -149,9 +152,22 @@ export function sketchTurn(input: SketchInput): SketchMark[] {
     const i = unitAt(input.anchor.at);
     if (i >= 0) ba.set(i, input.anchor.ttl);
   }
-  // The declaration sits at the end of `tools`: the sent prefix differs from the first unit after.
+  // The declaration sits at the end of `tools` (or inline, before the first unit of messages past its
+  // offset): the sent prefix differs from the first unit after.
   const afterTools = units.findIndex((u) => u.section !== "tools");
-  const declareAt = input.declaration === null ? -1 : afterTools === -1 ? units.length : afterTools;
+  const at = input.declaration?.at;
+  const inlineAt =
+    at === undefined ? -1 : units.findIndex((u) => u.section === "messages" && u.node.start >= at);
+  const declareAt =
+    input.declaration === null
+      ? -1
+      : at !== undefined
+        ? inlineAt === -1
+          ? units.length
+          : inlineAt
+        : afterTools === -1
+          ? units.length
+          : afterTools;
   const forced = new Set<number>([...bc.keys(), ...ba.keys(), units.length - 1]);
   if (afterTools > 0) forced.add(afterTools - 1);
   const lastSystem = units.findLastIndex((u) => u.section === "system");

@@ -268,8 +268,13 @@ export interface RecallParams {
  *   own calls (`anchors`, their ids) whenever a later request carries them;
  * - "alias" (Responses with stored history): the response id the client saw stands for the last
  *   hop's response, and `calls` are answers the provider still expects there (the hop limit left
- *   them open). Only small records: the answers are recomputed from the ledger with the stored
- *   params, never stored.
+ *   them open);
+ * - "hop" (Anthropic, a model with preserved thinking): the client got one message for a turn the proxy
+ *   answered in hops; wherever a later request carries it (`anchors`: its first thinking block's
+ *   signature, as `sig:` and its last 64 chars) it is split back into the hops' messages, with our calls
+ *   and their answers (`hops[i]`: how many of its blocks the i-th hop's answer gave, and how many of
+ *   `calls` it made), so every thinking block follows what it was produced after.
+ * Only small records: the answers are recomputed from the ledger with the stored params, never stored.
  */
 export type ProxyMemo =
   | {
@@ -280,6 +285,14 @@ export type ProxyMemo =
       params: RecallParams;
     }
   | {
+      kind: "hop";
+      format: "anthropic";
+      anchors: string[];
+      calls: RememberedCall[];
+      hops: { kept: number; calls: number }[];
+      params: RecallParams;
+    }
+  | {
       kind: "alias";
       format: "openai-responses";
       from: string;
@@ -287,6 +300,11 @@ export type ProxyMemo =
       calls: RememberedCall[];
       params: RecallParams;
     };
+
+/** The strings a memo is found by in a later request. */
+export function memoAnchors(memo: ProxyMemo): string[] {
+  return memo.kind === "alias" ? [memo.from] : memo.anchors;
+}
 
 /** One result's decision on a turn, as the session report shows it (no body, no stub text). */
 export interface TurnDecision {

@@ -200,6 +200,7 @@ export function summaryOf(
     would_save_tokens: shadow ? report.saved_tokens : 0,
     would_save_usd: shadow ? report.saved_usd : 0,
     recall_tool: report.recall_tool,
+    ...(report.anthropic_beta === undefined ? {} : { anthropic_beta: report.anthropic_beta }),
     attachments: attachmentSummary(report.attachments),
     tool_rules: (report.tool_rules ?? []).slice(0, MAX_ERRORS).map((r) => ({
       ...r,

@@ -156,6 +156,8 @@ async function prepare(
       turn,
       secret: settings.secret,
       extractor: settings.extractor,
+      // The middleware answers recall calls in hops the app's messages do not keep.
+      hops: true,
     });
     return {
       settings,

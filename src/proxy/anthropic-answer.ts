@@ -13,7 +13,8 @@ export function isRecallUse(block: unknown): boolean {
   return isRecord(block) && block.type === "tool_use" && block.name === RECALL_TOOL_NAME;
 }
 
-function contentOf(answer: Answer): Block[] {
+/** An answer's content blocks (objects only, as the merge reads them). */
+export function contentOf(answer: Answer): Block[] {
   return Array.isArray(answer.content) ? (answer.content.filter(isRecord) as Block[]) : [];
 }
 

@@ -3,14 +3,17 @@
  * a hop appends the assistant message as answered (thinking blocks and signatures included, as tool
  * use with thinking requires) and a user message with one `tool_result` per call. The client gets
  * one message: the hops' content blocks in order without our `tool_use` blocks, the first hop's id,
- * the last hop's stop reason, and the usage summed over the hops.
+ * the last hop's stop reason, and the usage summed over the hops; for a model with preserved thinking,
+ * later requests have that message split back into the hops (anthropic-hops.ts).
  */
+import { splice } from "../core/compact.ts";
 import { getMember, type JsonNode, parseJsonSpans } from "../core/json/scan.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { errorBody, inspect, merge } from "./anthropic-answer.ts";
+import { hopMemo, spliceHops } from "./anthropic-hops.ts";
 import { AnthropicStream } from "./anthropic-stream.ts";
 import type { Dialect, Hop, MemoInput } from "./dialect.ts";
-import { appendItems, arrayMember, memberString } from "./json-edit.ts";
+import { appendItems, arrayMember, type Edit, memberString } from "./json-edit.ts";
 import { type MessagesPlaces, spliceMemos } from "./memo-splice.ts";
 import type { ProxyMemo, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
@@ -40,16 +43,36 @@ function nextRequest(request: string, hops: readonly Hop[]): string {
 }
 
 function memos(input: MemoInput): ProxyMemo[] {
-  if (input.ending !== "mixed") return [];
-  return [
-    {
+  const out: ProxyMemo[] = [];
+  // A model with preserved thinking gets its hops back in every later request (anthropic-hops.ts).
+  const hops = hopMemo(input);
+  if (hops !== null) out.push(hops);
+  if (input.ending === "mixed")
+    out.push({
       kind: "recall",
       format: "anthropic",
       anchors: input.inspection.client_calls,
       calls: input.inspection.recalls,
       params: input.params,
-    },
-  ];
+    });
+  return out;
+}
+
+/**
+ * The memos spliced back: hop memos first (a message split into its hops), then a mixed answer's calls
+ * into the message that now holds the client's calls (read again, so both land where they belong).
+ */
+function spliceAll(
+  raw: string,
+  list: readonly ProxyMemo[],
+  answers: ReadonlyMap<string, RecallResult>,
+): { edits: Edit[]; spliced: number } {
+  const hops = spliceHops(raw, list, answers, { call: toolUse, answer: toolResult });
+  if (hops.edits.length === 0) return spliceMemos(raw, list, answers, places);
+  const split = splice(raw, hops.edits);
+  const mixed = spliceMemos(split, list, answers, places);
+  const text = mixed.edits.length === 0 ? split : splice(split, mixed.edits);
+  return { edits: [{ start: 0, end: raw.length, text }], spliced: hops.spliced + mixed.spliced };
 }
 
 function blockIds(raw: string, content: JsonNode | undefined, type: string, key: string): string[] {
@@ -103,6 +126,6 @@ export const anthropicDialect: Dialect = {
   nextRequest,
   merge,
   memos,
-  splice: (raw, list, answers) => spliceMemos(raw, list, answers, places),
+  splice: spliceAll,
   stream: (maxHops) => new AnthropicStream(maxHops),
 };

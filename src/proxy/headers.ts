@@ -69,3 +69,23 @@ export function clientHeaders(upstream: Headers): Headers {
   }
   return out;
 }
+
+/**
+ * The headers with `values` joined to `anthropic-beta` (each once; the client's own kept): what a request
+ * compacted with the recall tool declared inline needs (core/turn/declare.ts).
+ */
+export function withAnthropicBeta(
+  headers: Headers,
+  values: readonly string[] | undefined,
+): Headers {
+  if (values === undefined || values.length === 0) return headers;
+  const have = (headers.get("anthropic-beta") ?? "")
+    .split(",")
+    .map((v) => v.trim())
+    .filter((v) => v !== "");
+  const missing = values.filter((v) => !have.includes(v));
+  if (missing.length === 0) return headers;
+  const out = new Headers(headers);
+  out.set("anthropic-beta", [...have, ...missing].join(","));
+  return out;
+}

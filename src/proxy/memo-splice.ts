@@ -15,6 +15,14 @@ import { appendItems, arrayMember, type Edit, insertAfter, memberString } from "
 import type { ProxyMemo, RememberedCall } from "./port.ts";
 import type { RecallResult } from "./recalls.ts";
 
+/**
+ * A thinking block's anchor: its signature's last 64 chars (signatures are long and unique; an id-sized
+ * key is all a store's anchor index needs).
+ */
+export function signatureAnchor(signature: string): string {
+  return `sig:${signature.slice(-64)}`;
+}
+
 /** A remembered recall: our calls, answered again and spliced back after the client's `anchors`. */
 export type RecallMemo = Extract<ProxyMemo, { kind: "recall" }>;
 

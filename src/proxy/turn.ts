@@ -10,7 +10,7 @@ import type { OffloadConfig, OffloadConfigPatch } from "../config.ts";
 import { adapterFor, compact, splice } from "../core/compact.ts";
 import type { AttachmentExtractor, Turn, TurnAsk } from "../core/ports.ts";
 import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
-import type { SessionRef } from "../core/types.ts";
+import { memoAnchors, type SessionRef } from "../core/types.ts";
 import { isOffloadError, type OffloadError } from "../errors.ts";
 import {
   passThroughSummary,
@@ -21,9 +21,10 @@ import {
 } from "../http/summary.ts";
 import type { Dialect } from "./dialect.ts";
 import { dryRunTurn } from "./dry-run.ts";
-import { clientHeaders } from "./headers.ts";
+import { clientHeaders, withAnthropicBeta } from "./headers.ts";
 import { droppedResponse, proxyCall } from "./loop.ts";
 import { failureName, memoAnswers } from "./memo-answers.ts";
+import { signatureAnchor } from "./memo-splice.ts";
 import type { ProxyMemo, ProxyStore } from "./port.ts";
 import { countUnsent, countUrlOf } from "./token-count.ts";
 import { send } from "./upstream.ts";
@@ -171,7 +172,8 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     dialect,
     fetcher: input.fetch,
     url: input.url,
-    headers: input.headers,
+    // The betas the request as compacted needs (the recall tool declared inline).
+    headers: withAnthropicBeta(input.headers, out.report.anthropic_beta),
     request:
       ask === null
         ? out.request
@@ -227,13 +229,18 @@ function askOf(read: Read | null): TurnAsk {
   return { ...keys, anchors: read.anchors };
 }
 
-/** The ids a request names that a memo may be anchored on (one regex pass over the text). */
+/**
+ * The ids a request names that a memo may be anchored on (one regex pass over the text each): ids, and
+ * thinking blocks' signatures (a hop memo's anchor, memo-splice.ts).
+ */
 function anchorIds(text: string): string[] {
   const ids = new Set<string>();
   for (const m of text.matchAll(
     /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
   ))
     ids.add(m[1]!);
+  for (const m of text.matchAll(/"signature"\s*:\s*"([^"\\]{16,})"/g))
+    ids.add(signatureAnchor(m[1]!));
   return [...ids];
 }
 
@@ -252,9 +259,7 @@ async function spliceMemos(
   // One regex pass collects the ids the request names, whatever the number of memos; only a request
   // that carries an anchor is scanned and spliced.
   const ids = new Set(anchorIds(text));
-  const candidates = mine.filter((m) =>
-    (m.kind === "recall" ? m.anchors : [m.from]).some((id) => ids.has(id)),
-  );
+  const candidates = mine.filter((m) => memoAnchors(m).some((id) => ids.has(id)));
   if (candidates.length === 0) return { text, spliced: 0 };
   const answers = await memoAnswers(candidates, input);
   try {

@@ -55,6 +55,12 @@ export interface ReplayOptions {
    * prices the raw estimates throughout, as the replay did before: docs/measure.md says what it changes).
    */
   usage?: boolean;
+  /**
+   * Each assistant message opens with a thinking block, as a model with preserved thinking answers (Claude
+   * Code's default model does): edge-offload then keeps what precedes the latest one as it was sent
+   * (core/turn/frozen.ts). Every policy sees the same blocks.
+   */
+  thinking?: boolean;
   /** Called after each session and policy (progress). */
   onProgress?: (done: number, total: number) => void;
   /** Called for every call charged (a recall hop's two calls each), to explain a session's cost. */
@@ -93,8 +99,9 @@ export function requestFor(
   model: string,
   client: Client,
   exchanges: readonly RecallExchange[] = [],
+  thinking = false,
 ): Request {
-  const messages = session.messages.slice(0, n);
+  const messages = session.messages.slice(0, n).map((m) => (thinking ? withThinking(m) : m));
   // Inserted from the last place back, so earlier places keep their indexes; a stable sort keeps two
   // exchanges at one place in the order they happened.
   const placed = exchanges.filter((e) => e.at <= n).sort((a, b) => a.at - b.at);
@@ -115,6 +122,14 @@ export function requestFor(
   if (session.tools !== undefined && session.tools.length > 0) request.tools = session.tools;
   else request.tools = toolsUsed(session);
   return request;
+}
+
+/** An assistant message opened by a thinking block (`--thinking`); its signature stands for the model's. */
+function withThinking(m: Message): Message {
+  if (m.role !== "assistant") return m;
+  const blocks: Block[] =
+    typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+  return { ...m, content: [{ type: "thinking", thinking: "", signature: "replay" }, ...blocks] };
 }
 
 /** The swe/api files carry no tool definitions: declare the names their calls use. */
@@ -201,7 +216,11 @@ async function replaySession(
     const answer: Message | undefined =
       session.messages[n]?.role === "assistant" ? session.messages[n] : undefined;
     const outputTokens = blocks.tokensOf(answer);
-    const sent = await run.send(requestFor(session, n, opts.model, opts.client, exchanges), at, i);
+    const sent = await run.send(
+      requestFor(session, n, opts.model, opts.client, exchanges, opts.thinking),
+      at,
+      i,
+    );
     const needs = byTurn.get(n) ?? [];
     result.references += needs.length;
     for (const ref of needs) result.references_by_kind[ref.kind]++;
@@ -250,7 +269,7 @@ async function replaySession(
     // The agent ran the recall itself: its next request is its own, the exchange in its history, through
     // the policy like any other (the client's breakpoint, if it sets one, now on the recall's answer).
     exchanges.push(exchange);
-    const next = requestFor(session, n, opts.model, opts.client, exchanges);
+    const next = requestFor(session, n, opts.model, opts.client, exchanges, opts.thinking);
     await charge(await run.send(next, at, i), outputTokens, 1);
   }
   return result;

@@ -7,7 +7,7 @@ import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "../core/billing.ts";
 import type { Calibration } from "../core/calibration.ts";
 import type { ToolStats, TurnAsk } from "../core/ports.ts";
-import type { ProxyMemo, ResultRecord, SessionRef } from "../core/types.ts";
+import { memoAnchors, type ProxyMemo, type ResultRecord, type SessionRef } from "../core/types.ts";
 import {
   admitted,
   endPurge,
@@ -153,7 +153,7 @@ export class MemorySessionState implements SessionState {
     const anchors = new Set(ask.anchors ?? []);
     const memos = s.memos
       .map((m) => m.memo)
-      .filter((m) => (m.kind === "recall" ? m.anchors : [m.from]).some((a) => anchors.has(a)));
+      .filter((m) => memoAnchors(m).some((a) => anchors.has(a)));
     const ids = [...ask.ids, ...memos.flatMap((m) => m.calls.map((c) => c.id))];
     const times = s.turns.slice(-(GAP_WINDOW + 1)).map((t) => t.line.at);
     return clone({

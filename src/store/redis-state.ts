@@ -10,7 +10,13 @@ import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "../core/billing.ts";
 import type { Calibration } from "../core/calibration.ts";
 import type { ToolStats, TurnAsk } from "../core/ports.ts";
-import type { ProxyMemo, ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
+import {
+  memoAnchors,
+  type ProxyMemo,
+  type ResultRecord,
+  type SessionRef,
+  type TurnLog,
+} from "../core/types.ts";
 import {
   admitted,
   endPurge,
@@ -485,8 +491,7 @@ export class RedisSessionState implements SessionState {
     for (const memo of memos) {
       seq++;
       memoFields.push(seq, JSON.stringify(memo));
-      for (const anchor of new Set(memo.kind === "recall" ? memo.anchors : [memo.from]))
-        lists.get(anchor)!.push(seq);
+      for (const anchor of new Set(memoAnchors(memo))) lists.get(anchor)!.push(seq);
     }
     const floor = seq - MEMO_LIMIT;
     const ops: Op[] = [
@@ -853,5 +858,5 @@ function counts(row: Row): row is LiveRow {
 
 /** The anchors memos are kept under. */
 function anchorsOf(memos: readonly ProxyMemo[]): string[] {
-  return [...new Set(memos.flatMap((m) => (m.kind === "recall" ? m.anchors : [m.from])))];
+  return [...new Set(memos.flatMap((m) => memoAnchors(m)))];
 }

@@ -24,7 +24,13 @@ import type { OffloadConfigPatch } from "../config.ts";
 import type { TurnUsage } from "../core/billing.ts";
 import type { Calibration } from "../core/calibration.ts";
 import type { ToolStats, TurnAsk } from "../core/ports.ts";
-import type { ProxyMemo, ResultRecord, SessionRef, TurnLog } from "../core/types.ts";
+import {
+  memoAnchors,
+  type ProxyMemo,
+  type ResultRecord,
+  type SessionRef,
+  type TurnLog,
+} from "../core/types.ts";
 import {
   admitted,
   earliest,
@@ -667,7 +673,7 @@ export class SqlSessionState implements SessionState {
         seq,
         JSON.stringify(memo),
       );
-      for (const anchor of new Set(memo.kind === "recall" ? memo.anchors : [memo.from]))
+      for (const anchor of new Set(memoAnchors(memo)))
         await tx.all(
           `INSERT INTO ${t.anchors} (tenant, session, anchor, seq) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, session, anchor, seq) DO NOTHING`,
           ref.tenant,

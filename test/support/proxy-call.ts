@@ -5,6 +5,21 @@
 import { resolveConfig } from "../../src/config.ts";
 import { anthropicDialect } from "../../src/proxy/anthropic.ts";
 import { type ProxyTurnInput, proxyTurn } from "../../src/proxy/turn.ts";
+import { conversation, type Turn } from "./requests.ts";
+
+/**
+ * The request of a caching client with a long system prompt (about 37,000 tokens): its breakpoint on the last
+ * block.
+ */
+export function cachedRequest(turns: Turn[], model: string): Record<string, any> {
+  const req = conversation(turns, {
+    model,
+    system: "You are a careful agent; follow the repository's conventions. ".repeat(2_500),
+  }) as Record<string, any>;
+  const last = req.messages.at(-1).content;
+  last[last.length - 1] = { ...last[last.length - 1], cache_control: { type: "ephemeral" } };
+  return req;
+}
 
 export async function proxyAnthropicCall(o: {
   fetch: typeof fetch;

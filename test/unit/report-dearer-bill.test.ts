@@ -11,24 +11,15 @@ import { describe, expect, it } from "vitest";
 import { pageTotals, sessionReport, sessionRow } from "../../src/report.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { BillingFake, callTool, say } from "../support/billing-fake.ts";
-import { proxyAnthropicCall } from "../support/proxy-call.ts";
-import { conversation, ON, type Turn } from "../support/requests.ts";
+import { cachedRequest, proxyAnthropicCall } from "../support/proxy-call.ts";
+import { ON, type Turn } from "../support/requests.ts";
 
 type Req = Record<string, any>;
-const EPH = { type: "ephemeral" };
 const MODEL = "claude-sonnet-4-6";
 const REF = { tenant: "acme", session: "dearer" };
 
 /** The request of a caching client: its breakpoint on the last block, after a long system prompt. */
-function cached(turns: Turn[]): Req {
-  const req = conversation(turns, {
-    model: MODEL,
-    system: "You are a careful agent; follow the repository's conventions. ".repeat(2_500),
-  }) as Req;
-  const last = req.messages.at(-1).content;
-  last[last.length - 1] = { ...last[last.length - 1], cache_control: EPH };
-  return req;
-}
+const cached = (turns: Turn[]): Req => cachedRequest(turns, MODEL);
 
 /** A plain-text tool output of about `chars` characters (log lines). */
 function logText(chars: number): string {

@@ -12,12 +12,14 @@
  * result before the request's first assistant message may answer a call only the server holds.
  */
 
-import { recallToolDeclaration } from "../recall-tool.ts";
+import type { RecallMode } from "../../config.ts";
+import { decodeString, getMember, type JsonNode } from "../json/scan.ts";
+import { recallToolDeclaration, recallToolDefinition } from "../recall-tool.ts";
 import { anchorEditOf } from "./anthropic-anchor.ts";
 import { isReplacement } from "./anthropic-media.ts";
 import { analyzeAnthropic } from "./anthropic-walk.ts";
 import { renderTextContent } from "./shape.ts";
-import type { FormatAdapter, MediaSite, ToolResultSite } from "./types.ts";
+import type { Edit, FormatAdapter, MediaSite, ToolResultSite } from "./types.ts";
 
 export const anthropicAdapter: FormatAdapter = {
   format: "anthropic",
@@ -44,4 +46,55 @@ export const anthropicAdapter: FormatAdapter = {
   },
 
   declareRecallTool: recallToolDeclaration("anthropic"),
+  declareRecallToolInline: inlineRecallTool,
 };
+
+/**
+ * The recall tool as a `tool_addition` block (beta `inline-tools-2026-09-15`) in a `role: "system"` message
+ * right after the run of user messages holding message `after`: the API takes one there when it follows a
+ * user turn and ends the array or precedes an assistant turn. Where the client's own system message already
+ * sits there (two in a row are not taken), the block opens that message's content instead.
+ */
+function inlineRecallTool(
+  raw: string,
+  rootNode: JsonNode,
+  mode: RecallMode,
+  after: number,
+): Edit | null {
+  if (rootNode.kind !== "object") return null;
+  const messages = getMember(rootNode, "messages");
+  if (messages?.kind !== "array") return null;
+  const roleOf = (i: number): string | undefined => {
+    const m = messages.items[i];
+    if (m?.kind !== "object") return undefined;
+    const r = getMember(m, "role");
+    return r?.kind === "string" ? decodeString(raw, r) : undefined;
+  };
+  let i = after;
+  if (roleOf(i) !== "user") return null;
+  while (roleOf(i + 1) === "user") i++;
+  const block = `{"type":"tool_addition","tool":{"type":"tool_definition","definition":${JSON.stringify(recallToolDefinition("anthropic", mode))}}}`;
+  const next = messages.items[i + 1];
+  const role = roleOf(i + 1);
+  if (next === undefined || role === "assistant") {
+    const at = messages.items[i]!.end;
+    return { start: at, end: at, text: `,{"role":"system","content":[${block}]}` };
+  }
+  if (role !== "system" || next.kind !== "object") return null;
+  // A message shown only until the next user turn would take the tool away with it.
+  const clear = getMember(next, "clear_at");
+  if (clear !== undefined && clear.kind !== "null" && raw.slice(clear.start, clear.end) !== '"never"')
+    return null;
+  const content = getMember(next, "content");
+  if (content?.kind === "array") {
+    const at = content.start + 1;
+    return { start: at, end: at, text: content.items.length > 0 ? `${block},` : block };
+  }
+  if (content?.kind === "string")
+    return {
+      start: content.start,
+      end: content.end,
+      text: `[${block},{"type":"text","text":${raw.slice(content.start, content.end)}}]`,
+    };
+  return null;
+}

@@ -195,6 +195,17 @@ export interface FormatAdapter {
   renderMedia?(raw: string, site: MediaSite, text: string): string;
   /** The edit that declares the recall tool at the end of `tools`. */
   declareRecallTool(raw: string, root: JsonNode, mode: RecallMode): Edit;
+  /**
+   * The edit that declares it mid-conversation instead, right after the run of user messages that
+   * holds message `after` (formats whose API takes tools defined in a system message); null where no
+   * such place is valid there.
+   */
+  declareRecallToolInline?(
+    raw: string,
+    root: JsonNode,
+    mode: RecallMode,
+    after: number,
+  ): Edit | null;
   /** The edit that puts a cache breakpoint on `slot` (formats with explicit breakpoints). */
   anchorEdit?(raw: string, slot: AnchorSlot, ttl: "5m" | "1h"): Edit;
 }

@@ -48,6 +48,8 @@ export interface TurnContext {
   loaded: TurnStart;
   /** The recall tool is (or will be, this turn) in the request's tools. */
   toolDeclared: boolean;
+  /** Recall calls are answered by hops the client's history does not keep (compact's `hops`). */
+  readonly hops?: boolean;
   /**
    * Provider tokens per estimated token for this tenant and model, learned from measured usage
    * (calibration.ts); absent or not yet ready: the estimates as they are.

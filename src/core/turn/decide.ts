@@ -39,7 +39,7 @@ import {
   warmId,
 } from "./context.ts";
 import type { Flight } from "./flight.ts";
-import { FROZEN_REASON, frozenBefore, isFrozen, UNDECLARABLE_REASON } from "./frozen.ts";
+import { FROZEN_REASON, isFrozen, offloadBlocked } from "./frozen.ts";
 import { priceOffload } from "./price.ts";
 import { configOf, isHot, neverOffloaded, neverReason, ruledReason } from "./tool-rules.ts";
 
@@ -146,9 +146,9 @@ export async function decide(
   // "never" (frozen.ts).
   if (isFrozen(ctx, site.position)) return { outcome: kept(FROZEN_REASON).outcome };
   if (tier === "small" && !pressure) return { outcome: kept(SMALL).outcome };
-  // Nothing new is offloaded where the recall tool its stub points at could not be declared.
-  if (ctx.offload && !ctx.toolDeclared && frozenBefore(ctx) !== null && !isRecallResult(site))
-    return { outcome: kept(UNDECLARABLE_REASON).outcome };
+  // Nothing new is offloaded where its recall could not be declared or answered (frozen.ts).
+  const blocked = isRecallResult(site) ? null : offloadBlocked(ctx);
+  if (blocked !== null) return { outcome: kept(blocked).outcome };
   // Fresh and not offered on first delivery: only the breakpoint move can decide it now.
   const offered = !firstDelivery || firstDeliveryCandidate(ctx, site);
   const hot = isHot(ctx, site);

@@ -103,7 +103,7 @@ export function turnSketch(
   outcomes: ReadonlyMap<ToolResultSite, Outcome>,
   sent: {
     edits: readonly Edit[];
-    declaration: { text: string; tokens: number } | null;
+    declaration: { text: string; tokens: number; at?: number } | null;
     anchor: { at: number; ttl: "5m" | "1h" } | null;
     /** The breakpoints sent, where the move changed the client's. */
     breakpoints?: readonly Breakpoint[];

@@ -13,6 +13,7 @@ import type { GateInput } from "../gate.ts";
 import { expectedRemainingCalls } from "../horizon.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { rawLength, recallToolTokens, sentOffset, type TurnContext } from "./context.ts";
+import { inlineDeclares } from "./declare.ts";
 import { configOf } from "./tool-rules.ts";
 
 export function priceOffload(
@@ -50,9 +51,9 @@ export function priceOffload(
     : {
         tool_tokens: scale(recallToolTokens(ctx.format, ctx.config.tool_result_recall_mode)),
         // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in
-        // invalidation).
+        // invalidation); declared inline, after the stub, it rewrites nothing (declare.ts).
         prefix_tokens:
-          lastBp === undefined
+          lastBp === undefined || inlineDeclares(ctx)
             ? 0
             : scale(
                 Math.round(

@@ -26,6 +26,11 @@ export interface CompactReport extends TurnCounts {
   saved_tokens: number;
   recall_tool: "added" | "present" | "none";
   /**
+   * The `anthropic-beta` values the request as compacted needs (the recall tool declared inline, beta
+   * `inline-tools-2026-09-15`); the proxy adds them, a compact() caller sends them. Absent: none.
+   */
+  anthropic_beta?: string[];
+  /**
    * Shadow mode: the request came back unchanged; counts, tokens and saving are what offload would
    * do.
    */

@@ -28,6 +28,7 @@ import {
   warmId,
 } from "./context.ts";
 import { decide, type FirstDecision, firstDeliveryCandidate } from "./decide.ts";
+import { INLINE_TOOLS_BETA, inlineDeclaration, inlineDeclares } from "./declare.ts";
 import { turnEstimate, turnSketch } from "./estimate.ts";
 import { Flight } from "./flight.ts";
 import { frozenBefore, frozenReason } from "./frozen.ts";
@@ -230,9 +231,28 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const anchoring = config.tool_result_medium_tier === "cache_anchor";
   // The request as it will go out, for the turn's sketch (the billing counterfactual's view of it);
   // rendered again below once the commit has settled every decision.
-  const declaration = addsTool
-    ? ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode)
-    : null;
+  // In `tools`, or inline after the earliest stub (declare.ts): read from the outcomes as they stand, so
+  // again once the commit has settled them.
+  const declarationNow = (): { edit: Edit; inline: boolean } | null => {
+    if (!addsTool) return null;
+    if (inlineDeclares(ctx)) {
+      const edit = inlineDeclaration(
+        ctx,
+        sites,
+        (s) => outcomes.get(s)?.decision.action === "offloaded",
+      );
+      if (edit !== null) return { edit, inline: true };
+      // No stub to follow (or no valid place there): `tools`, unless a preserved-thinking model's
+      // thinking forbids changing them.
+      if (frozenBefore(ctx) !== null) return null;
+    }
+    return {
+      edit: ctx.adapter.declareRecallTool(ctx.raw, ctx.root, config.tool_result_recall_mode),
+      inline: false,
+    };
+  };
+  const plannedDeclaration = declarationNow();
+  const declaration = plannedDeclaration?.edit ?? null;
   const planned = anchoring ? placeAnchor(ctx, sites, outcomes, declaration) : null;
   const moving = new Set(settling);
   for (const f of fresh)
@@ -250,7 +270,14 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       ),
       ...turnSketch(ctx, sites, outcomes, {
         edits: [...siteEdits(), ...media.edits((i) => rewritten(sites[i]), false)],
-        declaration: declaration === null ? null : { text: declaration.text, tokens: toolTokens },
+        declaration:
+          declaration === null
+            ? null
+            : {
+                text: declaration.text,
+                tokens: toolTokens,
+                ...(plannedDeclaration?.inline ? { at: declaration.start } : {}),
+              },
         anchor:
           planned?.edit == null || planned.report.ttl === null
             ? null
@@ -298,15 +325,16 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
   const edits: Edit[] = siteEdits();
   edits.push(...media.edits((i) => rewritten(sites[i])));
   let recallTool: CompactReport["recall_tool"] = analysis.has_recall_tool ? "present" : "none";
-  if (declaration !== null) {
-    edits.push(declaration);
+  const declared = declarationNow();
+  if (declared !== null) {
+    edits.push(declared.edit);
     recallTool = "added";
   }
   // The move goes with its standing record only: unsaved, the result is written as the client asked.
   for (const e of moveEdits(ctx, sites, settling)) if (!media.absorb(e)) edits.push(e);
   let anchor: CompactReport["anchor"] = null;
   if (anchoring) {
-    const placed = placeAnchor(ctx, sites, outcomes, declaration);
+    const placed = placeAnchor(ctx, sites, outcomes, declared?.edit ?? null);
     anchor = placed.report;
     if (placed.edit !== null && !media.absorb(placed.edit)) edits.push(placed.edit);
   }
@@ -325,6 +353,7 @@ export async function runTurn(ctx: TurnContext): Promise<TurnResult> {
       ...counts,
       saved_tokens: counts.tokens_before - counts.tokens_after,
       recall_tool: recallTool,
+      ...(declared?.inline ? { anthropic_beta: [INLINE_TOOLS_BETA] } : {}),
       shadow: false,
       anchor,
       attachments: media.report(),

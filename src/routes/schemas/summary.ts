@@ -45,6 +45,12 @@ export const SummarySchema = z.object({
     .number()
     .describe("Shadow mode: the dollars offload would have saved (0 otherwise)."),
   recall_tool: z.enum(["added", "present", "none"]),
+  anthropic_beta: z
+    .array(z.string())
+    .optional()
+    .describe(
+      'The anthropic-beta values the compacted request needs: "inline-tools-2026-09-15" where the recall tool is declared in a system message (tool_result_recall_tool_inline). The proxy adds them; a caller of compact sends them.',
+    ),
   attachments: z
     .object({
       policy: z.enum(["extract", "extract_after_first"]),

@@ -1,0 +1,53 @@
+/**
+ * Where the Anthropic adapter declares the recall tool mid-conversation (src/core/formats/anthropic.ts,
+ * `declareRecallToolInline`): a system message right after the run of user messages holding a stub, where
+ * the API takes one (it follows a user turn and ends the array or precedes an assistant turn).
+ */
+import { describe, expect, it } from "vitest";
+import { splice } from "../../src/core/compact.ts";
+import { anthropicAdapter } from "../../src/core/formats/anthropic.ts";
+import { parseJsonSpans } from "../../src/core/json/scan.ts";
+
+type Msg = { role: string; content: unknown; clear_at?: string };
+
+function declared(messages: Msg[], after: number): Msg[] | null {
+  const raw = JSON.stringify({ model: "claude-opus-5-5", max_tokens: 8, messages });
+  const edit = anthropicAdapter.declareRecallToolInline!(raw, parseJsonSpans(raw), "both", after);
+  return edit === null ? null : (JSON.parse(splice(raw, [edit])) as { messages: Msg[] }).messages;
+}
+
+const addition = {
+  type: "tool_addition",
+  tool: { type: "tool_definition", definition: { name: "recall_tool_result" } },
+};
+const user = (text: string): Msg => ({ role: "user", content: [{ type: "text", text }] });
+const assistant = (text: string): Msg => ({ role: "assistant", content: [{ type: "text", text }] });
+
+describe("the recall tool declared mid-conversation", () => {
+  it("goes after the run of user messages: at the end, or before the next assistant message", () => {
+    const atEnd = declared([user("a"), assistant("b"), user("c"), user("d")], 2)!;
+    expect(atEnd.map((m) => m.role)).toEqual(["user", "assistant", "user", "user", "system"]);
+    expect(atEnd[4]!.content).toMatchObject([addition]);
+    const before = declared([user("a"), assistant("b"), user("c"), assistant("e")], 2)!;
+    expect(before.map((m) => m.role)).toEqual(["user", "assistant", "user", "system", "assistant"]);
+  });
+
+  it("opens the client's own system message there rather than add a second one", () => {
+    const mine = { type: "text", text: "reminder" };
+    const merged = declared([user("a"), { role: "system", content: [mine] }, assistant("b")], 0)!;
+    expect(merged.map((m) => m.role)).toEqual(["user", "system", "assistant"]);
+    expect(merged[1]!.content).toMatchObject([addition, mine]);
+    const text = declared([user("a"), { role: "system", content: "reminder" }], 0)!;
+    expect(text[1]!.content).toMatchObject([addition, mine]);
+  });
+
+  it("finds no place after a message that is not the user's, or in a system message that clears", () => {
+    expect(declared([user("a"), assistant("b")], 1)).toBeNull();
+    expect(
+      declared([user("a"), { role: "system", content: "x", clear_at: "next_user_message" }], 0),
+    ).toBeNull();
+    expect(
+      declared([user("a"), { role: "system", content: "x", clear_at: "never" }], 0),
+    ).not.toBeNull();
+  });
+});
