@@ -63,7 +63,7 @@ export interface CompactInput<
   prepared?: PreparedRequest | undefined;
   /**
    * The caller answers the model's recall calls itself, in extra provider calls whose exchange the
-   * client's history does not keep (the proxy, the fetch wrapper, the AI SDK middleware). A model with
+   * client's history does not keep (the AI SDK middleware; the proxy puts them back itself). A model with
    * preserved thinking would reject the next request (its thinking after the exchange no longer
    * follows what it was produced after), so on such a model nothing new is offloaded.
    */

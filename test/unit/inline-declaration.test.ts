@@ -32,22 +32,23 @@ describe("the recall tool declared mid-conversation", () => {
     expect(before.map((m) => m.role)).toEqual(["user", "assistant", "user", "system", "assistant"]);
   });
 
-  it("opens the client's own system message there rather than add a second one", () => {
+  it("ends the client's own system message there rather than add a second one", () => {
     const mine = { type: "text", text: "reminder" };
     const merged = declared([user("a"), { role: "system", content: [mine] }, assistant("b")], 0)!;
     expect(merged.map((m) => m.role)).toEqual(["user", "system", "assistant"]);
-    expect(merged[1]!.content).toMatchObject([addition, mine]);
-    const text = declared([user("a"), { role: "system", content: "reminder" }], 0)!;
-    expect(text[1]!.content).toMatchObject([addition, mine]);
+    expect(merged[1]!.content).toMatchObject([mine, addition]);
+    // a string content is left as the client wrote it
+    expect(declared([user("a"), { role: "system", content: "reminder" }], 0)).toBeNull();
   });
 
   it("finds no place after a message that is not the user's, or in a system message that clears", () => {
     expect(declared([user("a"), assistant("b")], 1)).toBeNull();
+    const x = [{ type: "text", text: "x" }];
     expect(
-      declared([user("a"), { role: "system", content: "x", clear_at: "next_user_message" }], 0),
+      declared([user("a"), { role: "system", content: x, clear_at: "next_user_message" }], 0),
     ).toBeNull();
     expect(
-      declared([user("a"), { role: "system", content: "x", clear_at: "never" }], 0),
+      declared([user("a"), { role: "system", content: x, clear_at: "never" }], 0),
     ).not.toBeNull();
   });
 });

@@ -173,6 +173,36 @@ describe("preserved thinking", () => {
     expect(JSON.stringify(sent.at(-1)).length).toBeLessThan(RESULTS.join("").length / 2);
   });
 
+  it("stubs nothing where no system message can follow the fresh results to declare the tool", async () => {
+    const run = async (clear: string) => {
+      const req = JSON.parse(fresh("claude-sonnet-5-5")) as Req;
+      req.messages.push({
+        role: "system",
+        content: [{ type: "text", text: "reminder" }],
+        clear_at: clear,
+      } as Msg);
+      return compact({
+        request: JSON.stringify(req),
+        session: `clear-${clear}`,
+        store: new MemoryStore(),
+        config: ON,
+      });
+    };
+    // a reminder shown only until the next user turn would take the tool away with it
+    const cleared = await run("next_user_message");
+    expect(cleared.decisions[0]).toMatchObject({ action: "kept" });
+    expect(cleared.decisions[0]!.reason).toMatch(/declaring the recall tool now/);
+    expect(cleared.changed).toBe(false);
+    // one that stays carries the declaration at its end
+    const kept = await run("never");
+    expect(kept.decisions[0]!.action).toBe("offloaded");
+    const last = (JSON.parse(kept.request as string) as Req).messages.at(-1)!;
+    expect(last.content).toMatchObject([
+      { type: "text", text: "reminder" },
+      { type: "tool_addition" },
+    ]);
+  });
+
   it("with the inline declaration off, the recall tool is never added under the model's thinking", async () => {
     const { sent, outputs } = await loop(
       "claude-sonnet-5-5",

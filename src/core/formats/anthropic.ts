@@ -53,7 +53,7 @@ export const anthropicAdapter: FormatAdapter = {
  * The recall tool as a `tool_addition` block (beta `inline-tools-2026-09-15`) in a `role: "system"` message
  * right after the run of user messages holding message `after`: the API takes one there when it follows a
  * user turn and ends the array or precedes an assistant turn. Where the client's own system message already
- * sits there (two in a row are not taken), the block opens that message's content instead.
+ * sits there (two in a row are not taken), the block ends that message's content instead.
  */
 function inlineRecallTool(
   raw: string,
@@ -83,18 +83,12 @@ function inlineRecallTool(
   if (role !== "system" || next.kind !== "object") return null;
   // A message shown only until the next user turn would take the tool away with it.
   const clear = getMember(next, "clear_at");
-  if (clear !== undefined && clear.kind !== "null" && raw.slice(clear.start, clear.end) !== '"never"')
-    return null;
+  if (clear !== undefined && clear.kind !== "null")
+    if (clear.kind !== "string" || decodeString(raw, clear) !== "never") return null;
   const content = getMember(next, "content");
-  if (content?.kind === "array") {
-    const at = content.start + 1;
-    return { start: at, end: at, text: content.items.length > 0 ? `${block},` : block };
-  }
-  if (content?.kind === "string")
-    return {
-      start: content.start,
-      end: content.end,
-      text: `[${block},{"type":"text","text":${raw.slice(content.start, content.end)}}]`,
-    };
-  return null;
+  // At the end of its blocks (a cache breakpoint the turn puts on one of them stays clear of it); a string
+  // content is left alone.
+  if (content?.kind !== "array") return null;
+  const at = content.end - 1;
+  return { start: at, end: at, text: content.items.length > 0 ? `,${block}` : block };
 }

@@ -44,3 +44,27 @@ export function inlineDeclaration(
     first.message_index,
   );
 }
+
+/**
+ * The tool can be declared inline after this turn's fresh results (where a first delivery's stub lands):
+ * what a preserved-thinking model, whose `tools` may no longer change, needs before anything is stubbed.
+ */
+export function inlineDeclaresFresh(ctx: TurnContext): boolean {
+  // Once per request (asked for every result it decides; a request may hold 100,000).
+  const known = freshSlot.get(ctx.analysis);
+  if (known !== undefined) return known;
+  const fresh = ctx.analysis.sites.find((s) => !s.settled);
+  const ok =
+    fresh !== undefined &&
+    inlineDeclares(ctx) &&
+    ctx.adapter.declareRecallToolInline!(
+      ctx.raw,
+      ctx.root,
+      ctx.config.tool_result_recall_mode,
+      fresh.message_index,
+    ) !== null;
+  freshSlot.set(ctx.analysis, ok);
+  return ok;
+}
+
+const freshSlot = new WeakMap<object, boolean>();

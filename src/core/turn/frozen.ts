@@ -11,15 +11,16 @@
  *   its first thinking block keeps it);
  * - the breakpoint move is off: its stub comes on the call after the model has read, and thought about,
  *   the result;
- * - where recalls are answered by hops (the proxy), nothing new is offloaded at all: the model's answer
- *   after a hop is thought after the exchange, which the client's next request does not hold.
+ * - where recalls are answered by hops whose exchange the app's history does not keep (the AI SDK
+ *   middleware; the proxy splits such a turn back into its hops, proxy/anthropic-hops.ts), nothing new is
+ *   offloaded at all: the model's answer after a hop is thought after the exchange.
  * Results that arrive after the latest thinking block (first delivery) are still decided as usual. Cache
  * breakpoints are not part of the check (clients move theirs every call), so the cache anchor stays.
  */
 
 import { resolveModel } from "../pricing.ts";
 import type { TurnContext } from "./context.ts";
-import { inlineDeclares } from "./declare.ts";
+import { inlineDeclaresFresh } from "./declare.ts";
 
 /** The reason a result before the latest thinking block is kept as sent. */
 export const FROZEN_REASON =
@@ -47,7 +48,7 @@ export function offloadBlocked(ctx: TurnContext): string | null {
   if (!ctx.offload) return null;
   if (ctx.hops === true && !ctx.analysis.has_recall_tool && preservedThinking(ctx))
     return HOPS_REASON;
-  if (!ctx.toolDeclared && frozenBefore(ctx) !== null && !inlineDeclares(ctx))
+  if (!ctx.toolDeclared && frozenBefore(ctx) !== null && !inlineDeclaresFresh(ctx))
     return UNDECLARABLE_REASON;
   return null;
 }
