@@ -4,9 +4,11 @@
  * the API takes one (it follows a user turn and ends the array or precedes an assistant turn).
  */
 import { describe, expect, it } from "vitest";
-import { splice } from "../../src/core/compact.ts";
+import { compact, splice } from "../../src/core/compact.ts";
 import { anthropicAdapter } from "../../src/core/formats/anthropic.ts";
 import { parseJsonSpans } from "../../src/core/json/scan.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
+import { conversation, jsonBody, ON } from "../support/requests.ts";
 
 type Msg = { role: string; content: unknown; clear_at?: string };
 
@@ -50,5 +52,30 @@ describe("the recall tool declared mid-conversation", () => {
     expect(
       declared([user("a"), { role: "system", content: x, clear_at: "never" }], 0),
     ).not.toBeNull();
+  });
+});
+
+describe("the gate's price of the declaration", () => {
+  it("leaves out the rewrite only where the tool can go inline after the fresh results", async () => {
+    const price = async (trailing: Msg[]) => {
+      const req = conversation([{ id: "big", result: jsonBody(80_000) }], {
+        model: "claude-opus-4-8",
+        system: "You are a careful agent. ".repeat(2_000),
+      }) as { messages: Msg[] };
+      const last = req.messages.at(-1)!.content as Record<string, unknown>[];
+      last[last.length - 1] = { ...last[last.length - 1], cache_control: { type: "ephemeral" } };
+      req.messages.push(...trailing);
+      const out = await compact({
+        request: JSON.stringify(req),
+        session: `price-${trailing.length}`,
+        store: new MemoryStore(),
+        config: ON,
+      });
+      return out.decisions.at(-1)!.gate!.tool_declaration_cost_usd;
+    };
+    const inline = await price([]);
+    // a reminder as a string: the tool cannot join it, so it would go in `tools`, rewriting the prompt
+    const rewrite = await price([{ role: "system", content: "reminder" }]);
+    expect(rewrite).toBeGreaterThan(inline * 5);
   });
 });

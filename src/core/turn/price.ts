@@ -13,7 +13,7 @@ import type { GateInput } from "../gate.ts";
 import { expectedRemainingCalls } from "../horizon.ts";
 import { REQUEST_CHARS_PER_TOKEN } from "../tokens.ts";
 import { rawLength, recallToolTokens, sentOffset, type TurnContext } from "./context.ts";
-import { inlineDeclares } from "./declare.ts";
+import { inlineDeclares, inlineDeclaresFresh } from "./declare.ts";
 import { configOf } from "./tool-rules.ts";
 
 export function priceOffload(
@@ -53,7 +53,8 @@ export function priceOffload(
         // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in
         // invalidation); declared inline, after the stub, it rewrites nothing (declare.ts).
         prefix_tokens:
-          lastBp === undefined || inlineDeclares(ctx)
+          lastBp === undefined ||
+          (inlineDeclares(ctx) && (site.settled || inlineDeclaresFresh(ctx)))
             ? 0
             : scale(
                 Math.round(
