@@ -68,6 +68,12 @@ export interface CompactInput<
    * follows what it was produced after), so on such a model nothing new is offloaded.
    */
   hops?: boolean;
+  /**
+   * The caller sends the `anthropic-beta` values the report names (`report.anthropic_beta`) with the
+   * request, as the proxy and the fetch wrapper do. Only then may the turn use what needs one (the recall
+   * tool declared mid-conversation); without it the request never needs a beta the client did not ask for.
+   */
+  sendsBetas?: boolean;
 }
 
 export interface CompactOutput<R extends string | object> {
@@ -188,6 +194,7 @@ export async function compact<
     loaded: turn,
     toolDeclared: false,
     hops: input.hops === true,
+    sendsBetas: input.sendsBetas === true,
   });
   // A turn begun here ends here (its log line is written now, when the commit left it to here).
   if (input.turn === undefined)

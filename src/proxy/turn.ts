@@ -150,6 +150,8 @@ export async function proxyTurn(input: ProxyTurnInput): Promise<Response> {
     turn,
     secret,
     extractor: typeof input.extractor === "function" ? input.extractor(config) : input.extractor,
+    // The betas the report names go out with the call (below).
+    sendsBetas: true,
   });
   // A stream that reports usage only when asked is asked (the client's stream stays as it asked).
   const ask =

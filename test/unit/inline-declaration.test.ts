@@ -70,6 +70,7 @@ describe("the gate's price of the declaration", () => {
         session: `price-${trailing.length}`,
         store: new MemoryStore(),
         config: ON,
+        sendsBetas: true,
       });
       return out.decisions.at(-1)!.gate!.tool_declaration_cost_usd;
     };

@@ -58,7 +58,12 @@ function failedBlocks(req: Req): string[] {
  * the prefix it was produced after (the request as sent, plus nothing: the block opens its message) and a
  * tool call; the client appends its own history (never our output) and the tool's result.
  */
-async function loop(model: string, config: Record<string, unknown>, results: string[]) {
+async function loop(
+  model: string,
+  config: Record<string, unknown>,
+  results: string[],
+  sendsBetas = true,
+) {
   const store = new MemoryStore();
   const tools: Json = [
     { name: "bash", description: "run a command", input_schema: { type: "object" } },
@@ -79,6 +84,8 @@ async function loop(model: string, config: Record<string, unknown>, results: str
       session: `pt-${model.replace(/[^A-Za-z0-9._:-]/g, "_")}`,
       store,
       config,
+      // as the proxy calls it: the betas the report names go out with the call
+      sendsBetas,
     });
     const req = JSON.parse(out.request as string) as Req;
     sent.push(req);
@@ -186,6 +193,7 @@ describe("preserved thinking", () => {
         session: `clear-${clear}`,
         store: new MemoryStore(),
         config: ON,
+        sendsBetas: true,
       });
     };
     // a reminder shown only until the next user turn would take the tool away with it
@@ -201,6 +209,14 @@ describe("preserved thinking", () => {
       { type: "text", text: "reminder" },
       { type: "tool_addition" },
     ]);
+  });
+
+  it("a compact() caller that does not send betas gets no inline declaration: nothing is added under the thinking", async () => {
+    const { sent, outputs } = await loop("claude-sonnet-5-5", ON, RESULTS, false);
+    for (const r of sent) expect(failedBlocks(r)).toEqual([]);
+    for (const r of sent) expect(r.messages.some((m) => m.role === "system")).toBe(false);
+    for (const o of outputs) expect(o.report.anthropic_beta).toBeUndefined();
+    expect(outputs.at(-1)!.decisions.at(-1)!.reason).toMatch(/declaring the recall tool now/);
   });
 
   it("with the inline declaration off, the recall tool is never added under the model's thinking", async () => {

@@ -50,6 +50,8 @@ export interface TurnContext {
   toolDeclared: boolean;
   /** Recall calls are answered by hops the client's history does not keep (compact's `hops`). */
   readonly hops?: boolean;
+  /** The caller sends the betas the report names (compact's `sendsBetas`). */
+  readonly sendsBetas?: boolean;
   /**
    * Provider tokens per estimated token for this tenant and model, learned from measured usage
    * (calibration.ts); absent or not yet ready: the estimates as they are.

@@ -15,10 +15,12 @@ export const INLINE_TOOLS_BETA = "inline-tools-2026-09-15";
 
 /**
  * This turn would declare the recall tool inline: lazily (with the first stub; "eager" and "free" put it in
- * `tools` before any stub, and a session keeps one way), where the model takes it.
+ * `tools` before any stub, and a session keeps one way), where the model takes it and the caller sends the
+ * beta (compact's `sendsBetas`).
  */
 export function inlineDeclares(ctx: TurnContext): boolean {
   return (
+    ctx.sendsBetas === true &&
     ctx.config.tool_result_recall_tool_inline &&
     ctx.config.tool_result_recall_tool_declaration === "lazy" &&
     ctx.adapter.declareRecallToolInline !== undefined &&

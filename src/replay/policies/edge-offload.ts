@@ -69,7 +69,14 @@ export function edgeOffload(
         send: async (request, at, call) => {
           if (at !== undefined) clock = at;
           calls++;
-          const out = await compact({ request: JSON.stringify(request), session, store, config });
+          // As the proxy runs it: the betas the report names go out with the call.
+          const out = await compact({
+            request: JSON.stringify(request),
+            session,
+            store,
+            config,
+            sendsBetas: true,
+          });
           options.observe?.(ctx.session, call ?? calls - 1, out);
           unbilled = out.report.turn;
           rules.note(out.decisions);
