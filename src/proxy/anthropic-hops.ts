@@ -22,23 +22,22 @@ type HopMemo = Extract<ProxyMemo, { kind: "hop" }>;
 export function hopMemo(input: MemoInput): HopMemo | null {
   const { answers } = input;
   if (answers.length < 2) return null;
-  const root = parseJsonSpans(input.request);
-  const model = root.kind === "object" ? memberString(input.request, root, "model") : undefined;
-  if (!preservedThinkingModel(model)) return null;
   const kept = answers.map((a) => contentOf(a).filter((b) => !isRecallUse(b)));
   const first = kept
     .flat()
     .find((b) => b.type === "thinking" && typeof b.signature === "string" && b.signature !== "");
-  // No thinking block: nothing a later request could fail on.
+  // No thinking block: nothing a later request could fail on (known before the request is read again).
   if (first === undefined) return null;
-  const hops = answers.slice(0, -1);
-  const calls: RememberedCall[] = hops.flatMap((a) => inspect(a).recalls);
+  const root = parseJsonSpans(input.request);
+  const model = root.kind === "object" ? memberString(input.request, root, "model") : undefined;
+  if (!preservedThinkingModel(model)) return null;
+  const recalls = answers.slice(0, -1).map((a) => inspect(a).recalls);
   return {
     kind: "hop",
     format: "anthropic",
     anchors: [signatureAnchor(first.signature as string)],
-    calls,
-    hops: hops.map((a, i) => ({ kept: kept[i]!.length, calls: inspect(a).recalls.length })),
+    calls: recalls.flat(),
+    hops: recalls.map((r, i) => ({ kept: kept[i]!.length, calls: r.length })),
     params: input.params,
   };
 }

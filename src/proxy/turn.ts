@@ -214,7 +214,7 @@ interface Read {
 }
 
 function readRequest(dialect: Dialect, text: string): Read {
-  const anchors = anchorIds(text);
+  const anchors = anchorIds(text, dialect.format);
   try {
     const prepared = prepareRequest(dialect.format, adapterFor(dialect.format), text);
     return { text, prepared, unreadable: null, anchors };
@@ -235,14 +235,16 @@ function askOf(read: Read | null): TurnAsk {
  * The ids a request names that a memo may be anchored on (one regex pass over the text each): ids, and
  * thinking blocks' signatures (a hop memo's anchor, memo-splice.ts).
  */
-function anchorIds(text: string): string[] {
+function anchorIds(text: string, format: Dialect["format"]): string[] {
   const ids = new Set<string>();
   for (const m of text.matchAll(
     /"(?:id|tool_use_id|tool_call_id|call_id|previous_response_id)"\s*:\s*"([^"\\]{1,256})"/g,
   ))
     ids.add(m[1]!);
-  for (const m of text.matchAll(/"signature"\s*:\s*"([^"\\]{16,})"/g))
-    ids.add(signatureAnchor(m[1]!));
+  // Only Messages requests carry signed thinking blocks (a hop memo is Anthropic's).
+  if (format === "anthropic")
+    for (const m of text.matchAll(/"signature"\s*:\s*"([^"\\]{16,})"/g))
+      ids.add(signatureAnchor(m[1]!));
   return [...ids];
 }
 
@@ -260,7 +262,7 @@ async function spliceMemos(
   if (mine.length === 0) return { text, spliced: 0 };
   // One regex pass collects the ids the request names, whatever the number of memos; only a request
   // that carries an anchor is scanned and spliced.
-  const ids = new Set(anchorIds(text));
+  const ids = new Set(anchorIds(text, dialect.format));
   const candidates = mine.filter((m) => memoAnchors(m).some((id) => ids.has(id)));
   if (candidates.length === 0) return { text, spliced: 0 };
   const answers = await memoAnswers(candidates, input);

@@ -28,6 +28,18 @@ export function inlineDeclares(ctx: TurnContext): boolean {
   );
 }
 
+/** The inline declaration after the run of user messages holding message `index`, or null where none fits. */
+function inlineAfter(ctx: TurnContext, index: number): Edit | null {
+  return (
+    ctx.adapter.declareRecallToolInline?.(
+      ctx.raw,
+      ctx.root,
+      ctx.config.tool_result_recall_mode,
+      index,
+    ) ?? null
+  );
+}
+
 /**
  * The inline declaration after the earliest offloaded result of the request (prompt order), or null where
  * there is none or its place is not valid.
@@ -38,13 +50,7 @@ export function inlineDeclaration(
   offloaded: (site: ToolResultSite) => boolean,
 ): Edit | null {
   const first = sites.find(offloaded);
-  if (first === undefined || ctx.adapter.declareRecallToolInline === undefined) return null;
-  return ctx.adapter.declareRecallToolInline(
-    ctx.raw,
-    ctx.root,
-    ctx.config.tool_result_recall_mode,
-    first.message_index,
-  );
+  return first === undefined ? null : inlineAfter(ctx, first.message_index);
 }
 
 /**
@@ -57,14 +63,7 @@ export function inlineDeclaresFresh(ctx: TurnContext): boolean {
   if (known !== undefined) return known;
   const fresh = ctx.analysis.sites.find((s) => !s.settled);
   const ok =
-    fresh !== undefined &&
-    inlineDeclares(ctx) &&
-    ctx.adapter.declareRecallToolInline!(
-      ctx.raw,
-      ctx.root,
-      ctx.config.tool_result_recall_mode,
-      fresh.message_index,
-    ) !== null;
+    fresh !== undefined && inlineDeclares(ctx) && inlineAfter(ctx, fresh.message_index) !== null;
   freshSlot.set(ctx.analysis, ok);
   return ok;
 }

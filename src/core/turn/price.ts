@@ -53,8 +53,7 @@ export function priceOffload(
         // Changing `tools` rewrites the cached prompt ahead of the result too (after it is in
         // invalidation); declared inline, after the stub, it rewrites nothing (declare.ts).
         prefix_tokens:
-          lastBp === undefined ||
-          (inlineDeclares(ctx) && (site.settled || inlineDeclaresFresh(ctx)))
+          lastBp === undefined || (site.settled ? inlineDeclares(ctx) : inlineDeclaresFresh(ctx))
             ? 0
             : scale(
                 Math.round(
