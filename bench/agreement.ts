@@ -45,13 +45,15 @@ function sample(): { file: string; session: ReplaySession }[] {
 }
 
 const SONNET = "claude-sonnet-4-6";
+/** A model that takes the recall tool defined mid-conversation (the inline declaration). */
+const OPUS_INLINE = "claude-opus-5-5";
 const GPT = "gpt-5.4";
 const GPT_WRITES = "gpt-5.6";
 
 function scenarios(sessions: Scenario["sessions"]): Scenario[] {
-  const anthropic = (caching: Client["caching"], stream = false): Client => ({
+  const anthropic = (caching: Client["caching"], stream = false, model = SONNET): Client => ({
     format: "anthropic",
-    model: SONNET,
+    model,
     caching,
     stream,
   });
@@ -82,6 +84,11 @@ function scenarios(sessions: Scenario["sessions"]): Scenario[] {
     proxy("anthropic-none", "Anthropic, no breakpoint", anthropic("none")),
     proxy("anthropic-auto", "Anthropic, automatic caching (top-level)", anthropic("auto")),
     proxy("anthropic-1h", "Anthropic, last block, 1-hour TTL", anthropic("last-block-1h")),
+    proxy(
+      "anthropic-inline",
+      "Anthropic, last block, Opus 5.5: the recall tool declared in a system message",
+      anthropic("last-block", false, OPUS_INLINE),
+    ),
     proxy("anthropic-window", "Anthropic, last block, keeps its last 4 exchanges", {
       ...anthropic("last-block"),
       window: 4,
@@ -115,6 +122,16 @@ function scenarios(sessions: Scenario["sessions"]): Scenario[] {
       client: anthropic("last-block"),
       route: "compact",
       missingUsage: true,
+      maxCalls: MAX_CALLS,
+      sessions,
+    },
+    {
+      name: "compact-inline",
+      about:
+        "Anthropic via the compact route, Opus 5.5, the client sends the betas the summary names",
+      client: anthropic("last-block", false, OPUS_INLINE),
+      route: "compact",
+      sendsBetas: true,
       maxCalls: MAX_CALLS,
       sessions,
     },
@@ -154,6 +171,9 @@ interface Verdict {
   model_turns: number;
   model_error: number | null;
   leaks: number;
+  /** Recall hops of the "on" run, and its calls that declared the recall tool in a system message. */
+  hops: number;
+  inline: number;
 }
 
 function verdict(on: SessionRun[], off: SessionRun[], same: SessionRun[]): Verdict {
@@ -196,12 +216,16 @@ function verdict(on: SessionRun[], off: SessionRun[], same: SessionRun[]): Verdi
             (r) => (r.claim?.model_check.read_share_error ?? 0) * (r.claim?.model_check.turns ?? 0),
           ) / turns,
     leaks: sum(on, (r) => r.usage_leaks),
+    hops: sum(on, (r) => r.hops),
+    inline: sum(on, (r) => r.declared_inline),
   };
 }
 
 const HEAD = [
   "scenario",
   "calls",
+  "hops",
+  "declared inline",
   "bill off",
   "true saving",
   "claimed",
@@ -238,6 +262,8 @@ function row(name: string, calls: number, v: Verdict, knownFailure = false): str
   return [
     name,
     String(calls),
+    String(v.hops),
+    v.inline === 0 ? "—" : `${v.inline} calls`,
     money(v.bill),
     money(v.truth),
     money(v.claimed),

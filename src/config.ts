@@ -155,7 +155,7 @@ const fields = {
     .boolean()
     .default(true)
     .describe(
-      'Where the model takes tools defined mid-conversation (Anthropic, beta "inline-tools-2026-09-15": Opus 4.8 and later, the 5.5 models, Fable and Mythos), declare the recall tool in a system message right after the first stub instead of in `tools`: nothing cached before it is rewritten, and a model with preserved thinking keeps its history. The request then needs that beta: the proxy and the fetch wrapper add the header; a compact() caller opts in with sendsBetas and sends report.anthropic_beta. false: always in `tools`.',
+      'Where the model takes tools defined mid-conversation (Anthropic, beta "inline-tools-2026-09-15": Opus 4.8 and later, the 5.5 models, Fable and Mythos), declare the recall tool in a system message right after the first stub instead of in `tools`: nothing cached before it is rewritten, and a model with preserved thinking keeps its history. The request then needs that beta: the proxy and the fetch wrapper add the header; a compact() caller opts in with sendsBetas (a caller of the compact route with x-offload-sends-betas: true) and sends the anthropic_beta it is given. false: always in `tools`.',
     ),
   tool_result_medium_tier: z
     .enum(["off", "cache_anchor"])

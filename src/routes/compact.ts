@@ -50,10 +50,27 @@ export function secretOf(secret: string | undefined): string {
   return secret;
 }
 
+/**
+ * `x-offload-sends-betas: true`: the caller sends upstream the `anthropic-beta` values the summary names
+ * (`anthropic_beta`), so the turn may need one (the recall tool declared in a system message). Absent or
+ * false: nothing the caller did not ask for is ever needed (compact's `sendsBetas`).
+ */
+export function sendsBetasOf(value: string | undefined): boolean {
+  const v = value?.trim().toLowerCase();
+  if (v === undefined || v === "" || v === "false" || v === "0") return false;
+  if (v === "true" || v === "1") return true;
+  throw new OffloadError(
+    "invalid_argument",
+    `x-offload-sends-betas is true or false, not ${JSON.stringify(value!.slice(0, 40))}`,
+    { path: "x-offload-sends-betas" },
+  );
+}
+
 export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) => {
   const ref = refOf(c);
   const format = formatOf(c.req.query("format"));
   const requestLayer = headerConfig(c.req.header("x-offload-config"));
+  const sendsBetas = sendsBetasOf(c.req.header("x-offload-sends-betas"));
   const { store, settings } = c.var;
   const headers = { "content-type": "application/json; charset=utf-8" };
   // The text, once read, is sent as it is: valid UTF-8 (readText refuses anything else) encodes
@@ -121,6 +138,7 @@ export const compactRoutes = new Hono<AppEnv>().post("/:id/compact", async (c) =
     config,
     turn,
     secret,
+    sendsBetas,
     extractor: c.var.extractor(c.env, config, settings.extractCeilings),
   });
   // A steady turn's line is written only now: after the answer where the runtime keeps work alive

@@ -128,6 +128,14 @@ export function servicePaths(): Record<string, unknown> {
             },
           },
           configHeader,
+          {
+            name: "x-offload-sends-betas",
+            in: "header",
+            required: false,
+            description:
+              "true: you send upstream the anthropic-beta values the summary's anthropic_beta names, so the recall tool may be declared in a system message (tool_result_recall_tool_inline); absent or false: the answer never needs a beta you did not ask for.",
+            schema: { type: "string", enum: ["true", "false"] },
+          },
         ],
         requestBody: {
           required: true,

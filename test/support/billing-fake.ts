@@ -37,6 +37,12 @@
  * - Tool use adds tokens. https://platform.claude.com/docs/en/docs/tool-use-pricing-and-tokens:
  *   "we also automatically include a special system prompt for the model which enables tool use": 346 tokens
  *   (tool_choice auto/none) or 313 (any/tool) on the 4.5 models.
+ * - Mid-conversation system messages and tools defined in them (`tool_addition`, beta
+ *   `inline-tools-2026-09-15`): the placement rules of
+ *   https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages are 400s here
+ *   (billing/anthropic-prompt.ts); such a message is part of the prefix where it stands ("The cached prefix
+ *   stays the same, so the next request still reads it from cache"), and a tool defined there is counted as
+ *   a `tools` entry.
  * - OpenAI. https://developers.openai.com/api/docs/guides/prompt-caching: models before GPT-5.6: "Caching is
  *   available for prompts containing 1024 tokens or more, with cache hits occurring in increments of 128
  *   tokens"; "`in_memory`: Entries typically remain active for around 5 to 10 minutes of inactivity, up to
@@ -179,6 +185,14 @@ async function jsonObject(
   }
 }
 
+/** The `anthropic-beta` header's values (comma-separated, as the SDKs send several). */
+function betasOf(headers: Headers): string[] {
+  return (headers.get("anthropic-beta") ?? "")
+    .split(",")
+    .map((b) => b.trim())
+    .filter((b) => b !== "");
+}
+
 function json(body: string, status = 200, headers: Record<string, string> = {}): Response {
   return new Response(body, {
     status,
@@ -319,7 +333,7 @@ export class BillingFake {
     let input_tokens: number;
     try {
       if (format === "anthropic") {
-        const prompt = promptOf(request);
+        const prompt = promptOf(request, betasOf(req.headers));
         input_tokens = tokenizerCounter.prompt(prompt, request).reduce((a, b) => a + b, 0);
       } else {
         if (typeof request.model !== "string" || request.model === "")
@@ -349,7 +363,8 @@ export class BillingFake {
 
   #messages(incoming: Incoming): Response {
     const request = incoming.json;
-    const prompt = promptOf(request); // a 400 before any answer, as the API validates first
+    // A 400 before any answer, as the API validates first.
+    const prompt = promptOf(request, betasOf(incoming.headers));
     const scripted = this.#answer(incoming);
     if ("error" in scripted) return this.#error(incoming.format, scripted.error);
     const model = prompt.model;

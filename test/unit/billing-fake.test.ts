@@ -161,6 +161,56 @@ describe("Anthropic Messages", () => {
     expect(fake.calls.length).toBe(from);
   });
 
+  it("takes a tool defined in a system message only as the docs place it, with its beta, and reads the prefix before it", async () => {
+    const from = fake.calls.length;
+    const recall = {
+      type: "tool_addition",
+      tool: {
+        type: "tool_definition",
+        definition: { name: "lookup", description: words(20), input_schema: { type: "object" } },
+      },
+    };
+    const opus = (messages: unknown[]) => ({ ...first, model: "claude-opus-5-5", messages });
+    const u = (n: number, cc = false) => ({
+      role: "user",
+      content: [{ type: "text", text: words(n), ...(cc ? { cache_control: EPH } : {}) }],
+    });
+    const a = { role: "assistant", content: [{ type: "text", text: "ok" }] };
+    const sys = { role: "system", content: [recall] };
+    const BETA = { "anthropic-beta": "other-beta, inline-tools-2026-09-15" };
+    const refused = async (body: unknown, headers: Record<string, string>, message: RegExp) => {
+      const res = await post("/anthropic/v1/messages", body, headers);
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { message: string } }).error.message).toMatch(message);
+    };
+    await refused(opus([u(100), sys]), {}, /needs the inline-tools-2026-09-15 beta/);
+    await refused({ ...opus([u(100), sys]), model: "claude-sonnet-4-6" }, BETA, /does not support/);
+    await refused(opus([sys, u(100)]), BETA, /cannot be the first/);
+    await refused(opus([u(100), a, sys]), BETA, /must follow a user message/);
+    await refused(opus([u(100), sys, u(50)]), BETA, /followed by an assistant/);
+    await refused(opus([u(100), sys, { ...sys, content: "x" }]), BETA, /followed by an assistant/);
+    await refused(
+      opus([u(100), { role: "system", content: [{ type: "image", source: {} }] }]),
+      BETA,
+      /text blocks and tool changes only/,
+    );
+    expect(fake.calls.length).toBe(from);
+    // The system message after the first turn leaves that turn's cached prefix as it was: the second call
+    // reads system + first turn, writes the rest, and the defined tool is counted as a `tools` entry would be.
+    fake.flush();
+    await post("/anthropic/v1/messages", opus([u(100, true)]), BETA);
+    const res = await post("/anthropic/v1/messages", opus([u(100), sys, a, u(50, true)]), BETA);
+    expect(res.status).toBe(200);
+    const usage = ((await res.json()) as { usage: Record<string, number> }).usage;
+    expect(usage.cache_read_input_tokens).toBe(1109);
+    const plain = await post("/anthropic/v1/messages", opus([u(100), a, u(50, true)]), BETA);
+    const without = ((await plain.json()) as { usage: Record<string, number> }).usage;
+    // The definition's tokens: "lookup", 20 words and the schema's JSON, framed as a block.
+    expect(
+      usage.cache_creation_input_tokens! - without.cache_creation_input_tokens!,
+    ).toBeGreaterThan(20);
+  });
+
   it("keeps calls apart by conversation, and shadow ledgers bill the same calls their own way", async () => {
     const shadowed = new BillingFake({
       shadows: { "no expiry": { rules: { lookback: 20, expiry: false, entries: "breakpoints" } } },

@@ -84,6 +84,45 @@ describe("POST /v1/sessions/:id/compact", () => {
     expect(text.endsWith(tail)).toBe(true);
   });
 
+  it("declares the recall tool in a system message only for a caller that sends the beta (x-offload-sends-betas)", async () => {
+    const body = JSON.stringify({ ...conversation(), model: "claude-opus-5-5" });
+    type Out = { messages: { role: string; content: unknown }[]; tools: { name: string }[] };
+    const inline = await call(compactPath(sid("betas")), {
+      body,
+      config: ON,
+      headers: { "x-offload-sends-betas": "true" },
+    });
+    expect(inline.status).toBe(200);
+    const a = (await inline.json()) as Out;
+    expect(a.tools.map((t) => t.name)).toEqual(["dump"]);
+    // Right after the user message that holds the stub: the prefix before it stays as the client sent it.
+    expect(a.messages[3]).toMatchObject({
+      role: "system",
+      content: [{ type: "tool_addition", tool: { definition: { name: "recall_tool_result" } } }],
+    });
+    expect(summary(inline)).toMatchObject({
+      offloaded: 1,
+      recall_tool: "added",
+      anthropic_beta: ["inline-tools-2026-09-15"],
+    });
+    // Without the promise, the same turn declares it in `tools` and needs no beta.
+    const plain = await call(compactPath(sid("no-betas")), { body, config: ON });
+    const b = (await plain.json()) as Out;
+    expect(b.tools.map((t) => t.name)).toEqual(["dump", "recall_tool_result"]);
+    expect(b.messages.some((m) => m.role === "system")).toBe(false);
+    expect(summary(plain).anthropic_beta).toBeUndefined();
+    await expectError(
+      await call(compactPath(sid("bad-betas")), {
+        body,
+        config: ON,
+        headers: { "x-offload-sends-betas": "yes please" },
+      }),
+      400,
+      "invalid_argument",
+      "x-offload-sends-betas",
+    );
+  });
+
   it("is sticky and byte-identical across turns, whether the client sends the full or the compacted history", async () => {
     const session = sid("sticky");
     const full1 = conversation();

@@ -109,12 +109,25 @@ export function resultText(format: Format, json: Json, id: string): string | nul
   return item === undefined ? null : text(item.output);
 }
 
-/** The request declares the recall tool. */
+/**
+ * The request declares the recall tool: in `tools`, or (Anthropic) defined in a `role: "system"` message's
+ * `tool_addition` block, which offers it from there on.
+ */
 export function declaresRecall(format: Format, json: Json): boolean {
-  return ((json.tools ?? []) as Json[]).some(
+  const inTools = ((json.tools ?? []) as Json[]).some(
     (t) =>
       (format === "openai-chat" ? (t.function as Json | undefined)?.name : t.name) ===
       RECALL_TOOL_NAME,
+  );
+  if (inTools || format !== "anthropic") return inTools;
+  return ((json.messages ?? []) as Json[]).some(
+    (m) =>
+      m.role === "system" &&
+      Array.isArray(m.content) &&
+      (m.content as Json[]).some((b) => {
+        const tool = b.type === "tool_addition" ? (b.tool as Json | undefined) : undefined;
+        return (tool?.definition as Json | undefined)?.name === RECALL_TOOL_NAME;
+      }),
   );
 }
 

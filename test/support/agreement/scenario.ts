@@ -13,6 +13,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { RECALL_TOOL_NAME } from "../../../src/core/recall-tool.ts";
 import { readSse } from "../../../src/proxy/sse.ts";
 import { detectReferences, type Reference } from "../../../src/replay/references.ts";
 import type { ReplaySession } from "../../../src/replay/types.ts";
@@ -40,6 +41,11 @@ export interface Scenario {
   missingUsage?: boolean;
   /** Compact route: the Worker restarts on its own storage halfway through each session. */
   restart?: boolean;
+  /**
+   * Compact route: the client says it sends the betas the summary names (`x-offload-sends-betas`) and adds
+   * them to its provider call (`anthropic-beta`).
+   */
+  sendsBetas?: boolean;
   /** Each session ends this many calls after its first stub lands (a realistic ending). */
   endAfterStub?: number;
   /** At most this many client calls per session. */
@@ -98,6 +104,10 @@ export interface SessionRun {
   claim: Claim | null;
   /** Results offloaded or shortened (the summaries' counts, first time each). */
   offloads: number;
+  /** Client calls whose request declared the recall tool in a system message (the summary's beta). */
+  declared_inline: number;
+  /** Provider calls the fake model answered with a recall (the hops the proxy made). */
+  hops: number;
   /** Chat stream chunks that carried usage the client did not ask for. */
   usage_leaks: number;
   /** Compact route: usage posts not answered "recorded" (their answers). */
@@ -220,6 +230,8 @@ async function driveSession(
     bill: 0,
     claim: null,
     offloads: 0,
+    declared_inline: 0,
+    hops: 0,
     usage_leaks: 0,
     usage_refused: [],
   };
@@ -264,6 +276,7 @@ async function driveSession(
             "content-type": "application/json",
             authorization: `Bearer ${key}`,
             "x-offload-config": config,
+            ...(s.sendsBetas ? { "x-offload-sends-betas": "true" } : {}),
           },
           body: request,
         },
@@ -271,15 +284,19 @@ async function driveSession(
       if (!c.ok) throw new Error(`${sid} compact ${n}: HTTP ${c.status} ${await c.text()}`);
       const sent = await c.text();
       summary = JSON.parse(c.headers.get("x-offload-summary") ?? "{}") as Json;
+      const betas = (summary.anthropic_beta ?? []) as string[];
       const answer = await fetch(`${fake.url}${proxyPath(client.format)}`, {
         method: "POST",
         headers: {
           "content-type": "application/json",
           ...providerHeaders(client.format),
+          ...(betas.length > 0 ? { "anthropic-beta": betas.join(",") } : {}),
           "x-fake-conversation": sid,
         },
         body: sent,
       });
+      if (!answer.ok)
+        throw new Error(`${sid} call ${n}: HTTP ${answer.status} ${await answer.text()}`);
       const usage = ((await answer.json()) as Json).usage;
       // The turn's line by its seq when the summary names one (a steady turn's commit follows the
       // answer: then by its turn number).
@@ -296,6 +313,8 @@ async function driveSession(
       }
     }
     run.calls++;
+    if (((summary.anthropic_beta ?? []) as string[]).some((b) => b.startsWith("inline-tools-")))
+      run.declared_inline++;
     const offloaded = ((summary.offloaded as number) ?? 0) + ((summary.compacted as number) ?? 0);
     if (stubAt < 0 && offloaded > 0) stubAt = run.calls;
     run.offloads = Math.max(run.offloads, offloaded);
@@ -309,6 +328,11 @@ async function driveSession(
   }
   fake.script = () => ({ content: [{ type: "text", text: "ok" }] });
   run.bill = fake.total(fake.calls.slice(from)).usd;
+  run.hops = fake.calls
+    .slice(from)
+    .filter((c) =>
+      c.answer.some((b) => b.type === "tool_use" && b.name === RECALL_TOOL_NAME),
+    ).length;
   if (kind !== "off") run.claim = await reportOf(env, sid, key);
   if (run.restart !== undefined) {
     run.restart.duplicate_seq = new Set(seqs).size !== seqs.length;

@@ -6,6 +6,7 @@
  * API answers when one is broken.
  */
 import { createHash } from "node:crypto";
+import { fakePrice } from "./prices.ts";
 
 export type Ttl = "5m" | "1h";
 
@@ -109,6 +110,13 @@ function renderBlock(block: Json): { text: string; images: number } {
       return { text: String(block.thinking ?? ""), images: 0 };
     case "redacted_thinking":
       return { text: String(block.data ?? ""), images: 0 };
+    case "tool_addition": {
+      // A tool defined by value is counted as a `tools` entry would be; a reference on its JSON.
+      const tool = isRecord(block.tool) ? block.tool : {};
+      return tool.type === "tool_definition" && isRecord(tool.definition)
+        ? { text: renderTool(tool.definition), images: 0 }
+        : { text: JSON.stringify(tool), images: 0 };
+    }
     default:
       return { text: JSON.stringify(withoutCacheControl(block)), images: 0 };
   }
@@ -123,17 +131,22 @@ function renderTool(tool: Json): string {
 const THINKING = new Set(["thinking", "redacted_thinking"]);
 const RUNS = new Set(["tool_use", "tool_result"]);
 
+/** The beta that lets a `tool_addition` block carry a tool definition by value. */
+export const INLINE_TOOLS_BETA = "inline-tools-2026-09-15";
+
 /**
  * The request's prompt blocks with their breakpoints, after automatic caching placed its own. Throws
  * `InvalidRequest` where the API answers 400: a malformed `cache_control`, one on a thinking block, an empty
- * text block, more than 4 breakpoints, automatic caching that conflicts with an explicit breakpoint, or a
- * 1-hour breakpoint after a 5-minute one.
+ * text block, more than 4 breakpoints, automatic caching that conflicts with an explicit breakpoint, a
+ * 1-hour breakpoint after a 5-minute one, or a `role: "system"` message the API does not take (below).
+ * `betas`: the request's `anthropic-beta` values.
  */
-export function promptOf(request: Json): Prompt {
+export function promptOf(request: Json, betas: readonly string[] = []): Prompt {
   if (typeof request.model !== "string" || request.model === "")
     throw new InvalidRequest("model: Field required");
   if (!Array.isArray(request.messages) || request.messages.length === 0)
     throw new InvalidRequest("messages: at least one message is required");
+  checkSystemMessages(request.model, request.messages, betas);
   const blocks: PromptBlock[] = [];
   let position = -1;
   let lastType = "";
@@ -219,6 +232,60 @@ export function promptOf(request: Json): Prompt {
     message_config: JSON.stringify([request.tool_choice ?? null, request.thinking ?? null]),
     tool_choice: toolChoice,
   };
+}
+
+/**
+ * `role: "system"` messages, as https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages
+ * states them: only on models that take them ("Requests that include role: \"system\" in messages[] on
+ * unsupported models return a 400"); "Cannot be the first entry in messages"; "Must immediately follow a user
+ * message or an assistant message that ends in a server tool use"; "Must either be the last entry in messages
+ * or be followed by an assistant turn"; "Consecutive system messages are not allowed". Their content: text
+ * blocks, and the tool changes (`tool_addition`, `tool_removal`) the SDK's types place there; a tool defined
+ * by value (`tool_definition`) needs the `inline-tools-2026-09-15` beta (the SDK's
+ * `BetaRequestToolAdditionBlock`).
+ */
+function checkSystemMessages(model: string, messages: unknown[], betas: readonly string[]): void {
+  const roleOf = (i: number) => {
+    const m = messages[i];
+    return isRecord(m) ? m.role : undefined;
+  };
+  messages.forEach((m, i) => {
+    if (!isRecord(m) || m.role !== "system") return;
+    const price = fakePrice(model);
+    if (price !== null && price.system_messages !== true)
+      throw new InvalidRequest(`messages.${i}.role: ${model} does not support system messages`);
+    if (i === 0)
+      throw new InvalidRequest(`messages.0: a system message cannot be the first message`);
+    const before = messages[i - 1];
+    const afterServerTool =
+      isRecord(before) &&
+      before.role === "assistant" &&
+      Array.isArray(before.content) &&
+      isRecord(before.content.at(-1)) &&
+      (before.content.at(-1) as Json).type === "server_tool_use";
+    if (roleOf(i - 1) !== "user" && !afterServerTool)
+      throw new InvalidRequest(
+        `messages.${i}: a system message must follow a user message (or a server tool use)`,
+      );
+    if (i + 1 < messages.length && roleOf(i + 1) !== "assistant")
+      throw new InvalidRequest(
+        `messages.${i}: a system message must be the last message or be followed by an assistant message`,
+      );
+    const content = typeof m.content === "string" ? [] : Array.isArray(m.content) ? m.content : [];
+    content.forEach((b, j) => {
+      const type = isRecord(b) ? b.type : undefined;
+      if (type === "text" || type === "tool_removal") return;
+      if (type !== "tool_addition")
+        throw new InvalidRequest(
+          `messages.${i}.content.${j}: a system message takes text blocks and tool changes only`,
+        );
+      const tool = (b as Json).tool;
+      if (isRecord(tool) && tool.type === "tool_definition" && !betas.includes(INLINE_TOOLS_BETA))
+        throw new InvalidRequest(
+          `messages.${i}.content.${j}.tool: a tool_definition needs the ${INLINE_TOOLS_BETA} beta`,
+        );
+    });
+  });
 }
 
 /** Automatic caching: the request's top-level `cache_control` becomes a breakpoint on the last cacheable block. */

@@ -26,6 +26,13 @@ export interface FakePrice {
   min_cache: number;
   /** OpenAI: the model caches at breakpoints and bills writes (GPT-5.6 and later). */
   breakpoints?: boolean;
+  /**
+   * Anthropic: the model takes `role: "system"` messages in `messages` (and tools defined there).
+   * https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages opened with Opus
+   * 4.8 ("available on Claude Opus 4.8 only"); the fake takes them on the later models it prices (the 5.5
+   * ones) and answers the earlier ones 400, as that page says of "unsupported models".
+   */
+  system_messages?: boolean;
   /** Past this many prompt tokens the whole call is billed at input ×`input`, output ×`output`. */
   long?: { above: number; input: number; output: number };
 }
@@ -68,7 +75,15 @@ const PRICES: Record<string, FakePrice> = {
     min_cache: 1024,
     long: OPENAI_LONG,
   },
-  "claude-opus-5-5": { input: 4, write_5m: 5, write_1h: 8, read: 0.2, output: 20, min_cache: 512 },
+  "claude-opus-5-5": {
+    input: 4,
+    write_5m: 5,
+    write_1h: 8,
+    read: 0.2,
+    output: 20,
+    min_cache: 512,
+    system_messages: true,
+  },
   // The agents bench's Sonnet prices: the project's transcription (Opus 5.5's rates halved), not
   // re-checked here (no source at hand).
   "claude-sonnet-5-5": {
@@ -78,6 +93,7 @@ const PRICES: Record<string, FakePrice> = {
     read: 0.1,
     output: 10,
     min_cache: 512,
+    system_messages: true,
   },
   "gpt-5.6": {
     input: 5,
