@@ -269,11 +269,12 @@ export interface RecallParams {
  * - "alias" (Responses with stored history): the response id the client saw stands for the last
  *   hop's response, and `calls` are answers the provider still expects there (the hop limit left
  *   them open);
- * - "hop" (Anthropic, a model with preserved thinking): the client got one message for a turn the proxy
- *   answered in hops; wherever a later request carries it (`anchors`: its first thinking block's
- *   signature, as `sig:` and its last 64 chars) it is split back into the hops' messages, with our calls
- *   and their answers (`hops[i]`: how many of its blocks the i-th hop's answer gave, and how many of
- *   `calls` it made), so every thinking block follows what it was produced after.
+ * - "hop" (Anthropic, a model with preserved thinking; through the proxy or the AI SDK middleware): the
+ *   client got one message for a turn answered in hops; wherever a later request carries it (`anchors`:
+ *   its first thinking block's signature, as `sig:` and its last 64 chars) it is split back into the hops'
+ *   messages, with our calls and their answers (`hops[i]`: how many of its blocks, or parts, the i-th
+ *   hop's answer gave, and how many of `calls` it made), so every thinking block follows what it was
+ *   produced after.
  * Only small records: the answers are recomputed from the ledger with the stored params, never stored.
  */
 export type ProxyMemo =
@@ -286,7 +287,7 @@ export type ProxyMemo =
     }
   | {
       kind: "hop";
-      format: "anthropic";
+      format: "anthropic" | "ai-sdk";
       anchors: string[];
       calls: RememberedCall[];
       hops: { kept: number; calls: number }[];

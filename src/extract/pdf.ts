@@ -22,17 +22,24 @@ interface TextItemLike {
 
 type PdfJs = Awaited<ReturnType<typeof import("unpdf").getResolvedPDFJS>>;
 
+/** The Node version when it is older than 22 (the runtime unpdf 1.9 and later need), else "". */
+function oldNode(): string {
+  const v = (globalThis as { process?: { versions?: { node?: string } } }).process?.versions?.node;
+  return v !== undefined && Number(v.split(".")[0]) < 22 ? v : "";
+}
+
 let pdfjs: Promise<PdfJs> | undefined;
 function loadPdfJs(): Promise<PdfJs> {
   pdfjs ??= import("unpdf")
     .then((m) => m.getResolvedPDFJS())
     .catch((cause: unknown) => {
       pdfjs = undefined;
-      // Not the file's fault: the runtime could not load pdf.js (a bundle without unpdf, say).
+      // Not the file's fault: the runtime could not load pdf.js (a bundle without unpdf, say, or a Node
+      // older than the installed unpdf needs).
       throw new ExtractionDependencyMissingError(
         "pdf",
         "pdf_engine",
-        "pdf.js (unpdf) could not be loaded",
+        `pdf.js (unpdf) could not be loaded${oldNode() ? ` on Node ${oldNode()} (unpdf 1.9 and later need Node 22 or newer; on Node 20 install unpdf@1.8)` : ""}`,
         cause,
       );
     });

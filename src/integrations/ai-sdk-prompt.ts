@@ -56,7 +56,8 @@ const SITE_PATH = /^prompt\[(\d+)\]\.content\[(\d+)\]$/;
 /**
  * The call with the compacted text's rewritten outputs and declared tools, everything else as it
  * was. `decisions` say which results were rewritten (a replacement is rendered for every result not
- * kept).
+ * kept). A system message the turn inserted to declare the recall tool mid-conversation (Anthropic's
+ * tool changes) goes in at its place; the app's messages after it keep their own objects.
  */
 export function rebuild(
   params: LanguageModelV4CallOptions,
@@ -65,16 +66,30 @@ export function rebuild(
 ): LanguageModelV4CallOptions {
   const out = JSON.parse(compacted) as {
     tools?: LanguageModelV4CallOptions["tools"];
-    prompt: { content: { output?: LanguageModelV4ToolResultOutput }[] }[];
+    prompt: LanguageModelV4Message[];
   };
+  // Where each of the app's messages sits in the compacted prompt, and what the turn inserted before it.
+  const at: number[] = [];
+  const inserted = new Map<number, LanguageModelV4Message[]>();
+  out.prompt.forEach((m, i) => {
+    const j = at.length;
+    const app = params.prompt[j];
+    if (declaresRecallInline(m) && (app === undefined || !declaresRecallInline(app)))
+      inserted.set(j, [...(inserted.get(j) ?? []), m]);
+    else at.push(i);
+  });
   const prompt = [...params.prompt];
   for (const d of decisions) {
     if (d.action === "kept") continue;
-    const at = SITE_PATH.exec(d.path);
-    if (at === null) continue;
-    const [m, p] = [Number(at[1]), Number(at[2])];
+    const site = SITE_PATH.exec(d.path);
+    if (site === null) continue;
+    const [m, p] = [Number(site[1]), Number(site[2])];
     const message = prompt[m];
-    const output = out.prompt[m]?.content[p]?.output;
+    const rewritten = out.prompt[at[m] ?? -1];
+    const output =
+      rewritten?.role === "tool"
+        ? (rewritten.content[p] as { output?: LanguageModelV4ToolResultOutput } | undefined)?.output
+        : undefined;
     if (message?.role !== "tool" || output === undefined) continue;
     const content = [...message.content];
     const part = content[p];
@@ -86,9 +101,28 @@ export function rebuild(
   const added = (out.tools ?? []).slice(before);
   return {
     ...params,
-    prompt,
+    prompt:
+      inserted.size === 0
+        ? prompt
+        : [
+            ...prompt.flatMap((m, j) => [...(inserted.get(j) ?? []), m]),
+            ...(inserted.get(prompt.length) ?? []),
+          ],
     ...(added.length === 0 ? {} : { tools: [...(params.tools ?? []), ...added] }),
   };
+}
+
+/** A system message that adds the recall tool by value (the inline declaration, ai-sdk format). */
+function declaresRecallInline(m: LanguageModelV4Message): boolean {
+  if (m.role !== "system") return false;
+  const changes = (m.providerOptions?.anthropic as { toolChanges?: unknown } | undefined)
+    ?.toolChanges;
+  return (
+    Array.isArray(changes) &&
+    changes.some(
+      (c) => (c as { tool?: { name?: unknown } } | null)?.tool?.name === RECALL_TOOL_NAME,
+    )
+  );
 }
 
 /** A rewritten content output keeps the app's own file parts (their bytes unserialized). */

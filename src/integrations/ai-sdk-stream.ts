@@ -14,7 +14,6 @@ import type {
 } from "@ai-sdk/provider";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { noticeText } from "../proxy/dialect.ts";
-import type { RecallResult } from "../proxy/recalls.ts";
 import { addUsage } from "../proxy/usage.ts";
 import { nextParams } from "./ai-sdk-prompt.ts";
 import {
@@ -22,6 +21,7 @@ import {
   execute,
   finish,
   finishReasonOf,
+  type Hop,
   inspect,
   memosOf,
   type Outcome,
@@ -87,6 +87,9 @@ class HopReader {
       case "tool-result":
       case "file":
       case "reasoning-file":
+      // The provider's own parts (Anthropic's message_start): the app keeps them in its message too, so a
+      // hop's count of what the app keeps includes them.
+      case "custom":
         this.content.push(part);
         return part;
       case "finish":
@@ -143,7 +146,7 @@ async function* parts(
   p: Prepared,
   stream: ReadableStream<LanguageModelV4StreamPart>,
 ): AsyncGenerator<LanguageModelV4StreamPart> {
-  const hops: { content: LanguageModelV4Content[]; results: RecallResult[] }[] = [];
+  const hops: Hop[] = [];
   let outcome: Outcome = { hops: 0, recalls: 0, ending: "done", memos: [] };
   let usage: unknown = null;
   const sent: { type: string }[] = [];
@@ -184,7 +187,7 @@ async function* parts(
           hops: hops.length,
           recalls: outcome.recalls,
           ending: next,
-          memos: memosOf(p, ins, next),
+          memos: memosOf(p, ins, next, hops),
         };
         if (
           sent.length === 0 ||
@@ -207,7 +210,7 @@ async function* parts(
       }
       const results = await execute(p, ins.ours);
       outcome.recalls += results.length;
-      hops.push({ content: hop.content, results });
+      hops.push({ content: hop.content, calls: ins.ours, results });
       outcome.hops = hops.length;
       try {
         current = (await p.model.doStream(nextParams(p.params, hops))).stream;

@@ -18,6 +18,7 @@ import type { Ending } from "../proxy/dialect.ts";
 import { finishOf } from "../proxy/loop-outcome.ts";
 import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
 import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
+import { hopMemo } from "./ai-sdk-hops.ts";
 import { isOurCall } from "./ai-sdk-prompt.ts";
 import type { Settings } from "./options.ts";
 
@@ -78,11 +79,35 @@ export function execute(p: Prepared, calls: readonly RememberedCall[]): Promise<
   return runRecalls(calls, { store: p.store, ref: p.ref, params: p.recall, count: true });
 }
 
-export function memosOf(p: Prepared, ins: ReturnType<typeof inspect>, ending: Ending): ProxyMemo[] {
-  if (ending !== "mixed") return [];
-  return [
-    { kind: "recall", format: "ai-sdk", anchors: ins.app, calls: ins.ours, params: p.recall },
-  ];
+/** One hop of a call: the model's answer, our calls in it and their answers. */
+export interface Hop {
+  content: LanguageModelV4Content[];
+  calls: RememberedCall[];
+  results: RecallResult[];
+}
+
+/**
+ * What the call leaves for later calls: a mixed answer's recalls (spliced beside the app's calls), and
+ * where the model checks its thinking, the hops the call was answered in (split back into the history).
+ */
+export function memosOf(
+  p: Prepared,
+  ins: ReturnType<typeof inspect>,
+  ending: Ending,
+  hops: readonly Hop[],
+): ProxyMemo[] {
+  const memos: ProxyMemo[] = [];
+  const hop = hopMemo(p.model, hops, p.recall);
+  if (hop !== null) memos.push(hop);
+  if (ending === "mixed")
+    memos.push({
+      kind: "recall",
+      format: "ai-sdk",
+      anchors: ins.app,
+      calls: ins.ours,
+      params: p.recall,
+    });
+  return memos;
 }
 
 /** An answer whose only calls were ours did not stop for the app's tools. */

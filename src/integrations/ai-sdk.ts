@@ -15,7 +15,6 @@
 import type {
   LanguageModelV4,
   LanguageModelV4CallOptions,
-  LanguageModelV4Content,
   LanguageModelV4GenerateResult,
   LanguageModelV4Middleware,
 } from "@ai-sdk/provider";
@@ -28,8 +27,8 @@ import { passThroughSummary, proxyPart, type Summary, summaryOf } from "../http/
 import { type Ending, noticeText } from "../proxy/dialect.ts";
 import { memoAnswers } from "../proxy/memo-answers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "../proxy/port.ts";
-import type { RecallResult } from "../proxy/recalls.ts";
 import { addUsage } from "../proxy/usage.ts";
+import { keepsHops, signatureAnchors, spliceHops } from "./ai-sdk-hops.ts";
 import { isOurCall, nextParams, rebuild, spliceRecalls, wireOf } from "./ai-sdk-prompt.ts";
 import { streamTurn } from "./ai-sdk-stream.ts";
 import {
@@ -37,6 +36,7 @@ import {
   execute,
   finish,
   finishReasonOf,
+  type Hop,
   inspect,
   type ModelCall,
   memosOf,
@@ -113,7 +113,10 @@ async function prepare(
     const askOf = (prepared: PreparedRequest | null): TurnAsk =>
       prepared === null
         ? { ids: [], names: [] }
-        : { ...turnKeys(prepared), anchors: [...appCallIds(params)] };
+        : {
+            ...turnKeys(prepared),
+            anchors: [...appCallIds(params), ...signatureAnchors(params)],
+          };
     let prepared = settings.config({}).tool_result_compaction_enabled ? read() : null;
     let turn: Turn;
     const begin = async (): Promise<Turn | null> => {
@@ -147,6 +150,9 @@ async function prepare(
       window: config.tool_result_recall_window_chars,
     };
     const spliced = await spliceMemos(settings, store, ref, params, turn.memos);
+    // The Anthropic provider package takes the recall tool mid-conversation (it adds the beta itself),
+    // and its hops are split back into the app's history on later calls (ai-sdk-hops.ts).
+    const keeps = keepsHops(model.provider);
     const out = await compact({
       format: "ai-sdk",
       request: spliced.count === 0 ? wire : wireOf(spliced.params, model),
@@ -156,8 +162,9 @@ async function prepare(
       turn,
       secret: settings.secret,
       extractor: settings.extractor,
-      // The middleware answers recall calls in hops the app's messages do not keep.
-      hops: true,
+      sendsBetas: keeps,
+      // Elsewhere the middleware answers recall calls in hops the app's messages do not keep.
+      hops: !keeps,
     });
     return {
       settings,
@@ -191,7 +198,10 @@ function appCallIds(params: LanguageModelV4CallOptions): Set<string> {
   return ids;
 }
 
-/** The session's remembered recalls of mixed turns, answered again from the ledger and spliced in. */
+/**
+ * The session's remembered recalls, answered again from the ledger and spliced in: a mixed turn's beside
+ * the app's calls, a turn answered in hops split back into its hops.
+ */
 async function spliceMemos(
   settings: Settings<ModelCall>,
   store: ProxyStore,
@@ -200,15 +210,19 @@ async function spliceMemos(
   memos: readonly ProxyMemo[],
 ): Promise<{ params: LanguageModelV4CallOptions; count: number }> {
   const mine = memos.filter(
-    (m): m is Extract<ProxyMemo, { kind: "recall" }> =>
-      m.kind === "recall" && m.format === "ai-sdk",
+    (m): m is Extract<ProxyMemo, { kind: "recall" | "hop" }> =>
+      (m.kind === "recall" || m.kind === "hop") && m.format === "ai-sdk",
   );
   if (mine.length === 0) return { params, count: 0 };
-  const ids = appCallIds(params);
+  const ids = new Set([...appCallIds(params), ...signatureAnchors(params)]);
   const candidates = mine.filter((m) => m.anchors.some((a) => ids.has(a)));
+  if (candidates.length === 0) return { params, count: 0 };
   const answers = await memoAnswers(candidates, { store, ref, log: settings.log });
-  const { prompt, spliced } = spliceRecalls(params.prompt, candidates, answers);
-  return { params: spliced === 0 ? params : { ...params, prompt }, count: spliced };
+  const hopped = spliceHops(params.prompt, candidates, answers);
+  const recalls = candidates.filter((m) => m.kind === "recall");
+  const { prompt, spliced } = spliceRecalls(hopped.prompt, recalls, answers);
+  const count = hopped.spliced + spliced;
+  return { params: count === 0 ? params : { ...params, prompt }, count };
 }
 
 async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult> {
@@ -218,7 +232,7 @@ async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult>
     return first;
   }
   const results: LanguageModelV4GenerateResult[] = [first];
-  const hops: { content: LanguageModelV4Content[]; results: RecallResult[] }[] = [];
+  const hops: Hop[] = [];
   let recalls = 0;
   for (;;) {
     const last = results[results.length - 1]!;
@@ -226,13 +240,14 @@ async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult>
     const next = decide(ins, hops.length, p.settings.maxHops);
     if (next !== "hop") {
       if (next === "mixed") recalls += (await execute(p, ins.ours)).length;
-      // Saved before the app's next step, which splices a mixed turn's recalls back in.
-      await finish(p, { hops: hops.length, recalls, ending: next, memos: memosOf(p, ins, next) });
+      // Saved before the app's next step, which splices a mixed turn's recalls (and hops) back in.
+      const memos = memosOf(p, ins, next, hops);
+      await finish(p, { hops: hops.length, recalls, ending: next, memos });
       return merge(results, next, p.settings.maxHops);
     }
     const answered = await execute(p, ins.ours);
     recalls += answered.length;
-    hops.push({ content: last.content, results: answered });
+    hops.push({ content: last.content, calls: ins.ours, results: answered });
     try {
       results.push(await p.model.doGenerate(nextParams(p.params, hops)));
     } catch (e) {

@@ -52,7 +52,7 @@ export function spliceHops(
   answers: ReadonlyMap<string, RecallResult>,
   render: { call(call: RememberedCall): string; answer(result: RecallResult): string },
 ): { edits: Edit[]; spliced: number } {
-  const mine = memos.filter((m): m is HopMemo => m.kind === "hop");
+  const mine = memos.filter((m): m is HopMemo => m.kind === "hop" && m.format === "anthropic");
   const edits: Edit[] = [];
   let spliced = 0;
   if (mine.length === 0) return { edits, spliced };

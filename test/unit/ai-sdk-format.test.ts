@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { adapterFor, compact } from "../../src/core/compact.ts";
 import { parseJsonSpans } from "../../src/core/json/scan.ts";
+import { rebuild } from "../../src/integrations/ai-sdk-prompt.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { aiSdkKit as kit, type Req } from "../support/formats.ts";
 import { jsonBody, ON } from "../support/requests.ts";
@@ -13,13 +14,14 @@ const analyze = (req: Req) => {
   return adapterFor("ai-sdk").analyze(text, parseJsonSpans(text));
 };
 
-async function run(req: Req, config: object = ON) {
+async function run(req: Req, config: object = ON, sendsBetas = false) {
   const out = await compact({
     format: "ai-sdk",
     request: JSON.stringify(req),
     session: "s",
     store: new MemoryStore(),
     config,
+    sendsBetas,
   });
   return { ...out, req: JSON.parse(out.request) as Req };
 }
@@ -125,6 +127,85 @@ describe("the AI SDK prompt adapter", () => {
     // the same request to a model without the check has it offloaded
     const older = await run({ ...req, model: "claude-sonnet-4-6" });
     expect(older.decisions[0]).toMatchObject({ tool_use_id: "t1", action: "offloaded" });
+  });
+
+  describe("the recall tool declared mid-conversation (Anthropic's provider package, toolChanges)", () => {
+    const inline = (req: Req, after: number): Req | null => {
+      const text = JSON.stringify(req);
+      const edit = adapterFor("ai-sdk").declareRecallToolInline!(
+        text,
+        parseJsonSpans(text),
+        "both",
+        after,
+      );
+      return edit === null
+        ? null
+        : (JSON.parse(text.slice(0, edit.start) + edit.text + text.slice(edit.end)) as Req);
+    };
+    // prompt: 0 user, 1 call t1, 2 result t1, 3 call t2, 4 result t2
+    const req = () => withOutput({ type: "text", value: "x" }, "claude-opus-4-8");
+
+    it("goes in a system message after the run of results, before the next assistant message, or at the end", () => {
+      const mid = inline(req(), 2)!;
+      expect(mid.prompt.map((m: Req) => m.role).join()).toBe(
+        "user,assistant,tool,system,assistant,tool",
+      );
+      expect(mid.prompt[3]).toEqual({
+        role: "system",
+        content: "",
+        providerOptions: {
+          anthropic: {
+            toolChanges: [
+              {
+                type: "tool_addition",
+                tool: expect.objectContaining({ type: "function", name: "recall_tool_result" }),
+              },
+            ],
+          },
+        },
+      });
+      // the adapter reads its own declaration as a system message
+      expect(analyze(mid).sites).toHaveLength(2);
+      expect(inline(req(), 4)!.prompt.at(-1).role).toBe("system");
+    });
+
+    it("fits nowhere else: another provider, the app's system message next, or after an assistant message", () => {
+      expect(inline({ ...req(), provider: "openai.responses" }, 2)).toBeNull();
+      expect(inline({ ...req(), provider: "amazon-bedrock" }, 2)).toBeNull();
+      const own = req();
+      own.prompt.splice(3, 0, { role: "system", content: "Be brief." });
+      expect(inline(own, 2)).toBeNull();
+      expect(inline(req(), 1)).toBeNull();
+    });
+
+    it("a caller that sends the betas gets it inline; the call rebuilt keeps the app's objects and the stubs in place", async () => {
+      const params = withOutput({ type: "text", value: jsonBody(80_000) }, "claude-opus-4-8");
+      params.prompt[4].content[0].output = { type: "text", value: jsonBody(90_000) };
+      params.prompt.push({ role: "assistant", content: [{ type: "text", text: "reading" }] });
+      const out = await run(params, { ...ON, tool_result_compaction_keep_last_n: 0 }, true);
+      expect(out.decisions.map((d) => d.action)).toEqual(["offloaded", "offloaded"]);
+      expect(out.report.anthropic_beta).toEqual(["inline-tools-2026-09-15"]);
+      const call = rebuild(
+        { prompt: params.prompt, tools: params.tools } as never,
+        out.request,
+        out.decisions,
+      );
+      // the declaration after the earliest stub's result; the second result's stub in its own message
+      expect(call.prompt.map((m) => m.role).join()).toBe(
+        "user,assistant,tool,system,assistant,tool,assistant",
+      );
+      expect(call.tools).toEqual(params.tools);
+      const stubOf = (m: number) =>
+        JSON.stringify((call.prompt[m] as { content: { output: unknown }[] }).content[0]!.output);
+      expect(stubOf(2)).toContain("trm_");
+      expect(stubOf(5)).toContain("trm_");
+      expect(call.prompt[4]).toBe(params.prompt[3]);
+      expect(call.prompt[6]).toBe(params.prompt[5]);
+      // without the promise, the tool goes in `tools`
+      const plain = await run(params);
+      expect(plain.report.anthropic_beta).toBeUndefined();
+      expect(plain.req.prompt.some((m: Req) => m.role === "system")).toBe(false);
+    });
   });
 
   it("prices other providers' models with automatic prefix caching (OpenAI's model)", () => {

@@ -265,18 +265,20 @@ console.log(JSON.stringify({ refused, reason: out.decisions[0].reason, rules: ou
   });
 });
 
+/** The version of a dependency the lock file holds. */
+function locked(name: string): string {
+  const lock = JSON.parse(readFileSync(join(root, "package-lock.json"), "utf8")) as {
+    packages: Record<string, { version: string }>;
+  };
+  return lock.packages[`node_modules/${name}`]!.version;
+}
+
 describe("the portable checks on every runtime the README names", { timeout: 60_000 }, () => {
   beforeAll(() => {
-    // The peers the checks exercise (edge-offload/hono, PDF text), at the versions this repo develops with.
-    npm(
-      [
-        "install",
-        "--prefer-offline",
-        `hono@${pkg.devDependencies.hono}`,
-        `unpdf@${pkg.devDependencies.unpdf}`,
-      ],
-      app,
-    );
+    // The peers the checks exercise (edge-offload/hono, PDF text), at the versions this repo develops with
+    // (its lock file's): a range would take whatever the registry published last, and unpdf 1.9 and later
+    // no longer load on Node 20 (docs/install.md).
+    npm(["install", "--prefer-offline", `hono@${locked("hono")}`, `unpdf@${locked("unpdf")}`], app);
     for (const f of ["library.mjs", "catalog-turn.mjs"])
       cpSync(join(root, "test", "portable", f), join(app, f));
     mkdirSync(join(app, "fixtures"));

@@ -5,7 +5,6 @@
  * valid when `system`, `tools` and the messages before it, cache breakpoints aside, are what was sent
  * when it was produced.
  */
-import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { resolveConfig } from "../../src/config.ts";
 import { compact } from "../../src/core/compact.ts";
@@ -13,45 +12,16 @@ import { anthropicDialect } from "../../src/proxy/anthropic.ts";
 import { proxyTurn } from "../../src/proxy/turn.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
 import { jsonBody, ON } from "../support/requests.ts";
+import {
+  blockPrefix,
+  failedBlocks,
+  type Json,
+  type Msg,
+  prefixOf,
+  type ThinkingReq,
+} from "../support/thinking-prefix.ts";
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-type Msg = { role: string; content: Json };
-type Req = { model: string; max_tokens: number; system?: Json; tools?: Json; messages: Msg[] };
-
-/** The value without cache breakpoints (clients move theirs every call; the check ignores them). */
-function bare(v: Json): Json {
-  if (Array.isArray(v)) return v.map(bare);
-  if (v !== null && typeof v === "object")
-    return Object.fromEntries(
-      Object.entries(v)
-        .filter(([k]) => k !== "cache_control")
-        .map(([k, x]) => [k, bare(x)]),
-    );
-  return v;
-}
-
-/** What a thinking block at messages[i] is bound to: system, tools and the messages before it. */
-function prefixOf(req: Req, i: number): string {
-  const prefix = {
-    system: req.system ?? null,
-    tools: req.tools ?? null,
-    messages: req.messages.slice(0, i),
-  } as Json;
-  return createHash("sha256")
-    .update(JSON.stringify(bare(prefix)))
-    .digest("hex");
-}
-
-/** The thinking blocks of a request sent back whose prefix changed since they were produced. */
-function failedBlocks(req: Req): string[] {
-  const failed: string[] = [];
-  req.messages.forEach((m, i) => {
-    if (m.role !== "assistant" || !Array.isArray(m.content)) return;
-    for (const b of m.content as { type: string; signature?: string }[])
-      if (b.type === "thinking" && b.signature !== prefixOf(req, i)) failed.push(`messages[${i}]`);
-  });
-  return failed;
-}
+type Req = ThinkingReq & { model: string; max_tokens: number };
 
 /**
  * An agent loop: each call goes through compact(); the model answers with a thinking block signed over
@@ -348,30 +318,6 @@ describe("preserved thinking", () => {
     const received: Req[] = [];
     const bounced: string[][] = [];
     let step = 0;
-    const blockPrefix = (req: Req, i: number, k: number) =>
-      createHash("sha256")
-        .update(
-          JSON.stringify(
-            bare({
-              system: req.system ?? null,
-              tools: req.tools ?? null,
-              messages: req.messages.slice(0, i),
-              blocks: (req.messages[i]?.content as Json[] | undefined)?.slice(0, k) ?? [],
-            } as Json),
-          ),
-        )
-        .digest("hex");
-    const checked = (req: Req): string[] => {
-      const bad: string[] = [];
-      req.messages.forEach((m, i) => {
-        if (m.role !== "assistant" || !Array.isArray(m.content)) return;
-        (m.content as { type: string; signature?: string }[]).forEach((b, k) => {
-          if (b.type === "thinking" && b.signature !== blockPrefix(req, i, k))
-            bad.push(`messages[${i}].content[${k}]`);
-        });
-      });
-      return bad;
-    };
     const fetcher = (async (url: RequestInfo | URL, init?: RequestInit) => {
       // The proxy's side count of what it stubbed on arrival (token-count.ts): not a model call.
       if (String(url).endsWith("/count_tokens"))
@@ -380,7 +326,7 @@ describe("preserved thinking", () => {
         });
       const req = JSON.parse(String(init?.body)) as Req;
       received.push(req);
-      const bad = checked(req);
+      const bad = failedBlocks(req);
       if (bad.length > 0) {
         bounced.push(bad);
         return new Response(
@@ -482,7 +428,7 @@ describe("preserved thinking", () => {
       content: [{ type: "tool_result", tool_use_id: "toolu_2", content: "a.json b.json" }],
     });
     // As the client holds it, the next request would fail the check ...
-    expect(checked(request())).not.toEqual([]);
+    expect(failedBlocks(request())).not.toEqual([]);
     // ... as the proxy sends it, the turn's hops are back in place and it passes.
     const third = await call(request());
     expect(bounced).toEqual([]);

@@ -15,6 +15,8 @@
  * DeepSeek…), priced as OpenAI's automatic caching (openai-cache.ts). No anchor is placed: the
  * middleware works on the app's prompt and leaves its caching to the provider package.
  */
+
+import type { RecallMode } from "../../config.ts";
 import { formatPath } from "../../errors.ts";
 import {
   decodeString,
@@ -24,7 +26,7 @@ import {
   type JsonString,
 } from "../json/scan.ts";
 import { resolveModel } from "../pricing.ts";
-import { RECALL_TOOL_NAME, recallToolDeclaration } from "../recall-tool.ts";
+import { RECALL_TOOL_NAME, recallToolDeclaration, recallToolDefinition } from "../recall-tool.ts";
 import { openaiAnalysis } from "./openai-cache.ts";
 import {
   expectObject,
@@ -33,12 +35,15 @@ import {
   type Path,
   renderTextContent,
   resultTexts,
+  roleAt,
+  runEnd,
   shapeError,
   stringMember,
   toolsOf,
 } from "./shape.ts";
 import type {
   Breakpoint,
+  Edit,
   FormatAdapter,
   RequestAnalysis,
   ShapeNote,
@@ -266,7 +271,40 @@ export const aiSdkAdapter: FormatAdapter = {
   },
 
   declareRecallTool: recallToolDeclaration("ai-sdk"),
+  declareRecallToolInline: inlineRecallTool,
 };
+
+/**
+ * The recall tool added mid-conversation, for the AI SDK's Anthropic provider (`anthropic.*`): a system
+ * message right after the run of user and tool messages holding message `after`, whose
+ * `providerOptions.anthropic.toolChanges` adds it by value. The provider package sends that as a
+ * `tool_addition` in a `role: "system"` message, with its beta. The API takes one there when the next
+ * message is an assistant's or there is none; where the app's own system message follows (two in a row
+ * are refused), or with another provider, none fits.
+ */
+function inlineRecallTool(
+  raw: string,
+  rootNode: JsonNode,
+  mode: RecallMode,
+  after: number,
+): Edit | null {
+  if (rootNode.kind !== "object") return null;
+  const provider = getMember(rootNode, "provider");
+  if (provider?.kind !== "string" || !/^anthropic\./.test(decodeString(raw, provider))) return null;
+  const prompt = getMember(rootNode, "prompt");
+  if (prompt?.kind !== "array") return null;
+  // The provider package sends tool messages as user turns.
+  const i = runEnd(raw, prompt, after, ["user", "tool"]);
+  if (i === null) return null;
+  if (i + 1 < prompt.items.length && roleAt(raw, prompt, i + 1) !== "assistant") return null;
+  const change = { type: "tool_addition", tool: recallToolDefinition("ai-sdk", mode) };
+  const at = prompt.items[i]!.end;
+  return {
+    start: at,
+    end: at,
+    text: `,{"role":"system","content":"","providerOptions":{"anthropic":{"toolChanges":[${JSON.stringify(change)}]}}}`,
+  };
+}
 
 /** Anthropic models cache only where markers say (whatever provider package serves them). */
 function explicitCaching(model: string | null, provider: string): boolean {

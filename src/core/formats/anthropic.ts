@@ -18,7 +18,7 @@ import { recallToolDeclaration, recallToolDefinition } from "../recall-tool.ts";
 import { anchorEditOf } from "./anthropic-anchor.ts";
 import { isReplacement } from "./anthropic-media.ts";
 import { analyzeAnthropic } from "./anthropic-walk.ts";
-import { renderTextContent } from "./shape.ts";
+import { renderTextContent, roleAt, runEnd } from "./shape.ts";
 import type { Edit, FormatAdapter, MediaSite, ToolResultSite } from "./types.ts";
 
 export const anthropicAdapter: FormatAdapter = {
@@ -64,18 +64,11 @@ function inlineRecallTool(
   if (rootNode.kind !== "object") return null;
   const messages = getMember(rootNode, "messages");
   if (messages?.kind !== "array") return null;
-  const roleOf = (i: number): string | undefined => {
-    const m = messages.items[i];
-    if (m?.kind !== "object") return undefined;
-    const r = getMember(m, "role");
-    return r?.kind === "string" ? decodeString(raw, r) : undefined;
-  };
-  let i = after;
-  if (roleOf(i) !== "user") return null;
-  while (roleOf(i + 1) === "user") i++;
+  const i = runEnd(raw, messages, after, ["user"]);
+  if (i === null) return null;
   const block = `{"type":"tool_addition","tool":{"type":"tool_definition","definition":${JSON.stringify(recallToolDefinition("anthropic", mode))}}}`;
   const next = messages.items[i + 1];
-  const role = roleOf(i + 1);
+  const role = roleAt(raw, messages, i + 1);
   if (next === undefined || role === "assistant") {
     const at = messages.items[i]!.end;
     return { start: at, end: at, text: `,{"role":"system","content":[${block}]}` };

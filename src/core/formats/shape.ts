@@ -227,6 +227,31 @@ export function appendTool(
   return { start: at, end: at, text: `${root.keys.length > 0 ? "," : ""}"tools":[${tool}]` };
 }
 
+/** The role of message `i` (undefined past the end, or where it names none). */
+export function roleAt(raw: string, messages: JsonArray, i: number): string | undefined {
+  const m = messages.items[i];
+  if (m?.kind !== "object") return undefined;
+  const r = getMember(m, "role");
+  return r?.kind === "string" ? decodeString(raw, r) : undefined;
+}
+
+/**
+ * The last message of the run of messages whose role is one of `roles` that holds message `from` (where a
+ * message added after that run goes), or null when message `from` is not one of them.
+ */
+export function runEnd(
+  raw: string,
+  messages: JsonArray,
+  from: number,
+  roles: readonly string[],
+): number | null {
+  const inRun = (i: number) => roles.includes(roleAt(raw, messages, i) ?? "");
+  if (!inRun(from)) return null;
+  let i = from;
+  while (inRun(i + 1)) i++;
+  return i;
+}
+
 /** Index of the last assistant message (results before it are settled), or -1. */
 export function lastAssistantIndex(raw: string, messages: JsonArray): number {
   for (let i = messages.items.length - 1; i >= 0; i--) {

@@ -32,15 +32,17 @@ export interface OpenAIUsage {
 }
 
 function partsOf(content: readonly AnswerBlock[]): Part[] {
-  return content.map((b) =>
-    b.type === "tool_use"
-      ? {
-          call: String(b.name),
-          id: String(b.id),
-          input: (b.input ?? {}) as Record<string, unknown>,
-        }
-      : { text: String(b.text ?? "") },
-  );
+  return content.map((b): Part => {
+    if (b.type === "tool_use")
+      return {
+        call: String(b.name),
+        id: String(b.id),
+        input: (b.input ?? {}) as Record<string, unknown>,
+      };
+    if (b.type === "thinking")
+      return { thinking: String(b.thinking ?? ""), signature: String(b.signature ?? "") };
+    return { text: String(b.text ?? "") };
+  });
 }
 
 export function anthropicBody(
