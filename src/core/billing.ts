@@ -62,6 +62,7 @@ const rec = (v: unknown): Record<string, unknown> =>
 export function usageTokens(format: Format, usage: unknown): UsageTokens | null {
   const u = rec(usage);
   if (Object.keys(u).length === 0) return null;
+  if (format === "ai-sdk") return aiSdkUsageTokens(u);
   if (format === "anthropic") {
     const created = n(u.cache_creation_input_tokens);
     const split = rec(u.cache_creation);
@@ -85,6 +86,32 @@ export function usageTokens(format: Format, usage: unknown): UsageTokens | null 
     cache_write_5m: written,
     cache_write_1h: 0,
     output: n(chat ? u.completion_tokens : u.output_tokens),
+  };
+}
+
+/**
+ * The AI SDK's provider-neutral usage (LanguageModelV4Usage): the provider's own object (`raw`) where it is
+ * one this module reads (Anthropic's carries the 5-minute/1-hour split of its writes), else the neutral
+ * fields (writes then taken as 5-minute ones).
+ */
+function aiSdkUsageTokens(u: Record<string, unknown>): UsageTokens | null {
+  const raw = rec(u.raw);
+  if ("cache_creation_input_tokens" in raw || "cache_read_input_tokens" in raw)
+    return usageTokens("anthropic", raw);
+  if ("prompt_tokens" in raw) return usageTokens("openai-chat", raw);
+  if ("input_tokens_details" in raw) return usageTokens("openai-responses", raw);
+  const input = rec(u.inputTokens);
+  const output = rec(u.outputTokens);
+  if (input.total === undefined && output.total === undefined) return null;
+  const read = n(input.cacheRead);
+  const written = n(input.cacheWrite);
+  return {
+    input:
+      input.noCache === undefined ? Math.max(0, n(input.total) - read - written) : n(input.noCache),
+    cache_read: read,
+    cache_write_5m: written,
+    cache_write_1h: 0,
+    output: n(output.total),
   };
 }
 

@@ -121,11 +121,40 @@ function meta(part: { providerMetadata?: LanguageModelV4Content["providerMetadat
 
 export async function streamTurn(p: Prepared): Promise<LanguageModelV4StreamResult> {
   const first = await p.model.doStream(p.params);
-  if (!p.intercept) {
-    await finish(p, { hops: 0, recalls: 0, ending: "done", memos: [] });
-    return first;
-  }
+  if (!p.intercept) return { ...first, stream: watched(p, first.stream) };
   return { ...first, stream: streamOf(parts(p, first.stream)) };
+}
+
+/**
+ * A call without our tool, passed through part by part; its usage is read from its `finish` part, and
+ * the turn finished when the stream ends (or the app stops reading it).
+ */
+function watched(
+  p: Prepared,
+  stream: ReadableStream<LanguageModelV4StreamPart>,
+): ReadableStream<LanguageModelV4StreamPart> {
+  async function* pass(): AsyncGenerator<LanguageModelV4StreamPart> {
+    const usages: unknown[] = [];
+    const reader = stream.getReader();
+    let ended = false;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) {
+          ended = true;
+          return;
+        }
+        if (value.type === "finish") usages.push(value.usage);
+        yield value;
+      }
+    } finally {
+      // The app stopped reading: the provider's stream is not read any further either.
+      if (!ended) await reader.cancel().catch(() => {});
+      reader.releaseLock();
+      await finish(p, { hops: 0, recalls: 0, ending: "done", memos: [], usages });
+    }
+  }
+  return streamOf(pass());
 }
 
 /** An async generator as a stream (pulled as the app reads; a cancel stops the generator). */
@@ -147,7 +176,7 @@ async function* parts(
   stream: ReadableStream<LanguageModelV4StreamPart>,
 ): AsyncGenerator<LanguageModelV4StreamPart> {
   const hops: Hop[] = [];
-  let outcome: Outcome = { hops: 0, recalls: 0, ending: "done", memos: [] };
+  let outcome: Outcome = { hops: 0, recalls: 0, ending: "done", memos: [], usages: [] };
   let usage: unknown = null;
   const sent: { type: string }[] = [];
   let current = stream;
@@ -180,6 +209,7 @@ async function* parts(
         return;
       }
       usage = addUsage(usage, hop.finished.usage);
+      outcome.usages.push(hop.finished.usage);
       const ins = inspect(hop.content, hop.finished.finishReason.unified === "tool-calls");
       const next = decide(ins, hops.length, p.settings.maxHops);
       if (next !== "hop") {
@@ -188,6 +218,7 @@ async function* parts(
           recalls: outcome.recalls,
           ending: next,
           memos: memosOf(p, ins, next, hops),
+          usages: outcome.usages,
         };
         if (
           sent.length === 0 ||

@@ -15,7 +15,7 @@ import type { Turn } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Summary } from "../http/summary.ts";
 import type { Ending } from "../proxy/dialect.ts";
-import { finishOf } from "../proxy/loop-outcome.ts";
+import { billedFrom, finishOf } from "../proxy/loop-outcome.ts";
 import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
 import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
 import { hopMemo } from "./ai-sdk-hops.ts";
@@ -49,6 +49,8 @@ export interface Outcome {
   recalls: number;
   ending: Ending;
   memos: ProxyMemo[];
+  /** Each model call's usage (LanguageModelV4Usage), the app's call first: the turn's billed figures. */
+  usages: unknown[];
 }
 
 /** Our calls and the app's in an answer, and whether it stopped to have tools run. */
@@ -127,6 +129,7 @@ export function finishReasonOf(
  * has its answer; a failure loses only the note (said in the report).
  */
 export function finish(p: Prepared, outcome: Outcome): Promise<void> {
+  const billed = billedFrom("ai-sdk", outcome.usages, p.model.modelId);
   const summary: Summary = {
     ...p.summary,
     errors: [...p.summary.errors],
@@ -136,11 +139,16 @@ export function finish(p: Prepared, outcome: Outcome): Promise<void> {
       recalls: outcome.recalls,
       ending: outcome.ending,
       memos: outcome.memos.length,
+      // What the provider billed, as the proxy reports it; the hops' calls are a cost of offloading.
+      ...(billed === null ? {} : { usd: billed.usd, hop_usd: billed.hop_usd }),
     },
+    ...(billed === null
+      ? {}
+      : { saved_usd: Math.round((p.summary.saved_usd - billed.hop_usd) * 1e9) / 1e9 }),
   };
   const report = () => p.settings.report({ session: p.ref, format: "ai-sdk", summary });
   return p.turn
-    .finish(finishOf(outcome))
+    .finish(finishOf(outcome, billed?.usage))
     .catch(() => {
       summary.errors.push({
         code: "storage_error",

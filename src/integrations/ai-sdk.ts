@@ -228,7 +228,7 @@ async function spliceMemos(
 async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult> {
   const first = await p.model.doGenerate(p.params);
   if (!p.intercept) {
-    await finish(p, { hops: 0, recalls: 0, ending: "done", memos: [] });
+    await finish(p, { hops: 0, recalls: 0, ending: "done", memos: [], usages: [first.usage] });
     return first;
   }
   const results: LanguageModelV4GenerateResult[] = [first];
@@ -242,7 +242,8 @@ async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult>
       if (next === "mixed") recalls += (await execute(p, ins.ours)).length;
       // Saved before the app's next step, which splices a mixed turn's recalls (and hops) back in.
       const memos = memosOf(p, ins, next, hops);
-      await finish(p, { hops: hops.length, recalls, ending: next, memos });
+      const usages = results.map((r) => r.usage);
+      await finish(p, { hops: hops.length, recalls, ending: next, memos, usages });
       return merge(results, next, p.settings.maxHops);
     }
     const answered = await execute(p, ins.ours);
@@ -253,7 +254,8 @@ async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult>
     } catch (e) {
       // A hop the provider refuses is the app's answer (retrying the call retries it all); the hops
       // that ran are still logged.
-      await finish(p, { hops: hops.length, recalls, ending: "done", memos: [] });
+      const usages = results.map((r) => r.usage);
+      await finish(p, { hops: hops.length, recalls, ending: "done", memos: [], usages });
       throw e;
     }
   }

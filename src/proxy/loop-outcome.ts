@@ -6,6 +6,7 @@
 import { type TurnUsage, turnUsage, usageUsd } from "../core/billing.ts";
 import type { TurnFinish } from "../core/ports.ts";
 import { resolveModel } from "../core/pricing.ts";
+import type { Format } from "../core/types.ts";
 import { proxyPart, type Summary } from "../http/summary.ts";
 import type { Ending } from "./dialect.ts";
 import type { ProxyCall } from "./loop-steps.ts";
@@ -76,7 +77,16 @@ const roundUsd = (x: number) => Math.round(x * 1e9) / 1e9;
 
 /** The call's measured usage (summed over hops) and its price, null when no answer carried usage. */
 export function billedOf(call: ProxyCall, outcome: TurnOutcome): Billed | null {
-  const usage = turnUsage(call.dialect.format, outcome.usages, call.model, "proxy");
+  return billedFrom(call.dialect.format, outcome.usages, call.model);
+}
+
+/** The same from the usage objects of a call's answers (the client's first), in `format`'s shape. */
+export function billedFrom(
+  format: Format,
+  usages: readonly unknown[],
+  model: string | null,
+): Billed | null {
+  const usage = turnUsage(format, usages, model, "proxy");
   if (usage === null) return null;
   const price = resolveModel(usage.model);
   if (price === null) return { usage, usd: 0, hop_usd: 0 };

@@ -11,15 +11,15 @@
  * goes out with those hops split back into the history, so no request is refused.
  */
 import { createAnthropic } from "@ai-sdk/anthropic";
-import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from "ai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import { generateText, stepCountIs, streamText, wrapLanguageModel } from "ai";
+import { describe, expect, it } from "vitest";
 import { offloadMiddleware } from "../../src/integrations/ai-sdk.ts";
 import type { OffloadCallReport } from "../../src/integrations/options.ts";
 import { MemoryStore } from "../../src/store/memory.ts";
-import { BillingFake, type Incoming, type Scripted } from "../support/billing-fake.ts";
-import { jsonBody, ON } from "../support/requests.ts";
+import type { Incoming, Scripted } from "../support/billing-fake.ts";
+import { ON } from "../support/requests.ts";
 import { failedBlocks, prefixOf, type ThinkingReq } from "../support/thinking-prefix.ts";
+import { bashTool, billingFakeServer } from "./scripts.ts";
 
 type Req = ThinkingReq;
 
@@ -93,25 +93,14 @@ function agentModel(steps: number) {
   return { script, requests, recalled };
 }
 
-const fake = new BillingFake();
-let base = "";
-beforeAll(async () => {
-  base = await fake.start();
-});
-afterAll(() => fake.stop());
+const { fake, base: baseUrl } = billingFakeServer();
 
-const tools = {
-  bash: tool({
-    description: "run a command",
-    inputSchema: z.object({ n: z.number() }),
-    execute: async ({ n }) => jsonBody(60_000 + n),
-  }),
-};
+const tools = { bash: bashTool((n) => 60_000 + n) };
 
 function wrapped(session: string, config: object = ON) {
   const reports: OffloadCallReport[] = [];
   const model = wrapLanguageModel({
-    model: createAnthropic({ apiKey: "k", baseURL: `${base}/v1` })(MODEL),
+    model: createAnthropic({ apiKey: "k", baseURL: `${baseUrl()}/v1` })(MODEL),
     middleware: offloadMiddleware({
       store: new MemoryStore(),
       session,
@@ -172,7 +161,7 @@ describe("offloadMiddleware on a model with preserved thinking (@ai-sdk/anthropi
         { role: "user", content: "more" },
       ],
     };
-    const res = await fetch(`${base}/v1/messages`, {
+    const res = await fetch(`${baseUrl()}/v1/messages`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify(merged),

@@ -4,12 +4,13 @@
  * messages and tools. Also a store whose backends fail.
  */
 import { tool } from "ai";
-import { expect } from "vitest";
+import { afterAll, beforeAll, expect } from "vitest";
 import { z } from "zod";
 import { ComposedStore } from "../../src/store/composed.ts";
 import { MemoryIndex } from "../../src/store/memory-index.ts";
 import { MemoryLedger } from "../../src/store/memory-ledger.ts";
 import { MemorySessionState } from "../../src/store/memory-state.ts";
+import { BillingFake } from "../support/billing-fake.ts";
 import {
   anthropicEvents,
   anthropicMessage,
@@ -22,6 +23,7 @@ import {
   response,
   responseEvents,
 } from "../support/providers.ts";
+import { jsonBody } from "../support/requests.ts";
 import type { Received, Script, Scripted } from "./fake-provider.ts";
 
 export { aiMessages } from "../support/ai-sdk.ts";
@@ -156,4 +158,24 @@ export function expectResponsesThenChat(got: Received[]): void {
     got[2]!,
     names(got[2]!.json.tools, (t) => (t.function as { name: string }).name),
   );
+}
+
+/** The billing fake on 127.0.0.1 for one test file: started before its tests, stopped after them. */
+export function billingFakeServer(): { fake: BillingFake; base: () => string } {
+  const fake = new BillingFake();
+  let base = "";
+  beforeAll(async () => {
+    base = await fake.start();
+  });
+  afterAll(() => fake.stop());
+  return { fake, base: () => base };
+}
+
+/** An app's `bash` tool: step `n` returns a JSON body of `chars(n)` characters. */
+export function bashTool(chars: (n: number) => number) {
+  return tool({
+    description: "run a command",
+    inputSchema: z.object({ n: z.number() }),
+    execute: async ({ n }) => jsonBody(chars(n)),
+  });
 }

@@ -2,6 +2,7 @@
 // JSON outputs measured as the JSON text providers send, error and denial outputs, the provider's own tool
 // results inside assistant messages, and the two caching models (Anthropic markers, automatic prefixes).
 import { describe, expect, it } from "vitest";
+import { usageTokens } from "../../src/core/billing.ts";
 import { adapterFor, compact } from "../../src/core/compact.ts";
 import { parseJsonSpans } from "../../src/core/json/scan.ts";
 import { rebuild } from "../../src/integrations/ai-sdk-prompt.ts";
@@ -206,6 +207,79 @@ describe("the AI SDK prompt adapter", () => {
       expect(plain.report.anthropic_beta).toBeUndefined();
       expect(plain.req.prompt.some((m: Req) => m.role === "system")).toBe(false);
     });
+  });
+
+  it("models the breakpoints the Anthropic package sends: the first four of the prompt's, then the tools'", () => {
+    const marker = { anthropic: { cacheControl: { type: "ephemeral" } } };
+    const req = kit.conversation(
+      [1, 2, 3, 4, 5].map((i) => ({ id: `t${i}`, result: `result ${i}` })),
+      { model: "claude-sonnet-4-6" },
+    );
+    // the app marked every tool message and its tool: six markers
+    for (const m of req.prompt) if (m.role === "tool") m.providerOptions = marker;
+    req.tools[0].providerOptions = marker;
+    const a = analyze(req);
+    const tools = (m: Req) => JSON.stringify(m.tools).length;
+    expect(a.breakpoints).toHaveLength(4);
+    // the package counts the messages' markers first: the tools' and the last tool message's are dropped
+    expect(a.breakpoints.every((b) => b.position > tools(req))).toBe(true);
+    const last = analyze({ ...req, provider: "google.vertex.anthropic" });
+    expect(last.breakpoints).toHaveLength(6);
+  });
+
+  it("leaves the provider-specific parts its package drops out of the token estimate", async () => {
+    const req = withOutput({ type: "text", value: "x" }, "claude-sonnet-4-6");
+    const meta = {
+      type: "custom",
+      kind: "anthropic.message_start",
+      providerOptions: { anthropic: { id: "msg_1", usage: { input_tokens: 1 } } },
+    };
+    const plain = await run(req);
+    req.prompt[1].content.unshift(meta);
+    const withMeta = await run(req);
+    expect(analyze(req).unsent_chars).toBe(JSON.stringify(meta).length);
+    expect(withMeta.report.tokens_before).toBe(plain.report.tokens_before);
+    // a kind the package sends back counts
+    req.prompt[1].content[0] = { ...meta, kind: "anthropic.fallback" };
+    expect(analyze(req).unsent_chars).toBeUndefined();
+  });
+
+  it("reads the AI SDK's usage: the provider's own object where it knows it, else the neutral fields", () => {
+    const neutral = {
+      inputTokens: { total: 1000, noCache: 100, cacheRead: 800, cacheWrite: 100 },
+      outputTokens: { total: 50, text: 50, reasoning: undefined },
+    };
+    expect(usageTokens("ai-sdk", neutral)).toEqual({
+      input: 100,
+      cache_read: 800,
+      cache_write_5m: 100,
+      cache_write_1h: 0,
+      output: 50,
+    });
+    const anthropic = {
+      ...neutral,
+      raw: {
+        input_tokens: 100,
+        cache_read_input_tokens: 800,
+        cache_creation_input_tokens: 100,
+        cache_creation: { ephemeral_5m_input_tokens: 40, ephemeral_1h_input_tokens: 60 },
+        output_tokens: 50,
+      },
+    };
+    expect(usageTokens("ai-sdk", anthropic)).toMatchObject({
+      cache_write_5m: 40,
+      cache_write_1h: 60,
+    });
+    const chat = {
+      ...neutral,
+      raw: {
+        prompt_tokens: 1000,
+        prompt_tokens_details: { cached_tokens: 900 },
+        completion_tokens: 50,
+      },
+    };
+    expect(usageTokens("ai-sdk", chat)).toMatchObject({ input: 100, cache_read: 900, output: 50 });
+    expect(usageTokens("ai-sdk", { inputTokens: {}, outputTokens: {} })).toBeNull();
   });
 
   it("prices other providers' models with automatic prefix caching (OpenAI's model)", () => {

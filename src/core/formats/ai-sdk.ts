@@ -51,6 +51,11 @@ import type {
 } from "./types.ts";
 
 const ROLES = new Set(["system", "user", "assistant", "tool"]);
+/**
+ * Provider-specific (`custom`) parts a provider package sends back; every other kind (a stream's
+ * `anthropic.message_start`, say) is metadata the package drops.
+ */
+const SENT_CUSTOM = new Set(["anthropic.fallback", "openai.compaction"]);
 const OUTPUTS = new Set([
   "text",
   "json",
@@ -124,6 +129,7 @@ export const aiSdkAdapter: FormatAdapter = {
 
     let hasRecallTool = false;
     let lastThinking: number | undefined;
+    let unsent = 0;
     tools?.items.forEach((tool, i) => {
       const path: Path = ["tools", i];
       const obj = expectObject(tool, path, "a tool");
@@ -178,6 +184,11 @@ export const aiSdkAdapter: FormatAdapter = {
         const type = stringMember(raw, obj, "type", ppath, true);
         mark(obj, base + part.end);
         if (type === "reasoning" && role === "assistant") lastThinking = base + part.start;
+        if (type === "custom") {
+          const kind = getMember(obj, "kind");
+          if (kind?.kind !== "string" || !SENT_CUSTOM.has(decodeString(raw, kind)))
+            unsent += part.end - part.start;
+        }
         if (type === "tool-call" && role === "assistant") {
           const id = stringMember(raw, obj, "toolCallId", ppath, true)!;
           const name = stringMember(raw, obj, "toolName", ppath, true)!;
@@ -218,15 +229,16 @@ export const aiSdkAdapter: FormatAdapter = {
     const promptChars = toolsLen + (prompt.end - prompt.start);
     const seenPrefix = lastRunStart === -1 ? undefined : base + prompt.items[lastRunStart]!.start;
     if (explicitCaching(model, provider)) {
-      explicit.sort((a, b) => a.position - b.position);
+      const breakpoints = sentBreakpoints(explicit, provider, toolsLen);
       const last = prompt.items[prompt.items.length - 1];
       return {
         model,
         sites,
         assistant_turns: assistantTurns,
         prompt_chars: promptChars,
-        breakpoints: explicit,
-        client_caches: explicit.length > 0,
+        ...(unsent === 0 ? {} : { unsent_chars: unsent }),
+        breakpoints,
+        client_caches: breakpoints.length > 0,
         has_recall_tool: hasRecallTool,
         auto_cache: false,
         last_message_position: last === undefined ? promptChars : base + last.start,
@@ -235,7 +247,7 @@ export const aiSdkAdapter: FormatAdapter = {
         notes,
       };
     }
-    return openaiAnalysis({
+    const automatic = openaiAnalysis({
       model,
       sites,
       assistantTurns,
@@ -246,6 +258,7 @@ export const aiSdkAdapter: FormatAdapter = {
       hasRecallTool,
       notes,
     });
+    return unsent === 0 ? automatic : { ...automatic, unsent_chars: unsent };
   },
 
   renderContent(raw: string, site: ToolResultSite, text: string): string {
@@ -304,6 +317,29 @@ function inlineRecallTool(
     end: at,
     text: `,{"role":"system","content":"","providerOptions":{"anthropic":{"toolChanges":[${JSON.stringify(change)}]}}}`,
   };
+}
+
+/** The most cache breakpoints a request may carry (Anthropic's limit, which its AI SDK package keeps). */
+const MAX_BREAKPOINTS = 4;
+
+/**
+ * The markers that reach the provider, in prompt order. The AI SDK's Anthropic package (`anthropic.*`)
+ * counts the system prompt's and the messages' markers first, then the tools', and ignores every one past
+ * the fourth (with a warning), so an app that marks each step's last message and keeps the marks sends
+ * only its first four: the cache is modelled on those. Other packages: every marker as read.
+ */
+function sentBreakpoints(
+  explicit: readonly Breakpoint[],
+  provider: string,
+  toolsEnd: number,
+): Breakpoint[] {
+  const sorted = [...explicit].sort((a, b) => a.position - b.position);
+  if (!/^anthropic\./.test(provider) || sorted.length <= MAX_BREAKPOINTS) return sorted;
+  const prompt = sorted.filter((b) => b.position > toolsEnd).slice(0, MAX_BREAKPOINTS);
+  const tools = sorted
+    .filter((b) => b.position <= toolsEnd)
+    .slice(0, MAX_BREAKPOINTS - prompt.length);
+  return [...tools, ...prompt];
 }
 
 /** Anthropic models cache only where markers say (whatever provider package serves them). */

@@ -131,6 +131,11 @@ export interface RequestAnalysis {
   assistant_turns: number;
   /** Raw chars of everything the model reads (tools, system, messages), in prompt order. */
   prompt_chars: number;
+  /**
+   * Of those, chars the provider never receives (the AI SDK's provider-specific parts its package drops,
+   * e.g. a stream's `anthropic.message_start` metadata): positions keep them, the token estimate does not.
+   */
+  unsent_chars?: number;
   /** Cache breakpoints in prompt order (explicit and automatic). */
   breakpoints: Breakpoint[];
   /**

@@ -90,7 +90,7 @@ export function otherTokensOf(
   sites: readonly ToolResultSite[],
   media: AttachmentTally,
 ): number {
-  let other = ctx.analysis.prompt_chars;
+  let other = ctx.analysis.prompt_chars - (ctx.analysis.unsent_chars ?? 0);
   for (const site of sites) other -= rawLength(site);
   return Math.round(Math.max(0, other - media.outside_chars) / REQUEST_CHARS_PER_TOKEN);
 }

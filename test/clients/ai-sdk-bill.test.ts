@@ -1,0 +1,134 @@
+/**
+ * offloadMiddleware's billed figures against the billing fake's bill (Anthropic's documented cache rules on
+ * the bytes it receives, its own prices and tokenizer: test/support/billing-fake.ts). An app on the AI SDK's
+ * own agent loop (generateText, and streamText, over @ai-sdk/anthropic) marks a cache breakpoint on its last
+ * message each step; its tool returns large results, and the fake model recalls each stub it sees once. The
+ * same loop runs with offload off (the true counterfactual) and on: the session report's claimed billed
+ * saving must be the bill's (the agreement bench's 5%), and the recall hops' calls are in the bill.
+ */
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { generateText, type ModelMessage, stepCountIs, streamText, wrapLanguageModel } from "ai";
+import { describe, expect, it } from "vitest";
+import { offloadMiddleware } from "../../src/integrations/ai-sdk.ts";
+import type { OffloadCallReport } from "../../src/integrations/options.ts";
+import { sessionReport } from "../../src/report.ts";
+import { MemoryStore } from "../../src/store/memory.ts";
+import type { Incoming, Scripted } from "../support/billing-fake.ts";
+import { ON } from "../support/requests.ts";
+import { bashTool, billingFakeServer } from "./scripts.ts";
+
+const RECALL = "recall_tool_result";
+const MODEL = "claude-sonnet-4-6";
+const STEPS = 6;
+const EPHEMERAL = { anthropic: { cacheControl: { type: "ephemeral" } } };
+
+/**
+ * The fake model: a recall of the first stub it has not read yet (when the tool is offered), else the next
+ * `bash` step, else a text. Its answers depend only on what the request holds, so the runs off and on take
+ * the same steps.
+ */
+function agentModel() {
+  const recalled = new Set<string>();
+  let id = 0;
+  return (call: Incoming): Scripted => {
+    const messages = JSON.stringify(call.json.messages);
+    const offered = JSON.stringify(call.json.tools ?? []).includes(`"${RECALL}"`);
+    const unread = [...messages.matchAll(/trm_[0-9a-f]{24}/g)]
+      .map((m) => m[0])
+      .find((s) => !recalled.has(s));
+    if (unread !== undefined && offered) {
+      recalled.add(unread);
+      return {
+        content: [
+          {
+            type: "tool_use",
+            id: `toolu_r${++id}`,
+            name: RECALL,
+            input: { mem_id: unread, query: "SKU-000042" },
+          },
+        ],
+      };
+    }
+    const done = (messages.match(/"tool_use_id":"toolu_b/g) ?? []).length;
+    if (done < STEPS)
+      return {
+        content: [
+          { type: "text", text: `step ${done}` },
+          { type: "tool_use", id: `toolu_b${done}`, name: "bash", input: { n: done } },
+        ],
+      };
+    return { content: [{ type: "text", text: "done" }] };
+  };
+}
+
+const { fake, base: baseUrl } = billingFakeServer();
+
+const tools = { bash: bashTool((n) => 40_000 + n * 7_000) };
+
+/** The app's cache breakpoint, on its last message each step (as the AI SDK's docs show it). */
+function marked(messages: ModelMessage[]): ModelMessage[] {
+  return messages.map((m, i) =>
+    i === messages.length - 1 ? ({ ...m, providerOptions: EPHEMERAL } as ModelMessage) : m,
+  );
+}
+
+async function session(name: string, config: object, stream: boolean) {
+  fake.script = agentModel();
+  const store = new MemoryStore();
+  const reports: OffloadCallReport[] = [];
+  const model = wrapLanguageModel({
+    model: createAnthropic({ apiKey: "k", baseURL: `${baseUrl()}/v1` })(MODEL),
+    middleware: offloadMiddleware({
+      store,
+      session: name,
+      secret: "ai-sdk-bill-secret-0123456789abcdef",
+      config,
+      onReport: (r) => reports.push(r),
+      log: () => {},
+    }),
+  });
+  const from = fake.calls.length;
+  const options = {
+    model,
+    tools,
+    system: `You are a careful agent. ${"Follow the house rules. ".repeat(200)}`,
+    stopWhen: stepCountIs(STEPS + 4),
+    prepareStep: ({ messages }: { messages: ModelMessage[] }) => ({ messages: marked(messages) }),
+    messages: [{ role: "user" as const, content: "Read the files and sum the prices." }],
+  };
+  if (stream) {
+    const out = streamText(options);
+    expect(await out.text).toBe("done");
+  } else {
+    const out = await generateText(options);
+    expect(out.text).toBe("done");
+  }
+  fake.clock.advance(30);
+  const calls = fake.calls.slice(from);
+  return { usd: fake.total(calls).usd, calls, store, reports, name };
+}
+
+describe("offloadMiddleware's billed saving is the bill's (@ai-sdk/anthropic, Sonnet 4.6)", () => {
+  for (const stream of [false, true])
+    it(`${stream ? "streamText" : "generateText"}: the report claims what the bill shows, hops included`, async () => {
+      const tag = stream ? "stream" : "generate";
+      const off = await session(
+        `bill-off-${tag}`,
+        { tool_result_compaction_enabled: false },
+        stream,
+      );
+      const on = await session(`bill-on-${tag}`, ON, stream);
+      // The runs took the same steps; on, the model recalled and the results went out as stubs.
+      const hops = on.reports.reduce((n, r) => n + (r.summary.proxy?.hops ?? 0), 0);
+      expect(hops).toBeGreaterThan(0);
+      expect(on.calls.length).toBe(off.calls.length + hops);
+      const truth = off.usd - on.usd;
+      expect(truth).toBeGreaterThan(0.05 * off.usd);
+      const report = await sessionReport({ store: on.store, session: on.name });
+      const billed = report.totals.billed;
+      // Every call measured, the hops' included: the report's bill is the fake's.
+      expect(billed.complete).toBe(true);
+      expect(billed.usd).toBeCloseTo(on.usd, 6);
+      expect(Math.abs(billed.saved_usd - truth)).toBeLessThanOrEqual(0.05 * truth);
+    });
+});
