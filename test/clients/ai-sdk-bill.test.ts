@@ -1,12 +1,13 @@
 /**
  * offloadMiddleware's billed figures against the billing fake's bill (Anthropic's documented cache rules on
  * the bytes it receives, its own prices and tokenizer: test/support/billing-fake.ts). An app on the AI SDK's
- * own agent loop (generateText, and streamText, over @ai-sdk/anthropic) marks a cache breakpoint on its last
- * message each step; its tool returns large results, and the fake model recalls each stub it sees once. The
+ * own agent loop (generateText, and streamText) runs over @ai-sdk/anthropic, marking a cache breakpoint on its
+ * last message each step, and over @ai-sdk/openai (Responses, which caches prefixes on its own); its tool returns large results, and the fake model recalls each stub it sees once. The
  * same loop runs with offload off (the true counterfactual) and on: the session report's claimed billed
  * saving must be the bill's (the agreement bench's 5%), and the recall hops' calls are in the bill.
  */
 import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
 import { generateText, type ModelMessage, stepCountIs, streamText, wrapLanguageModel } from "ai";
 import { describe, expect, it } from "vitest";
 import { offloadMiddleware } from "../../src/integrations/ai-sdk.ts";
@@ -18,7 +19,6 @@ import { ON } from "../support/requests.ts";
 import { bashTool, billingFakeServer } from "./scripts.ts";
 
 const RECALL = "recall_tool_result";
-const MODEL = "claude-sonnet-4-6";
 const STEPS = 6;
 const EPHEMERAL = { anthropic: { cacheControl: { type: "ephemeral" } } };
 
@@ -31,7 +31,8 @@ function agentModel() {
   const recalled = new Set<string>();
   let id = 0;
   return (call: Incoming): Scripted => {
-    const messages = JSON.stringify(call.json.messages);
+    // Either API's request: Anthropic's `messages`, OpenAI Responses' `input`.
+    const messages = JSON.stringify(call.json.messages ?? call.json.input);
     const offered = JSON.stringify(call.json.tools ?? []).includes(`"${RECALL}"`);
     const unread = [...messages.matchAll(/trm_[0-9a-f]{24}/g)]
       .map((m) => m[0])
@@ -49,7 +50,8 @@ function agentModel() {
         ],
       };
     }
-    const done = (messages.match(/"tool_use_id":"toolu_b/g) ?? []).length;
+    // Steps done: the distinct calls of the app's tool the history holds (each answered by now).
+    const done = new Set(messages.match(/toolu_b\d+/g) ?? []).size;
     if (done < STEPS)
       return {
         content: [
@@ -72,12 +74,29 @@ function marked(messages: ModelMessage[]): ModelMessage[] {
   );
 }
 
-async function session(name: string, config: object, stream: boolean) {
+/** The provider packages: Anthropic's with the app's breakpoint, OpenAI's (Responses) caching on its own. */
+const PROVIDERS = {
+  anthropic: {
+    model: () => createAnthropic({ apiKey: "k", baseURL: `${baseUrl()}/v1` })("claude-sonnet-4-6"),
+    marks: true,
+  },
+  openai: {
+    model: () => createOpenAI({ apiKey: "k", baseURL: `${baseUrl()}/v1` })("gpt-5.4"),
+    marks: false,
+  },
+} as const;
+
+async function session(
+  name: string,
+  config: object,
+  stream: boolean,
+  provider: keyof typeof PROVIDERS,
+) {
   fake.script = agentModel();
   const store = new MemoryStore();
   const reports: OffloadCallReport[] = [];
   const model = wrapLanguageModel({
-    model: createAnthropic({ apiKey: "k", baseURL: `${baseUrl()}/v1` })(MODEL),
+    model: PROVIDERS[provider].model(),
     middleware: offloadMiddleware({
       store,
       session: name,
@@ -91,9 +110,12 @@ async function session(name: string, config: object, stream: boolean) {
   const options = {
     model,
     tools,
-    system: `You are a careful agent. ${"Follow the house rules. ".repeat(200)}`,
+    // Its own system prompt: no session reads another's cache entries (OpenAI's are shared by prefix).
+    system: `You are ${name}, a careful agent. ${"Follow the house rules. ".repeat(200)}`,
     stopWhen: stepCountIs(STEPS + 4),
-    prepareStep: ({ messages }: { messages: ModelMessage[] }) => ({ messages: marked(messages) }),
+    prepareStep: ({ messages }: { messages: ModelMessage[] }) => ({
+      messages: PROVIDERS[provider].marks ? marked(messages) : messages,
+    }),
     messages: [{ role: "user" as const, content: "Read the files and sum the prices." }],
   };
   if (stream) {
@@ -108,16 +130,20 @@ async function session(name: string, config: object, stream: boolean) {
   return { usd: fake.total(calls).usd, calls, store, reports, name };
 }
 
-describe("offloadMiddleware's billed saving is the bill's (@ai-sdk/anthropic, Sonnet 4.6)", () => {
+describe.each([
+  ["anthropic", "@ai-sdk/anthropic, Sonnet 4.6"],
+  ["openai", "@ai-sdk/openai Responses, GPT-5.4"],
+] as const)("offloadMiddleware's billed saving is the bill's (%s: %s)", (provider, _about) => {
   for (const stream of [false, true])
     it(`${stream ? "streamText" : "generateText"}: the report claims what the bill shows, hops included`, async () => {
-      const tag = stream ? "stream" : "generate";
+      const tag = `${provider}-${stream ? "stream" : "generate"}`;
       const off = await session(
         `bill-off-${tag}`,
         { tool_result_compaction_enabled: false },
         stream,
+        provider,
       );
-      const on = await session(`bill-on-${tag}`, ON, stream);
+      const on = await session(`bill-on-${tag}`, ON, stream, provider);
       // The runs took the same steps; on, the model recalled and the results went out as stubs.
       const hops = on.reports.reduce((n, r) => n + (r.summary.proxy?.hops ?? 0), 0);
       expect(hops).toBeGreaterThan(0);
@@ -129,6 +155,12 @@ describe("offloadMiddleware's billed saving is the bill's (@ai-sdk/anthropic, So
       // Every call measured, the hops' included: the report's bill is the fake's.
       expect(billed.complete).toBe(true);
       expect(billed.usd).toBeCloseTo(on.usd, 6);
-      expect(Math.abs(billed.saved_usd - truth)).toBeLessThanOrEqual(0.05 * truth);
+      // The results were stubbed as they arrived, so never sent in full, and the AI SDK gives the middleware
+      // no token count (the proxy asks the provider's): their tokens are estimated, and the report says so.
+      // The agreement bench's 5% holds where the fake's tokenizer meets the estimate (Anthropic's here); on
+      // OpenAI's, the estimate's own error shows (about −10%), within the 15% the estimate is held to.
+      expect(billed.removed.measured).toBe(0);
+      const tolerance = provider === "anthropic" ? 0.05 : 0.15;
+      expect(Math.abs(billed.saved_usd - truth)).toBeLessThanOrEqual(tolerance * truth);
     });
 });
