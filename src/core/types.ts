@@ -290,7 +290,10 @@ export type ProxyMemo =
       format: "anthropic" | "ai-sdk";
       anchors: string[];
       calls: RememberedCall[];
-      hops: { kept: number; calls: number }[];
+      /** `sig` (ai-sdk): the anchor of the hop's first reasoning part, where the app's message may differ. */
+      hops: { kept: number; calls: number; sig?: string }[];
+      /** ai-sdk: the anchor of the final answer's first reasoning part. */
+      rest_sig?: string;
       params: RecallParams;
     }
   | {

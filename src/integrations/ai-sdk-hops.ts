@@ -46,29 +46,77 @@ function appKeeps(c: LanguageModelV4Content): boolean {
   return !(c.type === "text" && c.text.length === 0 && c.providerMetadata === undefined);
 }
 
+/** The anchor of the first reasoning part among `parts` that carries a signature, if any. */
+function firstSig(parts: readonly LanguageModelV4Content[]): string | undefined {
+  for (const c of parts)
+    if (c.type === "reasoning") {
+      const s = signatureOf(c.providerMetadata);
+      if (s !== undefined) return signatureAnchor(s);
+    }
+  return undefined;
+}
+
 /**
- * The memo of a call answered in hops (`hops`: each hop's answer and our calls in it), where the model
- * checks its thinking prefixes; null when there is nothing a later call could fail on.
+ * The memo of a call answered in hops (`hops`: each hop's answer and our calls in it; `final`: the answer
+ * the app got last), where the model checks its thinking prefixes; null when there is nothing a later
+ * call could fail on. Each hop's first reasoning signature is kept too, so the split finds the hops' edges
+ * where the app's message holds other parts than the `ai` package would (a UI message's, say).
  */
 export function hopMemo(
   model: { modelId: string; provider: string },
   hops: readonly { content: readonly LanguageModelV4Content[]; calls: readonly RememberedCall[] }[],
+  final: readonly LanguageModelV4Content[],
   params: RecallParams,
 ): HopMemo | null {
   if (hops.length === 0 || !keepsHops(model.provider) || !preservedThinkingModel(model.modelId))
     return null;
   const kept = hops.map((h) => h.content.filter(appKeeps));
-  const first = kept.flat().find((c) => c.type === "reasoning");
-  const signature = first === undefined ? undefined : signatureOf(first.providerMetadata);
-  if (signature === undefined) return null;
+  const anchor = firstSig(kept.flat());
+  if (anchor === undefined) return null;
+  const rest = firstSig(final);
   return {
     kind: "hop",
     format: "ai-sdk",
-    anchors: [signatureAnchor(signature)],
+    anchors: [anchor],
     calls: hops.flatMap((h) => h.calls),
-    hops: hops.map((h, i) => ({ kept: kept[i]!.length, calls: h.calls.length })),
+    hops: hops.map((h, i) => {
+      const sig = firstSig(kept[i]!);
+      return {
+        kept: kept[i]!.length,
+        calls: h.calls.length,
+        ...(sig === undefined ? {} : { sig }),
+      };
+    }),
+    ...(rest === undefined ? {} : { rest_sig: rest }),
     params,
   };
+}
+
+/**
+ * Where each hop of `memo` ends in the app's message `parts` (the next hop's, or the final answer's, first
+ * index): at the next segment's first reasoning part where its signature is found, else by the hop's count
+ * of parts; null where they do not fit.
+ */
+function hopEnds(
+  parts: readonly { type: string; providerOptions?: Metadata }[],
+  memo: HopMemo,
+): number[] | null {
+  const ends: number[] = [];
+  let at = 0;
+  memo.hops.forEach((hop, k) => {
+    const next = k + 1 < memo.hops.length ? memo.hops[k + 1]!.sig : memo.rest_sig;
+    const found =
+      next === undefined
+        ? -1
+        : parts.findIndex((p, i) => {
+            if (i <= at || p.type !== "reasoning") return false;
+            const s = signatureOf(p.providerOptions);
+            return s !== undefined && signatureAnchor(s) === next;
+          });
+    at = found > 0 ? found : at + hop.kept;
+    ends.push(at);
+  });
+  return at < parts.length ? ends : null;
 }
 
 /** The signature anchors of the prompt's reasoning parts: what a hop memo is found by. */
@@ -104,18 +152,14 @@ export function spliceHops(
     const anchor = signatureAnchor(signature);
     const memo = mine.find((m) => m.anchors.includes(anchor));
     if (memo === undefined) return [message];
-    const blocks = memo.hops.reduce((n, h) => n + h.kept, 0);
+    const ends = hopEnds(parts, memo);
     const called = memo.hops.reduce((n, h) => n + h.calls, 0);
-    if (
-      blocks >= parts.length ||
-      called !== memo.calls.length ||
-      memo.calls.some((c) => !answers.has(c.id))
-    )
+    if (ends === null || called !== memo.calls.length || memo.calls.some((c) => !answers.has(c.id)))
       return [message];
     const split: LanguageModelV4Message[] = [];
     let at = 0;
     let c = 0;
-    for (const hop of memo.hops) {
+    for (const [k, hop] of memo.hops.entries()) {
       const calls = memo.calls.slice(c, c + hop.calls);
       c += hop.calls;
       const ours = assistantMessage(
@@ -128,9 +172,9 @@ export function spliceHops(
       ).content;
       split.push({
         ...message,
-        content: [...parts.slice(at, at + hop.kept), ...ours],
+        content: [...parts.slice(at, ends[k]), ...ours],
       } as LanguageModelV4Message);
-      at += hop.kept;
+      at = ends[k]!;
       split.push(recallMessage(calls.map((x) => answers.get(x.id)!)));
     }
     split.push({ ...message, content: parts.slice(at) } as LanguageModelV4Message);

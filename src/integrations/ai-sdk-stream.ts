@@ -217,7 +217,7 @@ async function* parts(
           hops: hops.length,
           recalls: outcome.recalls,
           ending: next,
-          memos: memosOf(p, ins, next, hops),
+          memos: memosOf(p, ins, next, hops, hop.content),
           usages: outcome.usages,
         };
         if (

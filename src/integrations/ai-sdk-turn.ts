@@ -97,9 +97,10 @@ export function memosOf(
   ins: ReturnType<typeof inspect>,
   ending: Ending,
   hops: readonly Hop[],
+  final: readonly LanguageModelV4Content[],
 ): ProxyMemo[] {
   const memos: ProxyMemo[] = [];
-  const hop = hopMemo(p.model, hops, p.recall);
+  const hop = hopMemo(p.model, hops, final, p.recall);
   if (hop !== null) memos.push(hop);
   if (ending === "mixed")
     memos.push({

@@ -241,7 +241,7 @@ async function generateTurn(p: Prepared): Promise<LanguageModelV4GenerateResult>
     if (next !== "hop") {
       if (next === "mixed") recalls += (await execute(p, ins.ours)).length;
       // Saved before the app's next step, which splices a mixed turn's recalls (and hops) back in.
-      const memos = memosOf(p, ins, next, hops);
+      const memos = memosOf(p, ins, next, hops, last.content);
       const usages = results.map((r) => r.usage);
       await finish(p, { hops: hops.length, recalls, ending: next, memos, usages });
       return merge(results, next, p.settings.maxHops);
