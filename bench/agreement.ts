@@ -35,9 +35,9 @@ import { markdownTable, textTable } from "./lib/table.ts";
 type File = "large" | "swe" | "api";
 /** The sample: fixed sessions of each file (large ones under 800K chars: every prompt fits 200K tokens). */
 const SAMPLE: Record<File, number[]> = { large: [0, 10, 20, 30], swe: [0], api: [0] };
-const MAX_CALLS = 24;
+export const MAX_CALLS = 24;
 
-function sample(): { file: string; session: ReplaySession }[] {
+export function sample(): { file: string; session: ReplaySession }[] {
   return (Object.keys(SAMPLE) as File[]).flatMap((file) => {
     const all = parseSessions(gunzipSync(readFileSync(corpusFile(file))).toString("utf8"), file);
     return SAMPLE[file].map((i) => ({ file, session: all[i]! }));

@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process";
 import { benchAgents } from "./agents.ts";
 import { benchAgreement, optionsFrom } from "./agreement.ts";
+import { benchAgreementAiSdk } from "./agreement-ai-sdk.ts";
 import {
   benchAgreement as benchAgreementReplay,
   optionsFrom as replayOptionsFrom,
@@ -66,6 +67,8 @@ const benches: Record<string, () => Promise<unknown>> = {
   "endings-draws": () => benchEndingsDraws(process.argv),
   agreement: () => benchAgreement(optionsFrom(process.argv)),
   "agreement-replay": () => benchAgreementReplay(replayOptionsFrom(process.argv)),
+  // The same agreement for the AI SDK middleware, in process (@ai-sdk/anthropic and @ai-sdk/openai).
+  "agreement-ai-sdk": () => benchAgreementAiSdk(process.argv),
   agents: () => benchAgents(process.argv),
   eval: () => benchEval(),
   scale: async () => benchScale(),

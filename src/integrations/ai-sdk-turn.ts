@@ -15,7 +15,7 @@ import type { Turn } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Summary } from "../http/summary.ts";
 import type { Ending } from "../proxy/dialect.ts";
-import { billedFrom, finishOf } from "../proxy/loop-outcome.ts";
+import { billedFrom, countsWithin, finishOf } from "../proxy/loop-outcome.ts";
 import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
 import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
 import { hopMemo } from "./ai-sdk-hops.ts";
@@ -42,6 +42,16 @@ export interface Prepared {
   intercept: boolean;
   recall: RecallParams;
   summary: Summary;
+  /** The provider's counts of the results this call stubbed on arrival, asked beside it. */
+  counts?: Promise<Record<string, number>>;
+}
+
+/** The middleware's counting endpoint (its `count` option, checked). */
+export interface Counter {
+  provider: "anthropic" | "openai";
+  url: string;
+  headers: Headers;
+  fetch: typeof fetch;
 }
 
 export interface Outcome {
@@ -129,7 +139,7 @@ export function finishReasonOf(
  * Notes the hops on the turn's log line, keeps the memos, and reports the call. Runs after the app
  * has its answer; a failure loses only the note (said in the report).
  */
-export function finish(p: Prepared, outcome: Outcome): Promise<void> {
+export async function finish(p: Prepared, outcome: Outcome): Promise<void> {
   const billed = billedFrom("ai-sdk", outcome.usages, p.model.modelId);
   const summary: Summary = {
     ...p.summary,
@@ -148,8 +158,12 @@ export function finish(p: Prepared, outcome: Outcome): Promise<void> {
       : { saved_usd: Math.round((p.summary.saved_usd - billed.hop_usd) * 1e9) / 1e9 }),
   };
   const report = () => p.settings.report({ session: p.ref, format: "ai-sdk", summary });
+  const counted = await countsWithin(p.counts);
   return p.turn
-    .finish(finishOf(outcome, billed?.usage))
+    .finish({
+      ...finishOf(outcome, billed?.usage),
+      ...(Object.keys(counted).length === 0 ? {} : { counted }),
+    })
     .catch(() => {
       summary.errors.push({
         code: "storage_error",

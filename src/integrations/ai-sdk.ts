@@ -27,11 +27,13 @@ import { passThroughSummary, proxyPart, type Summary, summaryOf } from "../http/
 import { type Ending, noticeText } from "../proxy/dialect.ts";
 import { memoAnswers } from "../proxy/memo-answers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "../proxy/port.ts";
+import { countUnsent } from "../proxy/token-count.ts";
 import { addUsage } from "../proxy/usage.ts";
 import { keepsHops, signatureAnchors, spliceHops } from "./ai-sdk-hops.ts";
 import { isOurCall, nextParams, rebuild, spliceRecalls, wireOf } from "./ai-sdk-prompt.ts";
 import { streamTurn } from "./ai-sdk-stream.ts";
 import {
+  type Counter,
   decide,
   execute,
   finish,
@@ -50,7 +52,56 @@ import {
   settingsOf,
 } from "./options.ts";
 
-export type OffloadMiddlewareOptions = InProcessOptions<ModelCall>;
+/**
+ * Where the middleware asks the provider's free token count of the results it stubs as they arrive
+ * (Anthropic's `messages/count_tokens`, OpenAI's `responses/input_tokens`). Such a result is never sent,
+ * so without a count its tokens, and the report's billed saving, rest on a character estimate.
+ */
+export interface TokenCounting {
+  provider: "anthropic" | "openai";
+  apiKey: string;
+  /** The provider's base URL as the AI SDK's provider takes it (default `https://api.anthropic.com/v1`, `https://api.openai.com/v1`). */
+  baseURL?: string;
+  /** default: globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+export interface OffloadMiddlewareOptions extends InProcessOptions<ModelCall> {
+  /** The provider's token count of results stubbed on arrival (absent: estimated, and the report says so). */
+  count?: TokenCounting;
+}
+
+const COUNT_BASE: Record<TokenCounting["provider"], string> = {
+  anthropic: "https://api.anthropic.com/v1",
+  openai: "https://api.openai.com/v1",
+};
+
+/** The counting endpoint and its headers, checked once (a wrong option is the app's setup: it throws). */
+function counterOf(count: TokenCounting | undefined): Counter | null {
+  if (count === undefined) return null;
+  if (count.provider !== "anthropic" && count.provider !== "openai")
+    throw new OffloadError("invalid_argument", 'count.provider must be "anthropic" or "openai"', {
+      path: "count.provider",
+    });
+  if (typeof count.apiKey !== "string" || count.apiKey.trim() === "")
+    throw new OffloadError("invalid_argument", "count.apiKey must be a non-empty string", {
+      path: "count.apiKey",
+    });
+  const base = (count.baseURL ?? COUNT_BASE[count.provider]).replace(/\/+$/, "");
+  const headers = new Headers({ "content-type": "application/json" });
+  if (count.provider === "anthropic") {
+    headers.set("x-api-key", count.apiKey);
+    headers.set("anthropic-version", "2023-06-01");
+  } else headers.set("authorization", `Bearer ${count.apiKey}`);
+  const path =
+    count.provider === "anthropic" ? "/messages/count_tokens" : "/responses/input_tokens";
+  return {
+    provider: count.provider,
+    url: `${base}${path}`,
+    headers,
+    fetch: count.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+  };
+}
 
 /**
  * AI SDK middleware (`wrapLanguageModel({ model, middleware })`) that runs edge-offload on every
@@ -68,15 +119,16 @@ export type OffloadMiddlewareOptions = InProcessOptions<ModelCall>;
  */
 export function offloadMiddleware(options: OffloadMiddlewareOptions): LanguageModelV4Middleware {
   const settings = settingsOf(options);
+  const counter = counterOf(options.count);
   return {
     specificationVersion: "v4",
     async wrapGenerate({ doGenerate, params, model }) {
-      const prepared = await prepare(settings, params, model, false);
+      const prepared = await prepare(settings, counter, params, model, false);
       if (prepared === null) return doGenerate();
       return generateTurn(prepared);
     },
     async wrapStream({ doStream, params, model }) {
-      const prepared = await prepare(settings, params, model, true);
+      const prepared = await prepare(settings, counter, params, model, true);
       if (prepared === null) return doStream();
       return streamTurn(prepared);
     },
@@ -86,6 +138,7 @@ export function offloadMiddleware(options: OffloadMiddlewareOptions): LanguageMo
 /** The call compacted, or null when it goes as the app made it (reported already). */
 async function prepare(
   settings: Settings<ModelCall>,
+  counter: Counter | null,
   params: LanguageModelV4CallOptions,
   model: LanguageModelV4,
   stream: boolean,
@@ -166,12 +219,25 @@ async function prepare(
       // Elsewhere the middleware answers recall calls in hops the app's messages do not keep.
       hops: !keeps,
     });
+    // The provider's count of what this call stubs on arrival, asked beside the call (never before it).
+    const counts =
+      counter === null
+        ? undefined
+        : countUnsent({
+            provider: counter.provider,
+            fetcher: counter.fetch,
+            url: counter.url,
+            headers: counter.headers,
+            prepared,
+            cut: out.report.estimate?.cut,
+          });
     return {
       settings,
       ref,
       store,
       turn,
       model,
+      ...(counts === undefined ? {} : { counts }),
       params: out.changed ? rebuild(spliced.params, out.request, out.decisions) : spliced.params,
       intercept: out.report.recall_tool === "added",
       recall,

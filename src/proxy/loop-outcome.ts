@@ -19,15 +19,17 @@ import type { ProxyMemo } from "./port.ts";
  */
 export const COUNT_GRACE_MS = 1_500;
 
-/** The counts, or none if they are not back within the grace. */
-async function countsOf(call: ProxyCall): Promise<Record<string, number>> {
-  if (call.counts === undefined) return {};
+/** Counts asked beside a call, or none if they are not back within COUNT_GRACE_MS. */
+export async function countsWithin(
+  counts: Promise<Record<string, number>> | undefined,
+): Promise<Record<string, number>> {
+  if (counts === undefined) return {};
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<Record<string, number>>((resolve) => {
     timer = setTimeout(() => resolve({}), COUNT_GRACE_MS);
   });
   try {
-    return await Promise.race([call.counts, late]);
+    return await Promise.race([counts, late]);
   } finally {
     if (timer !== undefined) clearTimeout(timer);
   }
@@ -128,7 +130,7 @@ export async function finishTurn(
   summary: Summary | null,
 ): Promise<void> {
   const billed = billedOf(call, outcome);
-  const counted = await countsOf(call);
+  const counted = await countsWithin(call.counts);
   try {
     await call.turn.finish({
       ...finishOf(outcome, billed?.usage),

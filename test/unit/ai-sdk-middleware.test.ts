@@ -372,3 +372,22 @@ describe("offloadMiddleware, stream", () => {
     expect(h.reports[0]!.summary.proxy).toMatchObject({ hops: 1 });
   });
 });
+
+describe("offloadMiddleware, its count option", () => {
+  const base = { store: new MemoryStore(), session: "s", secret: "a-middleware-secret-0123" };
+  it("refuses an unknown provider or an empty key at setup, naming the option", () => {
+    const bad = (count: unknown, path: string) => {
+      try {
+        offloadMiddleware({ ...base, count } as never);
+        throw new Error("accepted");
+      } catch (e) {
+        expect(e).toMatchObject({ type: "invalid_argument", path });
+      }
+    };
+    bad({ provider: "google", apiKey: "k" }, "count.provider");
+    bad({ provider: "anthropic", apiKey: " " }, "count.apiKey");
+    expect(() =>
+      offloadMiddleware({ ...base, count: { provider: "openai", apiKey: "k" } }),
+    ).not.toThrow();
+  });
+});

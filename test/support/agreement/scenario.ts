@@ -136,12 +136,15 @@ function contentOf(m: ReplaySession["messages"][number]): AnswerBlock[] {
     : (m.content as unknown as AnswerBlock[]);
 }
 
-/** The fake model's script for the call answered by `session.messages[n]`. */
-function scriptFor(
+/**
+ * The fake model's script for the call answered by `session.messages[n]`: that message, after recalling
+ * (`recalls`) each result it quotes that the request no longer holds in full.
+ */
+export function scriptFor(
   format: Format,
   session: ReplaySession,
   n: number,
-  refs: Reference[],
+  refs: readonly Reference[],
   recalls: boolean,
 ): Script {
   const content = contentOf(session.messages[n]!);
@@ -165,6 +168,30 @@ function scriptFor(
     }
     return { content: calls.length > 0 ? calls : content };
   };
+}
+
+/** The calls of a session that the corpus answers (its assistant messages' indexes). */
+export function answeredCalls(session: ReplaySession): number[] {
+  return session.calls.filter((n) => session.messages[n]?.role === "assistant");
+}
+
+/** The next client call: the fake's clock 30 s on, its model scripted to answer `session.messages[n]`. */
+export function nextCall(
+  fake: BillingFake,
+  format: Format,
+  session: ReplaySession,
+  n: number,
+  refs: readonly Reference[],
+  recalls: boolean,
+): void {
+  fake.clock.advance(30);
+  fake.script = scriptFor(
+    format,
+    session,
+    n,
+    refs.filter((r) => r.turn === n),
+    recalls,
+  );
 }
 
 /** Reads a client's answer to its end; counts Chat chunks with usage the client did not ask for. */
@@ -239,16 +266,9 @@ async function driveSession(
   let recorded = 0;
   let lastPost: { body: string } | null = null;
   let stubAt = -1;
-  const answered = session.calls.filter((n) => session.messages[n]?.role === "assistant");
+  const answered = answeredCalls(session);
   for (const n of answered.slice(0, calls)) {
-    fake.clock.advance(30);
-    fake.script = scriptFor(
-      client.format,
-      session,
-      n,
-      refs.filter((r) => r.turn === n),
-      s.route === "proxy",
-    );
+    nextCall(fake, client.format, session, n, refs, s.route === "proxy");
     const request = JSON.stringify(clientRequest(session, n, client, sid));
     let summary: Json;
     if (s.route === "proxy") {
