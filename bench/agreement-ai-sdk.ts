@@ -1,7 +1,7 @@
 /**
  * The agreement bench for the AI SDK middleware (in process: bench/agreement.ts drives the Worker, so the
  * middleware is not one of its scenarios). The same sample of corpus sessions, each call made by an app
- * through `generateText` wrapped in `offloadMiddleware`, over @ai-sdk/anthropic (Sonnet 4.6, the app's
+ * through `generateText`, and again through `streamText`, wrapped in `offloadMiddleware`, over @ai-sdk/anthropic (Sonnet 4.6, the app's
  * breakpoint on its last message) and @ai-sdk/openai's Responses (GPT-5.4, caching on its own), to the
  * billing fake (test/support/billing-fake.ts: each provider's documented cache rules, its own prices and
  * tokenizer). Every session runs three times: offload off (the true counterfactual), on with nothing to
@@ -24,6 +24,7 @@ import {
   generateText,
   jsonSchema,
   type ModelMessage,
+  streamText,
   type TextPart,
   type Tool,
   type ToolCallPart,
@@ -163,10 +164,13 @@ async function runSession(
   kind: RunKind,
   item: { file: string; session: ReplaySession },
   count: boolean,
+  stream: boolean,
 ): Promise<Run> {
   const { session } = item;
   const store = new MemoryStore();
-  const name = `${kind}.${session.id}`.replace(/[^A-Za-z0-9._:-]/g, "_").slice(0, 128);
+  const name = `${kind}.${stream ? "stream" : "generate"}.${session.id}`
+    .replace(/[^A-Za-z0-9._:-]/g, "_")
+    .slice(0, 128);
   let hops = 0;
   const model = wrapLanguageModel({
     model: provider.model(fake.url),
@@ -199,12 +203,14 @@ async function runSession(
     nextCall(fake, provider.format, session, n, refs, true);
     const base = requestFor(session, n, "claude-sonnet-4-6", "uncached") as unknown as Json;
     const system = typeof base.system === "string" ? base.system : textOfResult(base.system);
-    await generateText({
+    const call = {
       model,
       ...(system === "" ? {} : { system }),
       messages: modelMessages(base.messages as Json[], provider.marks),
       tools: toolsOf((base.tools ?? []) as Json[]),
-    });
+    };
+    if (stream) await streamText(call).consumeStream();
+    else await generateText(call);
     calls++;
   }
   fake.script = () => ({ content: [{ type: "text", text: "ok" }] });
@@ -251,76 +257,78 @@ export async function benchAgreementAiSdk(argv: readonly string[] = []): Promise
   let exact = 0;
   let wrongSign = 0;
   try {
-    for (const provider of PROVIDERS) {
-      const totals = {
-        off: 0,
-        on: 0,
-        claim: 0,
-        same: 0,
-        calls: 0,
-        hops: 0,
-        removed: 0,
-        measured: 0,
-      };
-      for (const item of sample()) {
-        const runs = {} as Record<RunKind, Run>;
-        for (const kind of ["off", "same", "on"] as RunKind[]) {
-          runs[kind] = await runSession(fake, provider, kind, item, count);
-          // Past every cache lifetime: the next run reads nothing this one wrote.
-          fake.clock.advance(7200);
+    for (const provider of PROVIDERS)
+      for (const stream of [false, true]) {
+        const label = `${provider.name}, ${stream ? "streamText" : "generateText"}`;
+        const totals = {
+          off: 0,
+          on: 0,
+          claim: 0,
+          same: 0,
+          calls: 0,
+          hops: 0,
+          removed: 0,
+          measured: 0,
+        };
+        for (const item of sample()) {
+          const runs = {} as Record<RunKind, Run>;
+          for (const kind of ["off", "same", "on"] as RunKind[]) {
+            runs[kind] = await runSession(fake, provider, kind, item, count, stream);
+            // Past every cache lifetime: the next run reads nothing this one wrote.
+            fake.clock.advance(7200);
+          }
+          const truth = runs.off.bill - runs.on.bill;
+          const big = Math.abs(truth) > 0.01 * runs.off.bill;
+          const ok = !big || Math.abs(runs.on.claim - truth) <= 0.05 * Math.abs(truth);
+          const sign =
+            Math.abs(truth) < 1e-6 || !big || Math.sign(runs.on.claim) === Math.sign(truth);
+          if (big) significant++;
+          if (big && ok) within++;
+          if (runs.same.claim === 0) exact++;
+          if (!sign) wrongSign++;
+          totals.off += runs.off.bill;
+          totals.on += runs.on.bill;
+          totals.claim += runs.on.claim;
+          totals.same += Math.abs(runs.same.claim);
+          totals.calls += runs.on.calls;
+          totals.hops += runs.on.hops;
+          totals.removed += runs.on.removed;
+          totals.measured += runs.on.measured;
+          rows.push([
+            label,
+            `${item.file}/${item.session.id}`,
+            String(runs.on.calls),
+            String(runs.on.hops),
+            money(runs.off.bill),
+            money(truth),
+            money(runs.on.claim),
+            Math.abs(truth) < 1e-9
+              ? runs.on.claim === 0
+                ? "0 = 0"
+                : "≠ 0"
+              : pct(runs.on.claim / truth - 1),
+            runs.same.claim === 0 ? "0 (exact)" : money(runs.same.claim),
+            runs.on.removed === 0
+              ? "—"
+              : `${((runs.on.measured / runs.on.removed) * 100).toFixed(0)}%`,
+            !sign ? "wrong sign" : !ok ? "> 5%" : big ? "pass" : "pass (saving < 1%)",
+          ]);
         }
-        const truth = runs.off.bill - runs.on.bill;
-        const big = Math.abs(truth) > 0.01 * runs.off.bill;
-        const ok = !big || Math.abs(runs.on.claim - truth) <= 0.05 * Math.abs(truth);
-        const sign =
-          Math.abs(truth) < 1e-6 || !big || Math.sign(runs.on.claim) === Math.sign(truth);
-        if (big) significant++;
-        if (big && ok) within++;
-        if (runs.same.claim === 0) exact++;
-        if (!sign) wrongSign++;
-        totals.off += runs.off.bill;
-        totals.on += runs.on.bill;
-        totals.claim += runs.on.claim;
-        totals.same += Math.abs(runs.same.claim);
-        totals.calls += runs.on.calls;
-        totals.hops += runs.on.hops;
-        totals.removed += runs.on.removed;
-        totals.measured += runs.on.measured;
+        const truth = totals.off - totals.on;
         rows.push([
-          provider.name,
-          `${item.file}/${item.session.id}`,
-          String(runs.on.calls),
-          String(runs.on.hops),
-          money(runs.off.bill),
+          label,
+          "all",
+          String(totals.calls),
+          String(totals.hops),
+          money(totals.off),
           money(truth),
-          money(runs.on.claim),
-          Math.abs(truth) < 1e-9
-            ? runs.on.claim === 0
-              ? "0 = 0"
-              : "≠ 0"
-            : pct(runs.on.claim / truth - 1),
-          runs.same.claim === 0 ? "0 (exact)" : money(runs.same.claim),
-          runs.on.removed === 0
-            ? "—"
-            : `${((runs.on.measured / runs.on.removed) * 100).toFixed(0)}%`,
-          !sign ? "wrong sign" : !ok ? "> 5%" : big ? "pass" : "pass (saving < 1%)",
+          money(totals.claim),
+          pct(totals.claim / truth - 1),
+          totals.same === 0 ? "0 (exact)" : money(totals.same),
+          totals.removed === 0 ? "—" : `${((totals.measured / totals.removed) * 100).toFixed(0)}%`,
+          "",
         ]);
       }
-      const truth = totals.off - totals.on;
-      rows.push([
-        provider.name,
-        "all",
-        String(totals.calls),
-        String(totals.hops),
-        money(totals.off),
-        money(truth),
-        money(totals.claim),
-        pct(totals.claim / truth - 1),
-        totals.same === 0 ? "0 (exact)" : money(totals.same),
-        totals.removed === 0 ? "—" : `${((totals.measured / totals.removed) * 100).toFixed(0)}%`,
-        "",
-      ]);
-    }
   } finally {
     await fake.stop();
   }
@@ -328,6 +336,6 @@ export async function benchAgreementAiSdk(argv: readonly string[] = []): Promise
     `\n== agreement-ai-sdk (${count ? "with" : "without"} the provider's count) ==\n\n${textTable(head, rows)}`,
   );
   console.log(
-    `\n${rows.length - PROVIDERS.length} sessions in ${((performance.now() - t0) / 1000).toFixed(0)} s: nothing changed ⇒ exactly 0 in ${exact}; of ${significant} with a saving over 1% of their bill, ${within} within 5%; wrong sign in ${wrongSign}`,
+    `\n${rows.length - 2 * PROVIDERS.length} sessions in ${((performance.now() - t0) / 1000).toFixed(0)} s: nothing changed ⇒ exactly 0 in ${exact}; of ${significant} with a saving over 1% of their bill, ${within} within 5%; wrong sign in ${wrongSign}`,
   );
 }
