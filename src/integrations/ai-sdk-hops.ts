@@ -16,6 +16,7 @@ import type {
   LanguageModelV4Content,
   LanguageModelV4Message,
 } from "@ai-sdk/provider";
+import { anthropicPackage } from "../core/formats/ai-sdk.ts";
 import { RECALL_TOOL_NAME } from "../core/recall-tool.ts";
 import { preservedThinkingModel } from "../core/turn/frozen.ts";
 import { signatureAnchor } from "../proxy/memo-splice.ts";
@@ -25,11 +26,6 @@ import { assistantMessage, isOurCall, recallMessage } from "./ai-sdk-prompt.ts";
 
 type HopMemo = Extract<ProxyMemo, { kind: "hop" }>;
 type Metadata = LanguageModelV4Content["providerMetadata"];
-
-/** The provider package whose hops can be kept: it signs reasoning and takes tools mid-conversation. */
-export function keepsHops(provider: string): boolean {
-  return /^anthropic\./.test(provider);
-}
 
 /** A reasoning part's thinking signature, from its metadata (an answer) or options (a prompt). */
 function signatureOf(meta: Metadata): string | undefined {
@@ -68,7 +64,11 @@ export function hopMemo(
   final: readonly LanguageModelV4Content[],
   params: RecallParams,
 ): HopMemo | null {
-  if (hops.length === 0 || !keepsHops(model.provider) || !preservedThinkingModel(model.modelId))
+  if (
+    hops.length === 0 ||
+    !anthropicPackage(model.provider) ||
+    !preservedThinkingModel(model.modelId)
+  )
     return null;
   const kept = hops.map((h) => h.content.filter(appKeeps));
   const anchor = firstSig(kept.flat());

@@ -15,7 +15,7 @@ import type { Turn } from "../core/ports.ts";
 import type { SessionRef } from "../core/types.ts";
 import type { Summary } from "../http/summary.ts";
 import type { Ending } from "../proxy/dialect.ts";
-import { billedFrom, countsWithin, finishOf } from "../proxy/loop-outcome.ts";
+import { billedFrom, countsWithin, finishOf, withProxy } from "../proxy/loop-outcome.ts";
 import type { ProxyMemo, ProxyStore, RecallParams, RememberedCall } from "../proxy/port.ts";
 import { type RecallResult, runRecalls } from "../proxy/recalls.ts";
 import { hopMemo } from "./ai-sdk-hops.ts";
@@ -141,22 +141,13 @@ export function finishReasonOf(
  */
 export async function finish(p: Prepared, outcome: Outcome): Promise<void> {
   const billed = billedFrom("ai-sdk", outcome.usages, p.model.modelId);
-  const summary: Summary = {
-    ...p.summary,
-    errors: [...p.summary.errors],
-    proxy: {
-      ...p.summary.proxy!,
-      hops: outcome.hops,
-      recalls: outcome.recalls,
-      ending: outcome.ending,
-      memos: outcome.memos.length,
-      // What the provider billed, as the proxy reports it; the hops' calls are a cost of offloading.
-      ...(billed === null ? {} : { usd: billed.usd, hop_usd: billed.hop_usd }),
-    },
-    ...(billed === null
-      ? {}
-      : { saved_usd: Math.round((p.summary.saved_usd - billed.hop_usd) * 1e9) / 1e9 }),
-  };
+  // The proxy's summary: the hops, and what the provider billed (the hops' calls a cost of offloading).
+  const summary = withProxy(
+    { ...p.summary, errors: [...p.summary.errors] },
+    outcome,
+    p.summary.proxy!.stream,
+    billed,
+  );
   const report = () => p.settings.report({ session: p.ref, format: "ai-sdk", summary });
   const counted = await countsWithin(p.counts);
   return p.turn

@@ -19,6 +19,7 @@ import type {
   LanguageModelV4Middleware,
 } from "@ai-sdk/provider";
 import { adapterFor, compact } from "../core/compact.ts";
+import { anthropicPackage } from "../core/formats/ai-sdk.ts";
 import type { Turn, TurnAsk } from "../core/ports.ts";
 import { type PreparedRequest, prepareRequest, turnKeys } from "../core/prepare.ts";
 import type { SessionRef } from "../core/types.ts";
@@ -29,7 +30,7 @@ import { memoAnswers } from "../proxy/memo-answers.ts";
 import type { ProxyMemo, ProxyStore, RecallParams } from "../proxy/port.ts";
 import { countUnsent } from "../proxy/token-count.ts";
 import { addUsage } from "../proxy/usage.ts";
-import { keepsHops, signatureAnchors, spliceHops } from "./ai-sdk-hops.ts";
+import { signatureAnchors, spliceHops } from "./ai-sdk-hops.ts";
 import { isOurCall, nextParams, rebuild, spliceRecalls, wireOf } from "./ai-sdk-prompt.ts";
 import { streamTurn } from "./ai-sdk-stream.ts";
 import {
@@ -205,7 +206,7 @@ async function prepare(
     const spliced = await spliceMemos(settings, store, ref, params, turn.memos);
     // The Anthropic provider package takes the recall tool mid-conversation (it adds the beta itself),
     // and its hops are split back into the app's history on later calls (ai-sdk-hops.ts).
-    const keeps = keepsHops(model.provider);
+    const keeps = anthropicPackage(model.provider);
     const out = await compact({
       format: "ai-sdk",
       request: spliced.count === 0 ? wire : wireOf(spliced.params, model),

@@ -303,7 +303,7 @@ function inlineRecallTool(
 ): Edit | null {
   if (rootNode.kind !== "object") return null;
   const provider = getMember(rootNode, "provider");
-  if (provider?.kind !== "string" || !/^anthropic\./.test(decodeString(raw, provider))) return null;
+  if (provider?.kind !== "string" || !anthropicPackage(decodeString(raw, provider))) return null;
   const prompt = getMember(rootNode, "prompt");
   if (prompt?.kind !== "array") return null;
   // The provider package sends tool messages as user turns.
@@ -317,6 +317,14 @@ function inlineRecallTool(
     end: at,
     text: `,{"role":"system","content":"","providerOptions":{"anthropic":{"toolChanges":[${JSON.stringify(change)}]}}}`,
   };
+}
+
+/**
+ * The call goes through the AI SDK's own Anthropic package (`anthropic.messages`, …): the one whose wire
+ * this adapter models beyond the prompt (its cap on markers, its tool changes, its signed reasoning).
+ */
+export function anthropicPackage(provider: string): boolean {
+  return /^anthropic\./.test(provider);
 }
 
 /** The most cache breakpoints a request may carry (Anthropic's limit, which its AI SDK package keeps). */
@@ -334,7 +342,7 @@ function sentBreakpoints(
   toolsEnd: number,
 ): Breakpoint[] {
   const sorted = [...explicit].sort((a, b) => a.position - b.position);
-  if (!/^anthropic\./.test(provider) || sorted.length <= MAX_BREAKPOINTS) return sorted;
+  if (!anthropicPackage(provider) || sorted.length <= MAX_BREAKPOINTS) return sorted;
   const prompt = sorted.filter((b) => b.position > toolsEnd).slice(0, MAX_BREAKPOINTS);
   const tools = sorted
     .filter((b) => b.position <= toolsEnd)
