@@ -156,18 +156,11 @@ export function sketchTurn(input: SketchInput): SketchMark[] {
   // offset): the sent prefix differs from the first unit after.
   const afterTools = units.findIndex((u) => u.section !== "tools");
   const at = input.declaration?.at;
-  const inlineAt =
-    at === undefined ? -1 : units.findIndex((u) => u.section === "messages" && u.node.start >= at);
-  const declareAt =
-    input.declaration === null
-      ? -1
-      : at !== undefined
-        ? inlineAt === -1
-          ? units.length
-          : inlineAt
-        : afterTools === -1
-          ? units.length
-          : afterTools;
+  const place =
+    at === undefined
+      ? afterTools
+      : units.findIndex((u) => u.section === "messages" && u.node.start >= at);
+  const declareAt = input.declaration === null ? -1 : place === -1 ? units.length : place;
   const forced = new Set<number>([...bc.keys(), ...ba.keys(), units.length - 1]);
   if (afterTools > 0) forced.add(afterTools - 1);
   const lastSystem = units.findLastIndex((u) => u.section === "system");
